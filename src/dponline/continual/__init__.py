@@ -1,0 +1,33 @@
+"""Continual counting: private prefix sums over a stream (one protocol, several mechanisms).
+
+* :class:`BinaryTreeCounter`: the binary tree (Dwork et al. 2010; Jain et al. 2012).
+* :class:`PaddedTreeCounter`: the tree with identically distributed noise
+  (Agarwal & Singh 2017, Algorithm 2), used by Agarwal & Singh and Ene et al.
+* :class:`HonakerCounter`: Honaker's online variance-weighted estimator on the tree.
+* :class:`SqrtFactorizationCounter`: the square-root factorisation of the prefix-sum matrix.
+* :class:`DoublingCounter`: any of them over an unknown horizon.
+
+:func:`make_counter` builds one calibrated to a privacy budget for a declared input set.
+"""
+
+from dponline.continual.base import ContinualCounter, HorizonExceededError
+from dponline.continual.binary_tree import BinaryTreeCounter
+from dponline.continual.factory import make_counter
+from dponline.continual.honaker import HonakerCounter
+from dponline.continual.matrix_factorization import SqrtFactorizationCounter
+from dponline.continual.padded_tree import PaddedTreeCounter
+from dponline.continual.registry import MECHANISMS, get_mechanism
+from dponline.continual.unknown_horizon import DoublingCounter
+
+__all__ = [
+    "MECHANISMS",
+    "BinaryTreeCounter",
+    "ContinualCounter",
+    "DoublingCounter",
+    "HonakerCounter",
+    "HorizonExceededError",
+    "PaddedTreeCounter",
+    "SqrtFactorizationCounter",
+    "get_mechanism",
+    "make_counter",
+]

@@ -1,0 +1,237 @@
+"""The continual-counting protocol: private prefix sums released one step at a time.
+
+A counter is built for a horizon T and a dimension d (and ``replicas`` independent copies along a
+leading axis, so that R seeds cost one vectorised step). Each call ``step(x_t)`` takes the round's
+value, shape ``(d,)`` (shared by every replica) or ``(replicas, d)``, and returns the release
+``S_t + Z_t`` of the prefix sum ``S_t = x_1 + ... + x_t``, shape ``(replicas, d)``.
+
+Every counter reports the exact per-coordinate variance of every release (``variance(t)``), and
+the factors by which one round's sensitivity is multiplied in l1 and l2 over everything the
+mechanism releases (``sensitivity_factors``), from which :mod:`dponline.privacy.calibration`
+derives its noise. A fixed-horizon counter refuses step T+1.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dponline.privacy.bounds import InputBounds, check_finite
+from dponline.privacy.guarantee import PrivacyGuarantee
+from dponline.privacy.noise import NoiseDistribution
+from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
+
+__all__ = ["ContinualCounter", "HorizonExceededError"]
+
+
+class HorizonExceededError(ValueError):
+    """A fixed-horizon counter was asked for step T+1."""
+
+
+def _check_positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+class ContinualCounter(ABC):
+    """Base class of the continual-counting mechanisms (see the module docstring).
+
+    Parameters
+    ----------
+    horizon:
+        The number of steps T the counter is built for.
+    dim:
+        The dimension d of each step's value.
+    noise:
+        The noise distribution of one noise draw (a tree node, a factorisation coordinate).
+    replicas:
+        Independent copies run side by side (leading axis of every release).
+    rng:
+        Seed or Generator for the noise (never a global RNG).
+    bounds:
+        The per-step input contract; when given, every input is checked against it.
+    clip:
+        Map out-of-bounds inputs into ``bounds`` instead of raising.
+    privacy:
+        The guarantee this counter gives for inputs within ``bounds`` (set by
+        :func:`dponline.continual.make_counter`); ``None`` for a counter built by hand.
+    """
+
+    #: Registry name, e.g. "binary_tree".
+    name: ClassVar[str]
+    #: Noise families this mechanism is valid for ("laplace", "gaussian", "generalized_gaussian").
+    supported_noise: ClassVar[frozenset[str]] = frozenset(
+        {"laplace", "gaussian", "generalized_gaussian"}
+    )
+    #: One line for listings.
+    summary: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        horizon: int,
+        dim: int,
+        noise: NoiseDistribution,
+        *,
+        replicas: int = 1,
+        rng: RngLike = None,
+        bounds: InputBounds | None = None,
+        clip: bool = False,
+        privacy: PrivacyGuarantee | None = None,
+    ) -> None:
+        self.horizon = _check_positive_int("horizon", horizon)
+        self.dim = _check_positive_int("dim", dim)
+        self.replicas = _check_positive_int("replicas", replicas)
+        if not isinstance(noise, NoiseDistribution):
+            raise TypeError(f"noise must be a NoiseDistribution, got {type(noise).__name__}")
+        family = _noise_family(noise)
+        if family is not None and family not in self.supported_noise:
+            raise TypeError(
+                f"{type(self).__name__} supports {sorted(self.supported_noise)} noise, "
+                f"got {type(noise).__name__}"
+            )
+        if bounds is not None and bounds.dim != self.dim:
+            raise ValueError(f"bounds has dimension {bounds.dim}, counter has dim={self.dim}")
+        self.noise = noise
+        self.bounds = bounds
+        self.clip = bool(clip)
+        self.privacy = privacy
+        self._rng = as_generator(rng)
+        self.t = 0
+
+    # ----------------------------------------------------------------- structure
+    @classmethod
+    @abstractmethod
+    def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
+        """(l1, l2) norms of the largest column of the mechanism's strategy matrix.
+
+        One round's value moving by a vector v moves everything the mechanism releases
+        (its noisy nodes or coordinates) by at most ``l1 * ||v||_1`` in l1 and
+        ``l2 * ||v||_2`` in l2; calibrations multiply the input set's diameter by these.
+        """
+
+    @classmethod
+    def draws_per_step(cls, horizon: int) -> int:
+        """How many noise draws one step's value enters (for per-draw composition)."""
+        l1, _ = cls.sensitivity_factors(horizon)
+        return round(l1)
+
+    @abstractmethod
+    def variance(self, t: int) -> float:
+        """Exact variance of one coordinate of release ``t`` (0 <= t <= horizon)."""
+
+    def variances(self) -> np.ndarray:
+        """Exact per-coordinate variances of releases 1..T."""
+        return np.array([self.variance(t) for t in range(1, self.horizon + 1)])
+
+    @property
+    def max_variance(self) -> float:
+        return float(self.variances().max())
+
+    @property
+    def mean_variance(self) -> float:
+        return float(self.variances().mean())
+
+    # ----------------------------------------------------------------- streaming
+    def initial_release(self) -> np.ndarray:
+        """The release for t = 0 (an empty prefix sum): zeros unless the mechanism pads it."""
+        return np.zeros((self.replicas, self.dim))
+
+    def step(self, x: np.ndarray) -> np.ndarray:
+        """Feed round ``t+1``'s value and return the private prefix sum, shape (replicas, dim)."""
+        if self.t >= self.horizon:
+            raise HorizonExceededError(
+                f"{type(self).__name__} was built for horizon T={self.horizon} and has released "
+                f"all {self.horizon} steps; step {self.t + 1} would void its privacy guarantee. "
+                "Build it with a larger horizon, or with horizon=None through make_counter "
+                "for an unknown horizon."
+            )
+        xv = self._prepare(x)
+        self.t += 1
+        return self._step(xv)
+
+    def _prepare(self, x: np.ndarray) -> np.ndarray:
+        arr = check_finite(x, f"step {self.t + 1} input")
+        if arr.shape == (self.dim,):
+            arr = np.broadcast_to(arr, (self.replicas, self.dim))
+        elif arr.shape != (self.replicas, self.dim):
+            raise ValueError(
+                f"input must have shape ({self.dim},) or ({self.replicas}, {self.dim}), "
+                f"got {arr.shape}"
+            )
+        if self.bounds is not None:
+            arr = self.bounds.check(arr, clip=self.clip, what=f"step {self.t + 1} input")
+        return arr
+
+    @abstractmethod
+    def _step(self, x: np.ndarray) -> np.ndarray:
+        """Advance with a validated (replicas, dim) input; ``self.t`` is already the new t."""
+
+    def _draw(self, count: int | None = None) -> np.ndarray:
+        shape = (self.replicas, self.dim) if count is None else (count, self.replicas, self.dim)
+        return self.noise.sample(self._rng, shape)
+
+    # ----------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume bit for bit, RNG state included."""
+        return {
+            "mechanism": self.name,
+            "horizon": self.horizon,
+            "dim": self.dim,
+            "replicas": self.replicas,
+            "t": self.t,
+            "rng": generator_state(self._rng),
+            "arrays": {k: np.array(v, copy=True) for k, v in self._arrays().items()},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a state saved by :meth:`state_dict` of an identically built counter."""
+        for key in ("mechanism", "horizon", "dim", "replicas"):
+            mine = self.name if key == "mechanism" else getattr(self, key)
+            if state.get(key) != mine:
+                raise ValueError(
+                    f"state was saved from a counter with {key}={state.get(key)!r}, "
+                    f"this one has {key}={mine!r}"
+                )
+        t = int(state["t"])
+        if not 0 <= t <= self.horizon:
+            raise ValueError(f"saved step t={t} is outside [0, {self.horizon}]")
+        arrays = state["arrays"]
+        expected = self._arrays()
+        if set(arrays) != set(expected):
+            raise ValueError(f"saved arrays {sorted(arrays)} do not match {sorted(expected)}")
+        for k, v in expected.items():
+            if np.shape(arrays[k]) != np.shape(v):
+                raise ValueError(f"saved array {k!r} has shape {np.shape(arrays[k])}, "
+                                 f"expected {np.shape(v)}")
+        self.t = t
+        self._rng = generator_from_state(state["rng"])
+        self._set_arrays({k: np.array(v, dtype=float, copy=True) for k, v in arrays.items()})
+
+    @abstractmethod
+    def _arrays(self) -> dict[str, np.ndarray]:
+        """The mechanism's internal arrays (live references)."""
+
+    @abstractmethod
+    def _set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        """Install arrays saved by :meth:`_arrays`."""
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(horizon={self.horizon}, dim={self.dim}, "
+            f"replicas={self.replicas}, noise={self.noise!r}, t={self.t})"
+        )
+
+
+def _noise_family(noise: NoiseDistribution) -> str | None:
+    from dponline.privacy.noise import GaussianNoise, LaplaceNoise
+
+    if isinstance(noise, LaplaceNoise):
+        return "laplace"
+    if isinstance(noise, GaussianNoise):
+        return "gaussian"
+    if type(noise).__name__ == "GeneralizedGaussianNoise":
+        return "generalized_gaussian"
+    return None

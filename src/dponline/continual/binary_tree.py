@@ -1,0 +1,90 @@
+"""The binary tree mechanism (Dwork, Naor, Pitassi, Rothblum 2010; Chan, Shi, Song 2011;
+Jain, Kothari, Thakurta 2012, Algorithm 5 "PrivateSum").
+
+Notation. Step t (1-indexed) completes the dyadic nodes [t - 2^h + 1, t] for h = 0..v(t), where
+v(t) is the number of trailing zero bits of t. The tree holds the dyadic intervals contained in
+[1, T]; step t lies in at most L = ceil(log2(T+1)) = T.bit_length() of them, one per level, so
+one round's value enters L noise draws (l1 factor L, l2 factor sqrt(L)). The prefix sum S_t is
+the sum of the nodes given by the set bits of t, so release t carries popcount(t) noise draws:
+
+    Var(release t) = popcount(t) * Var(one draw),
+    max_t Var = floor(log2(T+1)) * Var(one draw).
+
+Only the node used by a release is materialised (level v(t) at step t): memory is O(d log T)
+and the amortised cost of a step is O(d) (the running release is updated incrementally).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from dponline.continual.base import ContinualCounter
+
+__all__ = ["BinaryTreeCounter", "levels", "trailing_zeros"]
+
+
+def levels(horizon: int) -> int:
+    """ceil(log2(T+1)): the number of tree nodes (levels) a step's value lies in."""
+    return int(horizon).bit_length()
+
+
+def trailing_zeros(t: int) -> int:
+    """The number of trailing zero bits of t >= 1 (the level of the node completed at t)."""
+    return (t & -t).bit_length() - 1
+
+
+class BinaryTreeCounter(ContinualCounter):
+    """Binary tree mechanism with one independent noise draw per dyadic node.
+
+    With Laplace(b) per node it is (L * Delta_1 / b)-DP; with N(0, sigma^2) per node it is a
+    Gaussian mechanism of l2 sensitivity sqrt(L) * Delta_2 (see
+    :mod:`dponline.privacy.calibration`), L = ceil(log2(T+1)).
+    """
+
+    name: ClassVar[str] = "binary_tree"
+    summary: ClassVar[str] = "binary tree (Dwork et al. 2010; Jain et al. 2012)"
+
+    def __init__(self, horizon: int, dim: int, noise, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(horizon, dim, noise, **kwargs)
+        n_levels = levels(self.horizon)
+        self._partial = np.zeros((n_levels, self.replicas, self.dim))  # exact open-node sums
+        self._nodes = np.zeros((n_levels, self.replicas, self.dim))  # noisy nodes of set bits
+        self._release = np.zeros((self.replicas, self.dim))
+
+    @classmethod
+    def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
+        n = levels(horizon)
+        return float(n), float(np.sqrt(n))
+
+    def variance(self, t: int) -> float:
+        if not 0 <= t <= self.horizon:
+            raise ValueError(f"t must lie in [0, {self.horizon}], got {t}")
+        return int(t).bit_count() * self.noise.coordinate_variance(self.dim)
+
+    def variances(self) -> np.ndarray:
+        pc = np.array([t.bit_count() for t in range(1, self.horizon + 1)], dtype=float)
+        return pc * self.noise.coordinate_variance(self.dim)
+
+    def _step(self, x: np.ndarray) -> np.ndarray:
+        t = self.t
+        i = trailing_zeros(t)
+        # The new node [t - 2^i + 1, t] is the open lower levels plus x; they close with it.
+        node_sum = self._partial[:i].sum(axis=0) + x
+        self._partial[:i] = 0.0
+        self._partial[i] = node_sum
+        # Bits 0..i-1 of t-1 were set and are clear in t; bit i becomes set.
+        self._release -= self._nodes[:i].sum(axis=0)
+        self._nodes[:i] = 0.0
+        self._nodes[i] = node_sum + self._draw()
+        self._release += self._nodes[i]
+        return self._release.copy()
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return {"partial": self._partial, "nodes": self._nodes, "release": self._release}
+
+    def _set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        self._partial = arrays["partial"]
+        self._nodes = arrays["nodes"]
+        self._release = arrays["release"]

@@ -1,0 +1,80 @@
+"""Build a calibrated continual counter in one call: :func:`make_counter`."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from dponline.continual.base import ContinualCounter
+from dponline.continual.registry import get_mechanism
+from dponline.continual.unknown_horizon import DoublingCounter
+from dponline.privacy.bounds import InputBounds
+from dponline.privacy.calibration import calibrate_counter
+from dponline.privacy.guarantee import PrivacyWarning
+from dponline.rng import RngLike, as_generator
+
+__all__ = ["make_counter"]
+
+
+def make_counter(
+    mechanism: str,
+    *,
+    horizon: int | None,
+    bounds: InputBounds,
+    epsilon: float,
+    delta: float = 0.0,
+    noise: str = "gaussian",
+    calibration: str = "tight",
+    regular_norm: float | None = None,
+    replicas: int = 1,
+    rng: RngLike = None,
+    clip: bool = False,
+) -> ContinualCounter | DoublingCounter:
+    """A continual counter for inputs in ``bounds``, calibrated to (epsilon, delta).
+
+    The counter's ``privacy`` states the guarantee (event-level DP over streams that differ in
+    one round), and every input is checked against ``bounds`` (or clipped with ``clip=True``).
+    With ``horizon=None`` the counter runs doubling blocks (:class:`DoublingCounter`) and never
+    refuses a step; each block is calibrated for its own length at the full budget.
+
+    >>> from dponline.privacy.bounds import Box
+    >>> c = make_counter("binary_tree", horizon=8, bounds=Box(0, 1, dim=2), epsilon=1.0,
+    ...                  noise="laplace", rng=0)
+    >>> c.privacy.epsilon, c.noise.b   # 4 levels x l1 diameter 2 / epsilon
+    (1.0, 8.0)
+    """
+    cls = get_mechanism(mechanism)
+    kwargs = dict(
+        bounds=bounds, epsilon=epsilon, delta=delta, noise=noise, calibration=calibration,
+        regular_norm=regular_norm,
+    )
+    if horizon is not None:
+        cal = calibrate_counter(cls, horizon=horizon, **kwargs)  # type: ignore[arg-type]
+        return cls(
+            horizon, bounds.dim, cal.noise, replicas=replicas, rng=rng, bounds=bounds,
+            clip=clip, privacy=cal.guarantee,
+        )
+
+    # Unknown horizon: one calibration per block length, at the full budget each.
+    cache: dict[int, object] = {}
+
+    def calibration_for(length: int):  # type: ignore[no-untyped-def]
+        if length not in cache:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PrivacyWarning)  # reported once, below
+                cache[length] = calibrate_counter(cls, horizon=length, **kwargs)  # type: ignore[arg-type]
+        return cache[length]
+
+    def make_block(length: int, gen: np.random.Generator) -> ContinualCounter:
+        cal = calibration_for(length)
+        return cls(
+            length, bounds.dim, cal.noise, replicas=replicas, rng=gen,  # type: ignore[attr-defined]
+            bounds=bounds, clip=clip, privacy=cal.guarantee,  # type: ignore[attr-defined]
+        )
+
+    first = calibrate_counter(cls, horizon=1, **kwargs)  # type: ignore[arg-type]
+    return DoublingCounter(
+        make_block, bounds.dim, replicas=replicas, rng=as_generator(rng),
+        privacy=first.guarantee, name=cls.name,
+    )

@@ -1,0 +1,94 @@
+"""Honaker's online estimator on the binary tree (Honaker 2015, "Efficient use of
+differentially private binary trees"; the online, bottom-up variant).
+
+Every dyadic node of the tree gets its own noise draw (same privacy as the binary tree: one
+round's value lies in L = ceil(log2(T+1)) nodes). When a node at height h >= 1 completes, its
+noisy value y is combined with the sum of its two children's estimates, which estimates the same
+quantity independently, by inverse-variance weighting:
+
+    v_0 = s^2,       v_h = 1 / (1/s^2 + 1/(2 v_{h-1})) = s^2 2^h / (2^{h+1} - 1),
+    est_h = (v_h / s^2) * y + (1 - v_h / s^2) * (est_left + est_right),
+
+with s^2 the variance of one draw. Only completed subtrees are used, so each estimate is
+available as soon as its node closes. The prefix sum at t adds the estimates of the nodes of the
+set bits of t, so Var(release t) = sum_{h : bit h of t} v_h, which tends to s^2 / 2 per node.
+At T = 2^10 and equal zCDP this is 0.58x the binary tree's largest variance.
+Memory is O(d log T); a step costs O(d) amortised.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from dponline.continual.base import ContinualCounter
+from dponline.continual.binary_tree import levels, trailing_zeros
+
+__all__ = ["HonakerCounter", "honaker_node_variances"]
+
+
+def honaker_node_variances(n_levels: int) -> np.ndarray:
+    """v_h / s^2 = 2^h / (2^{h+1} - 1) for h = 0..n_levels-1."""
+    h = np.arange(n_levels, dtype=float)
+    return 2.0**h / (2.0 ** (h + 1) - 1.0)
+
+
+class HonakerCounter(ContinualCounter):
+    """Binary tree with Honaker's online variance-weighted node estimates."""
+
+    name: ClassVar[str] = "honaker"
+    summary: ClassVar[str] = "binary tree with Honaker's online estimator (Honaker 2015)"
+
+    def __init__(self, horizon: int, dim: int, noise, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(horizon, dim, noise, **kwargs)
+        n_levels = levels(self.horizon)
+        self._rel_var = honaker_node_variances(n_levels)
+        self._weights = self._rel_var.copy()  # weight of a node's own noisy value: v_h / s^2
+        self._exact = np.zeros((n_levels, self.replicas, self.dim))  # last closed node, exact
+        self._est = np.zeros((n_levels, self.replicas, self.dim))  # its Honaker estimate
+        self._release = np.zeros((self.replicas, self.dim))
+
+    @classmethod
+    def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
+        n = levels(horizon)
+        return float(n), float(np.sqrt(n))
+
+    def variance(self, t: int) -> float:
+        if not 0 <= t <= self.horizon:
+            raise ValueError(f"t must lie in [0, {self.horizon}], got {t}")
+        bits = [h for h in range(int(t).bit_length()) if (t >> h) & 1]
+        return float(self._rel_var[bits].sum()) * self.noise.coordinate_variance(self.dim)
+
+    def variances(self) -> np.ndarray:
+        t = np.arange(1, self.horizon + 1)
+        n_levels = len(self._rel_var)
+        bits = (t[:, None] >> np.arange(n_levels)[None, :]) & 1
+        return bits @ self._rel_var * self.noise.coordinate_variance(self.dim)
+
+    def _step(self, x: np.ndarray) -> np.ndarray:
+        t = self.t
+        i = trailing_zeros(t)
+        noise = self._draw(i + 1)
+        # Levels 0..i-1 of the release (bits set in t-1, clear in t) leave the prefix sum.
+        self._release -= self._est[:i].sum(axis=0)
+        cur_exact = x
+        cur_est = x + noise[0]
+        for h in range(1, i + 1):
+            left_exact, left_est = self._exact[h - 1].copy(), self._est[h - 1].copy()
+            self._exact[h - 1], self._est[h - 1] = cur_exact, cur_est
+            node_exact = left_exact + cur_exact
+            w = self._weights[h]
+            cur_est = w * (node_exact + noise[h]) + (1.0 - w) * (left_est + cur_est)
+            cur_exact = node_exact
+        self._exact[i], self._est[i] = cur_exact, cur_est
+        self._release += cur_est
+        return self._release.copy()
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return {"exact": self._exact, "est": self._est, "release": self._release}
+
+    def _set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        self._exact = arrays["exact"]
+        self._est = arrays["est"]
+        self._release = arrays["release"]

@@ -1,0 +1,83 @@
+"""The square-root factorisation of the prefix-sum matrix (Gaussian noise only).
+
+The prefix-sum matrix A (lower-triangular ones, T x T) equals C C with C the lower-triangular
+Toeplitz matrix of the coefficients of (1 - x)^{-1/2}:
+
+    c_0 = 1,   c_k = c_{k-1} (2k - 1) / (2k) = binom(2k, k) / 4^k.
+
+The mechanism releases C (C x + z) = A x + C z with z ~ N(0, s^2 I) per coordinate (Fichtenberger,
+Henzinger & Upadhyay 2023; Henzinger, Upadhyay & Upadhyay 2023). One round's value enters the
+column of C, of l2 norm sqrt(sum_{k<T} c_k^2) ~ sqrt(ln(T)/pi), so
+
+    Var(release t) = s^2 sum_{k<t} c_k^2,
+
+about 10x below the binary tree's largest variance at T = 2^10 at equal zCDP. Its l1 column
+norm grows like 2 sqrt(T/pi), so Laplace noise is not offered (use a tree for pure DP).
+
+This exact form keeps the noise history: memory O(T d) per replica and O(t d) work at step t.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from dponline.continual.base import ContinualCounter
+
+__all__ = ["SqrtFactorizationCounter", "sqrt_coefficients"]
+
+
+def sqrt_coefficients(n: int) -> np.ndarray:
+    """c_0..c_{n-1} with c_k = binom(2k, k) / 4^k, by the exact ratio recurrence."""
+    k = np.arange(1, n, dtype=float)
+    return np.concatenate([[1.0], np.cumprod((2.0 * k - 1.0) / (2.0 * k))])[:n]
+
+
+class SqrtFactorizationCounter(ContinualCounter):
+    """Prefix sums released through the square-root factorisation A = C C."""
+
+    name: ClassVar[str] = "sqrt_factorization"
+    summary: ClassVar[str] = "square-root matrix factorisation, c_k = binom(2k,k)/4^k"
+    supported_noise: ClassVar[frozenset[str]] = frozenset({"gaussian"})
+
+    def __init__(self, horizon: int, dim: int, noise, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(horizon, dim, noise, **kwargs)
+        self._coef = sqrt_coefficients(self.horizon)
+        self._cum_sq = np.cumsum(self._coef**2)
+        self._history = np.zeros((self.horizon, self.replicas, self.dim))  # z_1..z_T
+        self._prefix = np.zeros((self.replicas, self.dim))
+
+    @classmethod
+    def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
+        c = sqrt_coefficients(int(horizon))
+        return float(c.sum()), float(np.sqrt((c**2).sum()))
+
+    @classmethod
+    def draws_per_step(cls, horizon: int) -> int:
+        return int(horizon)
+
+    def variance(self, t: int) -> float:
+        if not 0 <= t <= self.horizon:
+            raise ValueError(f"t must lie in [0, {self.horizon}], got {t}")
+        if t == 0:
+            return 0.0
+        return float(self._cum_sq[t - 1]) * self.noise.coordinate_variance(self.dim)
+
+    def variances(self) -> np.ndarray:
+        return self._cum_sq * self.noise.coordinate_variance(self.dim)
+
+    def _step(self, x: np.ndarray) -> np.ndarray:
+        t = self.t
+        self._history[t - 1] = self._draw()
+        self._prefix = self._prefix + x
+        # (C z)_t = sum_{j=1}^{t} c_{t-j} z_j
+        correlated = np.tensordot(self._coef[t - 1 :: -1], self._history[:t], axes=(0, 0))
+        return self._prefix + correlated
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return {"history": self._history, "prefix": self._prefix}
+
+    def _set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        self._history = arrays["history"]
+        self._prefix = arrays["prefix"]

@@ -1,0 +1,188 @@
+"""Input contracts: the bounds a privacy guarantee needs, enforced on every input.
+
+A guarantee holds only for inputs inside the bounds the mechanism was built with. An input
+outside them raises :class:`ValueError` naming the value and the bound, unless clipping was asked
+for; NaN and infinity are always rejected (DESIGN.md, "Privacy semantics").
+
+The bounds also give the exact sensitivities used by the ``tight`` calibrations: two neighbouring
+streams differ in one round whose value moves inside the set, so the sensitivity in a norm is the
+set's *diameter* in that norm, which can be twice the largest norm the papers use.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Box", "InputBounds", "NormBall", "check_finite", "lp_norm"]
+
+_NORM_NAMES = {1.0: "l1", 2.0: "l2", math.inf: "linf"}
+
+
+def _as_p(norm: float | str) -> float:
+    if isinstance(norm, str):
+        table = {"l1": 1.0, "l2": 2.0, "linf": math.inf, "inf": math.inf}
+        if norm not in table:
+            raise ValueError(f"norm must be one of {sorted(table)} or a number >= 1, got {norm!r}")
+        return table[norm]
+    p = float(norm)
+    if not (p >= 1.0):
+        raise ValueError(f"norm exponent p must be >= 1, got {norm!r}")
+    return p
+
+
+def lp_norm(x: np.ndarray, p: float | str, axis: int = -1) -> np.ndarray:
+    """The l_p norm along ``axis`` (p may be ``inf`` or a name such as ``"l2"``)."""
+    p = _as_p(p)
+    a = np.abs(np.asarray(x, dtype=float))
+    if p == math.inf:
+        return a.max(axis=axis)
+    if p == 1.0:
+        return a.sum(axis=axis)
+    if p == 2.0:
+        return np.sqrt((a * a).sum(axis=axis))
+    return (a**p).sum(axis=axis) ** (1.0 / p)
+
+
+def check_finite(x: np.ndarray, what: str = "input") -> np.ndarray:
+    """Return ``x`` as a float array, raising ValueError if it holds NaN or infinity."""
+    arr = np.asarray(x, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        bad = arr[~np.isfinite(arr)].ravel()[0]
+        raise ValueError(f"{what} must be finite, got {bad!r} (NaN and infinity are never accepted)")
+    return arr
+
+
+class InputBounds(ABC):
+    """A set the per-round input must lie in, with its exact diameters and norms."""
+
+    dim: int
+
+    @abstractmethod
+    def violation(self, x: np.ndarray) -> str | None:
+        """A message naming the first offending value and the bound, or None when inside."""
+
+    @abstractmethod
+    def clip(self, x: np.ndarray) -> np.ndarray:
+        """Map ``x`` into the set (identity on the set)."""
+
+    @abstractmethod
+    def diameter(self, norm: float | str) -> float:
+        """sup ||x - y|| over x, y in the set: the exact sensitivity of one round's value."""
+
+    @abstractmethod
+    def max_norm(self, norm: float | str) -> float:
+        """sup ||x|| over the set (the papers' ||Y||_p)."""
+
+    def check(self, x: np.ndarray, *, clip: bool = False, what: str = "input") -> np.ndarray:
+        """Validate ``x`` (shape ``(..., dim)``) and return it as a float array.
+
+        Raises ValueError for NaN/inf always, and for values outside the set unless
+        ``clip=True``, in which case they are mapped into the set.
+        """
+        arr = check_finite(x, what)
+        if arr.ndim == 0 or arr.shape[-1] != self.dim:
+            raise ValueError(f"{what} must have last dimension {self.dim}, got shape {arr.shape}")
+        msg = self.violation(arr)
+        if msg is None:
+            return arr
+        if clip:
+            return self.clip(arr)
+        raise ValueError(f"{what} is outside the declared bounds: {msg}")
+
+
+@dataclass(frozen=True)
+class Box(InputBounds):
+    """The box {x : low <= x <= high} in R^dim (scalars apply to every coordinate).
+
+    Losses in [0, 1]^N (Agarwal & Singh, Corollary 3.2) are ``Box(0, 1, dim=N)``.
+    """
+
+    low: float | np.ndarray
+    high: float | np.ndarray
+    dim: int
+    _lo: np.ndarray = field(init=False, repr=False, compare=False)
+    _hi: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.dim, (int, np.integer)) or self.dim < 1:
+            raise ValueError(f"dim must be a positive integer, got {self.dim!r}")
+        lo = np.broadcast_to(check_finite(self.low, "Box low"), (self.dim,)).astype(float)
+        hi = np.broadcast_to(check_finite(self.high, "Box high"), (self.dim,)).astype(float)
+        if np.any(lo > hi):
+            i = int(np.argmax(lo > hi))
+            raise ValueError(f"Box needs low <= high, got low[{i}]={lo[i]} > high[{i}]={hi[i]}")
+        object.__setattr__(self, "_lo", lo)
+        object.__setattr__(self, "_hi", hi)
+
+    def violation(self, x: np.ndarray) -> str | None:
+        below = x < self._lo
+        above = x > self._hi
+        if not (below.any() or above.any()):
+            return None
+        bad = below | above
+        idx = np.unravel_index(int(np.argmax(bad)), x.shape)
+        j = idx[-1]
+        return (
+            f"value {x[idx]!r} at index {tuple(int(i) for i in idx)} is outside "
+            f"[{self._lo[j]}, {self._hi[j]}]"
+        )
+
+    def clip(self, x: np.ndarray) -> np.ndarray:
+        return np.clip(x, self._lo, self._hi)
+
+    def diameter(self, norm: float | str) -> float:
+        return float(lp_norm(self._hi - self._lo, norm))
+
+    def max_norm(self, norm: float | str) -> float:
+        return float(lp_norm(np.maximum(np.abs(self._lo), np.abs(self._hi)), norm))
+
+
+@dataclass(frozen=True)
+class NormBall(InputBounds):
+    """The ball {x : ||x||_q <= radius} in R^dim; clipping rescales radially onto the ball."""
+
+    radius: float
+    norm: float | str
+    dim: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.dim, (int, np.integer)) or self.dim < 1:
+            raise ValueError(f"dim must be a positive integer, got {self.dim!r}")
+        r = float(self.radius)
+        if not (math.isfinite(r) and r >= 0):
+            raise ValueError(f"radius must be finite and non-negative, got {self.radius!r}")
+        _as_p(self.norm)
+
+    @property
+    def q(self) -> float:
+        return _as_p(self.norm)
+
+    def _factor(self, norm: float | str) -> float:
+        # sup_{||u||_q <= 1} ||u||_p = dim^{max(0, 1/p - 1/q)}
+        p = _as_p(norm)
+        inv = (0.0 if p == math.inf else 1.0 / p) - (0.0 if self.q == math.inf else 1.0 / self.q)
+        return float(self.dim ** max(0.0, inv))
+
+    def violation(self, x: np.ndarray) -> str | None:
+        n = lp_norm(x, self.q)
+        over = n > self.radius * (1 + 1e-12)
+        if not np.any(over):
+            return None
+        idx = np.unravel_index(int(np.argmax(over)), n.shape)
+        name = _NORM_NAMES.get(self.q, f"l{self.q:g}")
+        return f"{name} norm {float(n[idx])!r} of row {tuple(int(i) for i in idx)} exceeds {self.radius}"
+
+    def clip(self, x: np.ndarray) -> np.ndarray:
+        n = lp_norm(x, self.q)[..., None]
+        scale = np.where(n > self.radius, self.radius / np.where(n > 0, n, 1.0), 1.0)
+        return x * scale
+
+    def diameter(self, norm: float | str) -> float:
+        return 2.0 * float(self.radius) * self._factor(norm)
+
+    def max_norm(self, norm: float | str) -> float:
+        return float(self.radius) * self._factor(norm)
