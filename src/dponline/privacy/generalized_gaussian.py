@@ -144,6 +144,22 @@ def _direction_second_moment(r: float, d: int) -> float:
     return float(poch(1.0 / r, a) / poch(d / r, a))
 
 
+def _generalized_normal(rng: np.random.Generator, shape: tuple[int, ...], r: float) -> np.ndarray:
+    """I.i.d. draws of density ``exp(-|y|^r) / (2 Gamma(1 + 1/r))`` (uniform on [-1, 1] at inf).
+
+    ``|Y| = U * W^(1/r)`` with ``U`` uniform on ``(0, 1]`` and ``W ~ Gamma(1 + 1/r)``: the
+    density of the product at ``y > 0`` is ``int_y^inf t^(-1) (t^r e^(-t^r) / Gamma(1 + 1/r)) dt
+    = e^(-y^r) / Gamma(1 + 1/r)`` (``W^(1/r)`` has density ``t^r e^(-t^r) / Gamma(1 + 1/r)``).
+    """
+    u = 1.0 - rng.random(size=shape)  # uniform on (0, 1], so Y is never exactly 0
+    if math.isinf(r):
+        magnitude = u
+    else:
+        magnitude = u * rng.standard_gamma(1.0 + 1.0 / r, size=shape) ** (1.0 / r)
+    sign = np.where(rng.integers(0, 2, size=shape) == 1, 1.0, -1.0)
+    return sign * magnitude
+
+
 @dataclass(frozen=True)
 class GeneralizedGaussianNoise(NoiseDistribution):
     """The generalized Gaussian ``GG_{||.||_r, sigma}``: density on R^d proportional to
@@ -201,14 +217,7 @@ class GeneralizedGaussianNoise(NoiseDistribution):
         Consumes the generator even though the result does not depend on ``sigma``.
         """
         shape = _validate_shape(shape)
-        u = 1.0 - rng.random(size=shape)  # uniform on (0, 1], so Y is never exactly 0
-        if math.isinf(self.r):
-            magnitude = u
-        else:
-            w = rng.standard_gamma(1.0 + 1.0 / self.r, size=shape)
-            magnitude = u * w ** (1.0 / self.r)
-        sign = np.where(rng.integers(0, 2, size=shape) == 1, 1.0, -1.0)
-        y = sign * magnitude
+        y = _generalized_normal(rng, shape, self.r)
         if y.size == 0:
             return y
         return y / lr_norm(y, self.r)[..., None]

@@ -1,0 +1,40 @@
+"""Real data sets shipped inside the package (see ``README.md`` in this folder for provenance)."""
+
+from __future__ import annotations
+
+import gzip
+from importlib import resources
+
+import numpy as np
+
+__all__ = ["DATASETS", "load_price_relatives", "load_prices"]
+
+#: name -> (file, description)
+DATASETS: dict[str, tuple[str, str]] = {
+    "nyse_o": ("nyse_o.csv.gz", "daily price relatives of 36 NYSE stocks, 1962-1984 (5,651 days)"),
+    "djia": ("djia.csv.gz", "daily price relatives of 30 Dow Jones stocks, 2001-2003 (507 days)"),
+}
+
+
+def load_price_relatives(name: str = "nyse_o") -> tuple[np.ndarray, list[str]]:
+    """Daily price relatives close_t / close_{t-1}: an array (days, stocks) and column names.
+
+    The files hold prices normalised by the price before the first day (p_t / p_0, as the
+    universal-portfolios package distributes them), so day 1's relative is its first row.
+    """
+    prices, header = load_prices(name)
+    previous = np.vstack([np.ones((1, prices.shape[1])), prices[:-1]])
+    return prices / previous, header
+
+
+def load_prices(name: str = "nyse_o") -> tuple[np.ndarray, list[str]]:
+    """Normalised daily prices p_t / p_0, an array (days, stocks), and the column names."""
+    if name not in DATASETS:
+        raise ValueError(f"unknown data set {name!r}; expected one of {sorted(DATASETS)}")
+    path = resources.files(__name__).joinpath(DATASETS[name][0])
+    with path.open("rb") as raw, gzip.open(raw, "rt") as fh:
+        header = fh.readline().strip().split(",")
+        values = np.loadtxt(fh, delimiter=",", ndmin=2)
+    if values.shape[1] != len(header) or not np.all(np.isfinite(values)) or np.any(values <= 0):
+        raise ValueError(f"data file for {name!r} is corrupt: shape {values.shape}")
+    return values, header

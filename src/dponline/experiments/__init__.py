@@ -1,0 +1,1 @@
+"""Experiments: the jobs behind ``dponline demo`` and friends."""

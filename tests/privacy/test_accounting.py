@@ -1,0 +1,74 @@
+"""Exact Gaussian accounting against dp_accounting and closed forms."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dponline.privacy.accounting import (
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_mu_for,
+    gaussian_sigma,
+    laplace_epsilon,
+    pld_gaussian_epsilon,
+    zcdp_rho,
+    zcdp_sigma,
+)
+
+
+@pytest.mark.parametrize("mu", [0.05, 0.2, 0.5, 1.0, 2.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-6, 1e-9])
+def test_closed_form_matches_dp_accounting_pld(mu, delta):
+    exact = gaussian_epsilon(delta, mu)
+    pld = pld_gaussian_epsilon(1.0 / mu, delta)
+    # PLD discretisation is pessimistic by at most ~1e-3 here
+    assert exact <= pld + 1e-9
+    assert pld - exact < 2e-3 + 1e-3 * exact
+
+
+def test_composition_of_gaussians_is_one_gaussian_with_summed_squared_sensitivity():
+    """The tree argument: L Gaussian releases with multiplier m = one with m / sqrt(L)."""
+    L, m, delta = 14, 40.0, 1e-6
+    composed = pld_gaussian_epsilon(m, delta, count=L)
+    single = gaussian_epsilon(delta, math.sqrt(L) / m)
+    assert single <= composed + 1e-9 and composed - single < 2e-3
+
+
+@given(eps=st.floats(0.05, 8.0), delta=st.floats(1e-10, 1e-2))
+@settings(max_examples=60, deadline=None)
+def test_mu_for_is_the_largest_valid_mu(eps, delta):
+    mu = gaussian_mu_for(eps, delta)
+    assert gaussian_delta(eps, mu) <= delta
+    assert gaussian_delta(eps, mu * (1 + 1e-7)) > delta
+    assert gaussian_epsilon(delta, mu) <= eps * (1 + 1e-9)
+
+
+@given(eps=st.floats(0.01, 0.99), delta=st.floats(1e-12, 1e-2))
+@settings(max_examples=60, deadline=None)
+def test_analytic_sigma_beats_classical_gaussian_mechanism(eps, delta):
+    # Dwork & Roth (2014) Theorem A.1: sigma = sqrt(2 ln(1.25/delta)) / eps suffices for eps < 1.
+    classical = math.sqrt(2 * math.log(1.25 / delta)) / eps
+    assert gaussian_sigma(1.0, eps, delta) <= classical
+    assert gaussian_epsilon(delta, 1.0 / classical) <= eps
+
+
+def test_known_value():
+    # (1, 1e-6): sigma / Delta = 4.2247 (analytic Gaussian mechanism, Balle & Wang 2018)
+    assert gaussian_sigma(1.0, 1.0, 1e-6) == pytest.approx(4.22468, abs=1e-4)
+    assert gaussian_sigma(3.0, 1.0, 1e-6) == pytest.approx(3 * 4.22468, abs=3e-4)
+
+
+def test_zcdp_and_laplace():
+    assert zcdp_rho(2.0, 2.0) == 0.5
+    assert zcdp_sigma(math.sqrt(11), 0.5) == pytest.approx(math.sqrt(11))
+    assert laplace_epsilon(14 * 10, 140.0) == 1.0
+    with pytest.raises(ValueError, match="rho"):
+        zcdp_sigma(1.0, 0.0)
+    with pytest.raises(ValueError, match="delta"):
+        gaussian_sigma(1.0, 1.0, 0.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        gaussian_sigma(1.0, -1.0, 1e-5)
