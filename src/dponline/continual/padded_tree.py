@@ -35,7 +35,9 @@ class PaddedTreeCounter(BinaryTreeCounter):
     """Binary tree whose every release carries exactly ceil(log2 T) noise draws (002 Alg. 2)."""
 
     name: ClassVar[str] = "padded_tree"
-    summary: ClassVar[str] = "tree with identically distributed noise (Agarwal & Singh 2017, Alg. 2)"
+    summary: ClassVar[str] = (
+        "tree with identically distributed noise (Agarwal & Singh 2017, Alg. 2)"
+    )
 
     def __init__(self, horizon: int, dim: int, noise, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(horizon, dim, noise, **kwargs)

@@ -21,4 +21,6 @@ def get_mechanism(name: str) -> type[ContinualCounter]:
     try:
         return MECHANISMS[name]
     except KeyError:
-        raise ValueError(f"unknown mechanism {name!r}; expected one of {sorted(MECHANISMS)}") from None
+        raise ValueError(
+            f"unknown mechanism {name!r}; expected one of {sorted(MECHANISMS)}"
+        ) from None

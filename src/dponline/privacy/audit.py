@@ -54,7 +54,9 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     return lo, hi
 
 
-def epsilon_lower_bound(k_a: int, n_a: int, k_b: int, n_b: int, delta: float, alpha: float) -> float:
+def epsilon_lower_bound(
+    k_a: int, n_a: int, k_b: int, n_b: int, delta: float, alpha: float
+) -> float:
     """log((p_a_lower - delta) / p_b_upper), with each bound at level alpha/2 (0 if vacuous)."""
     p_a_lo, _ = clopper_pearson(k_a, n_a, alpha / 2)
     _, p_b_hi = clopper_pearson(k_b, n_b, alpha / 2)

@@ -52,7 +52,9 @@ def check_finite(x: np.ndarray, what: str = "input") -> np.ndarray:
     arr = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(arr)):
         bad = arr[~np.isfinite(arr)].ravel()[0]
-        raise ValueError(f"{what} must be finite, got {bad!r} (NaN and infinity are never accepted)")
+        raise ValueError(
+            f"{what} must be finite, got {bad!r} (NaN and infinity are never accepted)"
+        )
     return arr
 
 
@@ -174,7 +176,8 @@ class NormBall(InputBounds):
             return None
         idx = np.unravel_index(int(np.argmax(over)), n.shape)
         name = _NORM_NAMES.get(self.q, f"l{self.q:g}")
-        return f"{name} norm {float(n[idx])!r} of row {tuple(int(i) for i in idx)} exceeds {self.radius}"
+        row = tuple(int(i) for i in idx)
+        return f"{name} norm {float(n[idx])!r} of row {row} exceeds {self.radius}"
 
     def clip(self, x: np.ndarray) -> np.ndarray:
         n = lp_norm(x, self.q)[..., None]

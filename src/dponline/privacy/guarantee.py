@@ -2,14 +2,15 @@
 
 A guarantee names the privacy parameters, the neighbouring relation they are over, the notion of
 privacy (event-level DP, joint DP, ...) and how it was derived (which lemma or which accountant).
-It is a value: frozen, comparable, printable, and serialisable with :meth:`PrivacyGuarantee.to_dict`.
+It is a value: frozen, comparable, printable, and serialisable with
+:meth:`PrivacyGuarantee.to_dict`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 __all__ = ["Neighbouring", "PrivacyGuarantee", "PrivacyNotion", "PrivacyWarning"]
@@ -19,7 +20,7 @@ class PrivacyWarning(UserWarning):
     """A calibration proves less privacy than was asked for (for example a paper's formula)."""
 
 
-class Neighbouring(str, Enum):
+class Neighbouring(StrEnum):
     """Which inputs count as neighbours (DESIGN.md, "Privacy semantics")."""
 
     #: Two streams that differ in the value of one round (loss vector, gradient, count).
@@ -30,7 +31,7 @@ class Neighbouring(str, Enum):
     ONE_SAMPLE = "datasets differing in one sample"
 
 
-class PrivacyNotion(str, Enum):
+class PrivacyNotion(StrEnum):
     """The notion of privacy a guarantee is stated in."""
 
     EVENT_LEVEL_DP = "event-level differential privacy under continual observation"

@@ -1,0 +1,74 @@
+"""The `dponline` command: help, version, JSON outputs, and errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dponline import __version__
+from dponline.cli import main
+
+
+def test_help_lists_commands(capsys):
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    for cmd in ("demo", "mechanisms", "calibrate", "audit"):
+        assert cmd in out
+
+
+def test_version():
+    proc = subprocess.run([sys.executable, "-m", "dponline", "--version"], capture_output=True,
+                          text=True, check=True)
+    assert proc.stdout.strip() == f"dponline {__version__}"
+
+
+def test_mechanisms_json_meets_the_issue_ratios(capsys):
+    assert main(["mechanisms", "--T", "1024", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {r["mechanism"]: r for r in data["mechanisms"]}
+    assert set(rows) == {"binary_tree", "padded_tree", "honaker", "sqrt_factorization"}
+    tree = rows["binary_tree"]["max_variance"]
+    assert tree == pytest.approx(110.0)  # ceil(log2 1025) * floor(log2 1025) at rho = 1/2
+    assert rows["honaker"]["max_variance"] <= 0.6 * tree
+    assert rows["sqrt_factorization"]["max_variance"] <= 0.1 * tree
+
+
+def test_mechanisms_text(capsys):
+    assert main(["mechanisms", "--T", "64"]) == 0
+    assert "honaker" in capsys.readouterr().out
+
+
+def test_calibrate_json(capsys):
+    assert main(["calibrate", "--T", "10000", "--d", "10", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    tight = next(r for r in rows if r["mechanism"] == "binary_tree" and r["noise"] == "gaussian"
+                 and r["calibration"] == "tight")
+    paper = next(r for r in rows if r["mechanism"] == "binary_tree" and r["noise"] == "gaussian"
+                 and r["calibration"] == "paper")
+    assert tight["per_draw_std"] <= paper["per_draw_std"] / 5
+
+
+def test_bad_arguments_exit_with_message(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["mechanisms", "--T", "0"])
+    assert exc.value.code == 2
+    assert "positive integer" in capsys.readouterr().err
+    assert main(["calibrate", "--low", "1", "--high", "0"]) == 2
+    assert "low <= high" in capsys.readouterr().err
+
+
+def test_demo_writes_outputs(tmp_path, capsys):
+    assert main(["demo", "--out", str(tmp_path), "--seeds", "2", "--epsilons", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "sqrt_factorization" in out
+    data = json.loads((tmp_path / "counting.json").read_text())
+    assert data["horizon"] == 5651 and data["dim"] == 36
+    rows = data["rows"]
+    assert len(rows) == 11
+    for r in rows:
+        # measured error agrees with the exact variances (2 seeds x 36 coords x 2826 steps)
+        assert r["rmse_running_mean"] == pytest.approx(r["rmse_predicted"], rel=0.25)
+    assert (tmp_path / "counting.csv").exists()
