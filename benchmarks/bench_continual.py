@@ -170,13 +170,14 @@ def timing_pass(
             for i in range(lo, hi):
                 step(buf[i])
             s1 = time.perf_counter()
-            seg_steps.append(hi - lo)
+            n = hi - lo
+            seg_steps.append(n)
             seg_secs.append(s1 - s0)
-            done += hi - lo
+            done += n
             lo = hi
             if s1 - start >= budget and done < horizon:
                 # Finish anyway when the rest would take under a quarter of the budget.
-                remaining = (horizon - done) * (s1 - s0) / (hi - lo)
+                remaining = (horizon - done) * (s1 - s0) / n
                 if remaining > 0.25 * budget:
                     out_of_budget = True
                     break
@@ -337,7 +338,8 @@ def growth_table(results: list[CellResult]) -> str:
         small, large = cells[0], cells[-1]
         ratio = large.us_per_step / small.us_per_step
         log_ratio = math.log2(large.horizon) / math.log2(small.horizon)
-        span = f"{small.horizon:g} -> {large.horizon:g}"
+        partial = "" if small.complete and large.complete else "*"
+        span = f"{small.horizon:g} -> {large.horizon:g}{partial}"
         lines.append(f"{mech:<18} {dim:>4}  {span:<18} {ratio:>13.2f}  {log_ratio:>13.2f}")
     return "\n".join(lines)
 
@@ -431,6 +433,48 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def write_json(
+    out: Path,
+    args: argparse.Namespace,
+    argv: list[str] | None,
+    horizons: tuple[int, ...],
+    mechanisms: list[str],
+    results: list[CellResult],
+    total: float,
+    load: tuple[list[float] | None, list[float] | None],
+    finished: bool,
+) -> None:
+    payload = {
+        "benchmark": "continual",
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "finished": finished,
+        "argv": sys.argv[1:] if argv is None else argv,
+        "settings": {
+            "quick": args.quick,
+            "dims": list(FULL_DIMS),
+            "horizons": list(horizons),
+            "mechanisms": mechanisms,
+            "epsilon": EPSILON,
+            "delta": DELTA,
+            "noise": "gaussian",
+            "bounds": "Box(0, 1)",
+            "replicas": 1,
+            "cell_budget_seconds": args.cell_budget,
+            "mem_budget_seconds": args.mem_budget,
+            "sqrt_max_horizon": args.sqrt_max_horizon,
+            "seed": args.seed,
+        },
+        "environment": environment(),
+        "load_average_before": load[0],
+        "load_average_after": load[1],
+        "source_sha256": source_hashes(),
+        "total_seconds": total,
+        "results": [asdict(r) for r in results],
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(_jsonable(payload), indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     horizons = QUICK_HORIZONS if args.quick else FULL_HORIZONS
@@ -451,6 +495,10 @@ def main(argv: list[str] | None = None) -> int:
         results.append(result)
         status = "skipped" if result.skipped else f"{result.wall_seconds:.1f} s"
         print(f" {status}", file=sys.stderr, flush=True)
+        elapsed = time.perf_counter() - t_start
+        write_json(
+            args.out, args, argv, horizons, mechanisms, results, elapsed, (load_before, None), False
+        )
     total = time.perf_counter() - t_start
 
     print(
@@ -477,34 +525,9 @@ def main(argv: list[str] | None = None) -> int:
     load_after = load_average()
     print(f"total runtime: {total:.1f} s (load average before {load_before}, after {load_after})")
 
-    payload = {
-        "benchmark": "continual",
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "argv": sys.argv[1:] if argv is None else argv,
-        "settings": {
-            "quick": args.quick,
-            "dims": list(FULL_DIMS),
-            "horizons": list(horizons),
-            "mechanisms": mechanisms,
-            "epsilon": EPSILON,
-            "delta": DELTA,
-            "noise": "gaussian",
-            "bounds": "Box(0, 1)",
-            "replicas": 1,
-            "cell_budget_seconds": args.cell_budget,
-            "mem_budget_seconds": args.mem_budget,
-            "sqrt_max_horizon": args.sqrt_max_horizon,
-            "seed": args.seed,
-        },
-        "environment": environment(),
-        "load_average_before": load_before,
-        "load_average_after": load_after,
-        "source_sha256": source_hashes(),
-        "total_seconds": total,
-        "results": [asdict(r) for r in results],
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(_jsonable(payload), indent=2) + "\n")
+    write_json(
+        args.out, args, argv, horizons, mechanisms, results, total, (load_before, load_after), True
+    )
     print(f"results written to {args.out}")
     return 0
 

@@ -128,3 +128,43 @@ def test_counter_carries_guarantee_and_bounds():
     assert c.privacy.rho is not None
     assert "analytic Gaussian" in c.privacy.derivation
     assert c.privacy.to_dict()["notion"].startswith("event-level")
+
+
+def test_lemma_2_7_at_r_2_is_a_valid_gaussian_mechanism_for_epsilon_at_most_1():
+    """At r = 2 the generalized Gaussian is N(0, sigma^2 I): exact accounting checks Lemma 2.7."""
+    from dponline.privacy.calibration import generalized_gaussian_sigma
+
+    for eps in (0.01, 0.1, 0.5, 1.0):
+        for delta in (1e-3, 1e-6, 1e-10):
+            sigma = generalized_gaussian_sigma(1.0, eps, delta, kappa=1.0)
+            assert gaussian_epsilon(delta, 1.0 / sigma) <= eps
+    # ... and fails for large epsilon, which is why it is refused there
+    sigma10 = math.sqrt(2 * math.log(1e6)) / 10
+    assert gaussian_epsilon(1e-6, 1.0 / sigma10) > 10
+    with pytest.raises(ValueError, match="epsilon <= 1"):
+        generalized_gaussian_sigma(1.0, 2.0, 1e-6, kappa=1.0)
+
+
+def test_generalized_gaussian_counter_calibration_by_hand():
+    """Han et al. Thm 3.1 shape: per node Lemma 2.7 at (eps/k, delta/k), k = ceil(log2 n) + 1."""
+    from dponline.privacy.generalized_gaussian import lq_regularity
+
+    n, d, eps, delta = 1000, 50, 1.0, 1e-6
+    bounds = Box(-0.5, 0.5, dim=d)
+    reg = lq_regularity(math.inf, d)
+    cal = calibrate_counter("binary_tree", horizon=n, bounds=bounds, epsilon=eps, delta=delta,
+                            noise="generalized_gaussian", regular_norm=math.inf,
+                            calibration="paper")
+    k = math.ceil(math.log2(n)) + 1
+    expected = math.sqrt(2 * reg.kappa * math.log(k / delta)) * 1.0 * k / eps  # l_inf diam 1
+    assert cal.noise.scale == pytest.approx(expected / reg.norm_scale)
+    assert cal.noise.r == pytest.approx(reg.r)
+    assert cal.guarantee.epsilon == eps and cal.guarantee.meets_request
+    # Eq. (2) of Theorem 3.1 is this with sensitivity 2 (beta D + L)
+    from dponline.privacy.calibration import generalized_gaussian_sigma, han_sigma_plus
+
+    assert han_sigma_plus(n, reg.kappa, 1.0, 1.0, 1.0, eps, delta) == pytest.approx(
+        generalized_gaussian_sigma(2 * 2.0, eps / k, delta / k, reg.kappa))
+    with pytest.raises(ValueError, match="regular_norm"):
+        calibrate_counter("binary_tree", horizon=n, bounds=bounds, epsilon=eps, delta=delta,
+                          noise="generalized_gaussian")

@@ -438,6 +438,8 @@ def test_lr_norm() -> None:
     # No overflow or underflow for large r or large entries.
     assert lr_norm(np.array([1e300, 1e300]), 1000.0) == pytest.approx(1e300 * 2 ** (1 / 1000))
     assert lr_norm(np.array([1e-300, 0.0]), 1000.0) == pytest.approx(1e-300)
+    assert lr_norm(np.array([3e200, 4e200]), 2.0) == pytest.approx(5e200, rel=1e-15)
+    assert lr_norm(np.array([3e-200, 4e-200]), 2.0) == pytest.approx(5e-200, rel=1e-15)
 
 
 # ------------------------------------------------------------------------------------------

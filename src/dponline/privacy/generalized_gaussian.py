@@ -109,14 +109,12 @@ def lr_norm(x: np.ndarray, r: float) -> np.ndarray:
         raise ValueError("x must have at least one axis (the vector axis), got a scalar")
     if r == 1.0:
         return a.sum(axis=-1)
-    if r == 2.0:
-        return np.linalg.norm(a, axis=-1)
     m = a.max(axis=-1, initial=0.0)
     if math.isinf(r):
         return m
     safe_m = np.where(m > 0, m, 1.0)
     s = np.sum((a / safe_m[..., None]) ** r, axis=-1)
-    return np.where(m > 0, safe_m * s ** (1.0 / r), 0.0)
+    return np.where(m > 0, safe_m * s ** (1.0 / r), 0.0)[()]  # [()]: 0-d array -> scalar
 
 
 # --------------------------------------------------------------------------------------------
