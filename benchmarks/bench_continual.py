@@ -21,8 +21,10 @@ memory and its generation is never timed. Each cell runs two passes:
   pays at construction, see ``build ms``).
 * a **memory pass** under ``tracemalloc``: tracing starts after the input buffer exists, so
   ``peak MiB`` is the peak of everything allocated by building the counter and running its
-  steps (persistent state plus the transient arrays of one step), not the input. ``state MiB``
-  is the size of the counter's arrays (``state_dict()["arrays"]``) at the end of the run.
+  steps (persistent state plus the transient arrays of one step), not the input. ``kept MiB``
+  is what is still allocated at the end of the pass while the counter is alive (its retained
+  memory, including any buffer its arrays are views of), and ``state MiB`` is the size of the
+  counter's arrays as saved by ``state_dict()["arrays"]``.
   Tracing slows the steps 2-4x, so this pass runs under its own time budget.
 
 Both passes stop early when their per-cell time budget (``--cell-budget``, ``--mem-budget``)
@@ -101,6 +103,7 @@ class CellResult:
     mem_steps_run: int = 0
     mem_complete: bool = False
     peak_mib: float = math.nan
+    kept_mib: float = math.nan
     state_mib: float = math.nan
     wall_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -227,10 +230,11 @@ def memory_pass(result: CellResult, seed: int, budget: float) -> None:
             done += hi
             if time.perf_counter() - start >= budget:
                 break
-        peak = tracemalloc.get_traced_memory()[1]
+        kept, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     result.peak_mib = (peak - baseline) / MIB
+    result.kept_mib = (kept - baseline) / MIB
     result.mem_steps_run = done
     result.mem_complete = done == horizon
     arrays = counter.state_dict()["arrays"]
@@ -247,9 +251,9 @@ def run_cell(mechanism: str, dim: int, horizon: int, args: argparse.Namespace) -
     if mechanism == "sqrt_factorization" and horizon > args.sqrt_max_horizon:
         result.skipped = (
             f"sqrt_factorization keeps O(T d) noise values "
-            f"({horizon * dim * 8 / 2**30:.2f} GiB at T={horizon:g}, d={dim}; "
+            f"({horizon * dim * 8 / 2**30:.2f} GiB at T={horizon:,}, d={dim}; "
             f"the exact history form also costs O(t d) at step t); "
-            f"only run for T <= {args.sqrt_max_horizon:g}"
+            f"only run for T <= {args.sqrt_max_horizon:,}"
         )
         return result
     t0 = time.perf_counter()
@@ -285,12 +289,13 @@ def results_table(results: list[CellResult]) -> str:
         "last/first",
         "peak MiB",
         "mem steps",
+        "kept MiB",
         "state MiB",
     )
     rows: list[tuple[str, ...]] = []
     for r in results:
         if r.skipped is not None:
-            rows.append((r.mechanism, str(r.dim), f"{r.horizon:,}", "skipped", *[""] * 9))
+            rows.append((r.mechanism, str(r.dim), f"{r.horizon:,}", "skipped", *[""] * 10))
             continue
         rows.append(
             (
@@ -306,6 +311,7 @@ def results_table(results: list[CellResult]) -> str:
                 _fmt(r.last_over_first, ".2f"),
                 _fmt(r.peak_mib, ".3f"),
                 _steps(r.mem_steps_run, r.mem_complete),
+                _fmt(r.kept_mib, ".3f"),
                 _fmt(r.state_mib, ".3f"),
             )
         )
@@ -324,7 +330,10 @@ def results_table(results: list[CellResult]) -> str:
 
 def growth_table(results: list[CellResult]) -> str:
     """us/step at each T relative to the smallest T run, next to the log2 T ratio."""
-    lines = ["mechanism           d  T_small -> T_large   us/step ratio  log2(T) ratio"]
+    lines = [
+        f"{'mechanism':<18} {'d':>4}  {'T_small -> T_large':<22} {'us/step ratio':>13}  "
+        f"{'log2(T) ratio':>13}"
+    ]
     done = [r for r in results if r.skipped is None]
     keys = sorted(
         {(r.mechanism, r.dim) for r in done}, key=lambda k: (ALL_MECHANISMS.index(k[0]), k[1])
@@ -339,8 +348,8 @@ def growth_table(results: list[CellResult]) -> str:
         ratio = large.us_per_step / small.us_per_step
         log_ratio = math.log2(large.horizon) / math.log2(small.horizon)
         partial = "" if small.complete and large.complete else "*"
-        span = f"{small.horizon:g} -> {large.horizon:g}{partial}"
-        lines.append(f"{mech:<18} {dim:>4}  {span:<18} {ratio:>13.2f}  {log_ratio:>13.2f}")
+        span = f"{small.horizon:,} -> {large.horizon:,}{partial}"
+        lines.append(f"{mech:<18} {dim:>4}  {span:<22} {ratio:>13.2f}  {log_ratio:>13.2f}")
     return "\n".join(lines)
 
 
@@ -513,9 +522,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         for note in r.notes:
             print(f"  {r.mechanism} d={r.dim} T={r.horizon:,}: {note}")
-    skipped = [r for r in results if r.skipped]
-    if skipped:
-        print(f"  skipped: {skipped[0].skipped}")
+    for r in results:
+        if r.skipped:
+            print(f"  skipped: d={r.dim} T={r.horizon:,}: {r.skipped}")
     print()
     print(
         "Per-step cost growth with T (amortised O(d) means ~1; the log2 T ratio is for reference):"

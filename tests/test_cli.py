@@ -72,3 +72,12 @@ def test_demo_writes_outputs(tmp_path, capsys):
         # measured error agrees with the exact variances (2 seeds x 36 coords x 2826 steps)
         assert r["rmse_running_mean"] == pytest.approx(r["rmse_predicted"], rel=0.25)
     assert (tmp_path / "counting.csv").exists()
+
+
+def test_audit_command_json(capsys):
+    assert main(["audit", "--T", "4", "--trials", "4000", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {r["mechanism"] for r in rows} == {"binary_tree", "padded_tree", "honaker",
+                                               "sqrt_factorization"}
+    # correctly calibrated rows are never refuted (each: chance <= 1e-3)
+    assert not any(r["refuted"] for r in rows if r["noise_fraction"] == 1.0)

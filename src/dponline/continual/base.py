@@ -153,7 +153,9 @@ class ContinualCounter(ABC):
         return self._step(xv)
 
     def _prepare(self, x: np.ndarray) -> np.ndarray:
-        arr = check_finite(x, f"step {self.t + 1} input")
+        arr = np.asarray(x, dtype=float)
+        if not np.isfinite(arr).all():
+            check_finite(arr, f"step {self.t + 1} input")  # raises with the offending value
         if arr.shape == (self.dim,):
             arr = np.broadcast_to(arr, (self.replicas, self.dim))
         elif arr.shape != (self.replicas, self.dim):
@@ -161,7 +163,7 @@ class ContinualCounter(ABC):
                 f"input must have shape ({self.dim},) or ({self.replicas}, {self.dim}), "
                 f"got {arr.shape}"
             )
-        if self.bounds is not None:
+        if self.bounds is not None and not self.bounds.contains(arr):
             arr = self.bounds.check(arr, clip=self.clip, what=f"step {self.t + 1} input")
         return arr
 

@@ -75,12 +75,12 @@ class HonakerCounter(ContinualCounter):
         cur_exact = x
         cur_est = x + noise[0]
         for h in range(1, i + 1):
-            left_exact, left_est = self._exact[h - 1].copy(), self._est[h - 1].copy()
-            self._exact[h - 1], self._est[h - 1] = cur_exact, cur_est
-            node_exact = left_exact + cur_exact
+            # the left sibling is the last closed node at level h-1; read it before overwriting
+            node_exact = self._exact[h - 1] + cur_exact
             w = self._weights[h]
-            cur_est = w * (node_exact + noise[h]) + (1.0 - w) * (left_est + cur_est)
-            cur_exact = node_exact
+            node_est = w * (node_exact + noise[h]) + (1.0 - w) * (self._est[h - 1] + cur_est)
+            self._exact[h - 1], self._est[h - 1] = cur_exact, cur_est
+            cur_exact, cur_est = node_exact, node_est
         self._exact[i], self._est[i] = cur_exact, cur_est
         self._release += cur_est
         return self._release.copy()

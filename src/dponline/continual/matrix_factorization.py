@@ -51,7 +51,9 @@ class SqrtFactorizationCounter(ContinualCounter):
         self._cum_sq = np.cumsum(self._coef**2)
         z = self._draw(self.horizon)  # z_1..z_T, shape (T, replicas, dim)
         kernel = self._coef[:, None, None]
-        self._correlated = signal.fftconvolve(z, kernel, mode="full", axes=0)[: self.horizon]
+        full = signal.fftconvolve(z, kernel, mode="full", axes=0)
+        self._correlated = full[: self.horizon].copy()  # do not keep the (2T-1)-long buffer
+        del full, z
         self._prefix = np.zeros((self.replicas, self.dim))
 
     @classmethod
@@ -74,7 +76,7 @@ class SqrtFactorizationCounter(ContinualCounter):
         return self._cum_sq * self.noise.coordinate_variance(self.dim)
 
     def _step(self, x: np.ndarray) -> np.ndarray:
-        self._prefix = self._prefix + x
+        self._prefix += x
         # (C z)_t = sum_{j=1}^{t} c_{t-j} z_j, precomputed
         return self._prefix + self._correlated[self.t - 1]
 

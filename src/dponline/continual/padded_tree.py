@@ -11,7 +11,8 @@ initial release L~_0 is the sum of P draws (Algorithm 1, lines 2-3). Since popco
 floor(log2(T+1)) <= ceil(log2 T) for T >= 2, the padding is never negative; the ``max(1, .)``
 covers T = 1. The extra draws are independent of the data, so the privacy of the tree is
 unchanged (post-processing). Every release has variance P * Var(one draw): identically
-distributed noise is what the regret analysis of 002 Theorem 3.4 uses.
+distributed noise is what the regret analysis of 002 Theorem 3.4 uses. The padding is drawn with
+``NoiseDistribution.sample_sum``: one N(0, k sigma^2) draw for k Gaussian draws, k draws otherwise.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class PaddedTreeCounter(BinaryTreeCounter):
         super().__init__(horizon, dim, noise, **kwargs)
         self.draws = padded_draws(self.horizon)
         # Algorithm 1, lines 2-3: L~_0 is a sum of P draws, drawn once at construction.
-        self._initial = self._draw(self.draws).sum(axis=0)
+        self._initial = self.noise.sample_sum(self._rng, self.draws, (self.replicas, self.dim))
 
     def initial_release(self) -> np.ndarray:
         return self._initial.copy()
@@ -60,7 +61,7 @@ class PaddedTreeCounter(BinaryTreeCounter):
         tree_release = super()._step(x)
         extra = self.draws - int(self.t).bit_count()
         if extra > 0:
-            tree_release = tree_release + self._draw(extra).sum(axis=0)
+            tree_release += self.noise.sample_sum(self._rng, extra, (self.replicas, self.dim))
         return tree_release
 
     def _arrays(self) -> dict[str, np.ndarray]:

@@ -79,6 +79,10 @@ class InputBounds(ABC):
     def max_norm(self, norm: float | str) -> float:
         """sup ||x|| over the set (the papers' ||Y||_p)."""
 
+    def contains(self, x: np.ndarray) -> bool:
+        """Fast membership test for finite arrays of shape (..., dim)."""
+        return self.violation(x) is None
+
     def check(self, x: np.ndarray, *, clip: bool = False, what: str = "input") -> np.ndarray:
         """Validate ``x`` (shape ``(..., dim)``) and return it as a float array.
 
@@ -119,6 +123,9 @@ class Box(InputBounds):
             raise ValueError(f"Box needs low <= high, got low[{i}]={lo[i]} > high[{i}]={hi[i]}")
         object.__setattr__(self, "_lo", lo)
         object.__setattr__(self, "_hi", hi)
+
+    def contains(self, x: np.ndarray) -> bool:
+        return bool((x >= self._lo).all() and (x <= self._hi).all())
 
     def violation(self, x: np.ndarray) -> str | None:
         below = x < self._lo

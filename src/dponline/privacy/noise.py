@@ -44,6 +44,17 @@ class NoiseDistribution(ABC):
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """Draw an array of the given shape; the last axis is the vector dimension d."""
 
+    def sample_sum(
+        self, rng: np.random.Generator, count: int, shape: tuple[int, ...]
+    ) -> np.ndarray:
+        """The sum of ``count`` independent draws of the given shape (exact in distribution).
+
+        The default draws them one by one; a family closed under sums overrides it.
+        """
+        if count <= 0:
+            return np.zeros(shape)
+        return self.sample(rng, (count, *shape)).sum(axis=0)
+
     @abstractmethod
     def coordinate_variance(self, dim: int) -> float:
         """Exact variance of one coordinate of one d-dimensional draw."""
@@ -108,6 +119,14 @@ class GaussianNoise(NoiseDistribution):
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         return rng.normal(0.0, self.sigma, size=shape) if self.sigma > 0 else np.zeros(shape)
+
+    def sample_sum(
+        self, rng: np.random.Generator, count: int, shape: tuple[int, ...]
+    ) -> np.ndarray:
+        """A sum of ``count`` i.i.d. N(0, sigma^2) draws is one N(0, count sigma^2) draw."""
+        if count <= 0 or self.sigma == 0:
+            return np.zeros(shape)
+        return rng.normal(0.0, self.sigma * np.sqrt(count), size=shape)
 
     def coordinate_variance(self, dim: int) -> float:
         return self.sigma**2

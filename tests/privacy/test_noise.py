@@ -1,0 +1,44 @@
+"""Laplace and Gaussian noise: shapes, variances, sums, validation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dponline.privacy.noise import GaussianNoise, LaplaceNoise
+
+
+@pytest.mark.parametrize("noise", [GaussianNoise(1.5), LaplaceNoise(0.7)])
+def test_sample_sum_has_the_law_of_a_sum_of_draws(noise):
+    rng = np.random.default_rng(0)
+    summed = noise.sample_sum(rng, 5, (20_000, 3))
+    direct = noise.sample(rng, (5, 20_000, 3)).sum(axis=0)
+    # two-sample KS at 1e-4: false failure probability 1e-4
+    assert stats.ks_2samp(summed[:, 0], direct[:, 0]).pvalue > 1e-4
+    assert noise.sample_sum(rng, 0, (2, 3)).shape == (2, 3)
+
+
+@pytest.mark.parametrize("noise", [GaussianNoise(1.5), LaplaceNoise(0.7)])
+def test_coordinate_variance_matches_samples(noise):
+    x = noise.sample(np.random.default_rng(1), (200_000,))
+    # relative sd of a variance estimate <= sqrt(5/n) (Laplace kurtosis 6) ~ 0.005; 6 sd margin
+    assert x.var() == pytest.approx(noise.coordinate_variance(1), rel=6 * math.sqrt(5 / 2e5))
+
+
+def test_scaling_and_zero_noise():
+    assert GaussianNoise(2.0).scaled(0.5) == GaussianNoise(1.0)
+    assert LaplaceNoise(2.0).scaled(-3) == LaplaceNoise(6.0)
+    assert np.all(GaussianNoise(0.0).sample(np.random.default_rng(0), (3,)) == 0)
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf])
+def test_invalid_scales(bad):
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        GaussianNoise(bad)
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        LaplaceNoise(bad)
+    with pytest.raises(TypeError, match="real number"):
+        LaplaceNoise("x")  # type: ignore[arg-type]
