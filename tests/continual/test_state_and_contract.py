@@ -135,3 +135,20 @@ def test_unknown_horizon_never_refuses_and_reports_exact_variance():
     # variance grows with log t: block k's noise is calibrated for its own length
     assert exact[-1] > exact[0]
     assert c.privacy is not None and c.privacy.epsilon == pytest.approx(1.0)
+
+
+def test_unknown_horizon_guarantee_states_the_doubling_argument():
+    import warnings as _w
+
+    from dponline.privacy.guarantee import PrivacyWarning
+
+    c = make_counter("binary_tree", horizon=None, bounds=Box(0, 1, dim=3), epsilon=0.5,
+                     noise="laplace")
+    assert c.privacy.epsilon == 0.5 and "doubling blocks" in c.privacy.derivation
+    # the paper's Laplace formula on a block of length 2: 2 levels but log2(2) = 1 -> 2 eps
+    with _w.catch_warnings(record=True) as caught:
+        _w.simplefilter("always", PrivacyWarning)
+        p = make_counter("binary_tree", horizon=None, bounds=Box(0, 1, dim=3), epsilon=0.5,
+                         noise="laplace", calibration="paper")
+    assert p.privacy.epsilon == pytest.approx(1.0)
+    assert any(issubclass(w.category, PrivacyWarning) for w in caught)

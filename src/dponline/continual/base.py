@@ -68,6 +68,8 @@ class ContinualCounter(ABC):
     )
     #: One line for listings.
     summary: ClassVar[str] = ""
+    #: Names of the array attributes (stored as ``self._<name>``) that make up the state.
+    state_arrays: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -121,6 +123,11 @@ class ContinualCounter(ABC):
     @abstractmethod
     def variance(self, t: int) -> float:
         """Exact variance of one coordinate of release ``t`` (0 <= t <= horizon)."""
+
+    def _check_t(self, t: int) -> int:
+        if not 0 <= t <= self.horizon:
+            raise ValueError(f"t must lie in [0, {self.horizon}], got {t}")
+        return int(t)
 
     def variances(self) -> np.ndarray:
         """Exact per-coordinate variances of releases 1..T."""
@@ -212,13 +219,14 @@ class ContinualCounter(ABC):
         self._rng = generator_from_state(state["rng"])
         self._set_arrays({k: np.array(v, dtype=float, copy=True) for k, v in arrays.items()})
 
-    @abstractmethod
     def _arrays(self) -> dict[str, np.ndarray]:
-        """The mechanism's internal arrays (live references)."""
+        """The mechanism's internal arrays (live references), named by ``state_arrays``."""
+        return {name: getattr(self, f"_{name}") for name in self.state_arrays}
 
-    @abstractmethod
     def _set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         """Install arrays saved by :meth:`_arrays`."""
+        for name in self.state_arrays:
+            setattr(self, f"_{name}", arrays[name])
 
     def __repr__(self) -> str:
         return (

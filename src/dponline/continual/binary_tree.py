@@ -22,12 +22,18 @@ import numpy as np
 
 from dponline.continual.base import ContinualCounter
 
-__all__ = ["BinaryTreeCounter", "levels", "trailing_zeros"]
+__all__ = ["BinaryTreeCounter", "levels", "trailing_zeros", "tree_sensitivity_factors"]
 
 
 def levels(horizon: int) -> int:
     """ceil(log2(T+1)): the number of tree nodes (levels) a step's value lies in."""
     return int(horizon).bit_length()
+
+
+def tree_sensitivity_factors(horizon: int) -> tuple[float, float]:
+    """(L, sqrt(L)): one round enters L = ceil(log2(T+1)) nodes with coefficient 1."""
+    n = levels(horizon)
+    return float(n), float(np.sqrt(n))
 
 
 def trailing_zeros(t: int) -> int:
@@ -45,6 +51,7 @@ class BinaryTreeCounter(ContinualCounter):
 
     name: ClassVar[str] = "binary_tree"
     summary: ClassVar[str] = "binary tree (Dwork et al. 2010; Jain et al. 2012)"
+    state_arrays: ClassVar[tuple[str, ...]] = ("partial", "nodes", "release")
 
     def __init__(self, horizon: int, dim: int, noise, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(horizon, dim, noise, **kwargs)
@@ -55,12 +62,10 @@ class BinaryTreeCounter(ContinualCounter):
 
     @classmethod
     def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
-        n = levels(horizon)
-        return float(n), float(np.sqrt(n))
+        return tree_sensitivity_factors(horizon)
 
     def variance(self, t: int) -> float:
-        if not 0 <= t <= self.horizon:
-            raise ValueError(f"t must lie in [0, {self.horizon}], got {t}")
+        t = self._check_t(t)
         return int(t).bit_count() * self.noise.coordinate_variance(self.dim)
 
     def variances(self) -> np.ndarray:
@@ -80,11 +85,3 @@ class BinaryTreeCounter(ContinualCounter):
         self._nodes[i] = node_sum + self._draw()
         self._release += self._nodes[i]
         return self._release.copy()
-
-    def _arrays(self) -> dict[str, np.ndarray]:
-        return {"partial": self._partial, "nodes": self._nodes, "release": self._release}
-
-    def _set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        self._partial = arrays["partial"]
-        self._nodes = arrays["nodes"]
-        self._release = arrays["release"]

@@ -23,7 +23,7 @@ from typing import ClassVar
 import numpy as np
 
 from dponline.continual.base import ContinualCounter
-from dponline.continual.binary_tree import levels, trailing_zeros
+from dponline.continual.binary_tree import levels, trailing_zeros, tree_sensitivity_factors
 
 __all__ = ["HonakerCounter", "honaker_node_variances"]
 
@@ -39,6 +39,7 @@ class HonakerCounter(ContinualCounter):
 
     name: ClassVar[str] = "honaker"
     summary: ClassVar[str] = "binary tree with Honaker's online estimator (Honaker 2015)"
+    state_arrays: ClassVar[tuple[str, ...]] = ("exact", "est", "release")
 
     def __init__(self, horizon: int, dim: int, noise, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(horizon, dim, noise, **kwargs)
@@ -51,12 +52,10 @@ class HonakerCounter(ContinualCounter):
 
     @classmethod
     def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
-        n = levels(horizon)
-        return float(n), float(np.sqrt(n))
+        return tree_sensitivity_factors(horizon)
 
     def variance(self, t: int) -> float:
-        if not 0 <= t <= self.horizon:
-            raise ValueError(f"t must lie in [0, {self.horizon}], got {t}")
+        t = self._check_t(t)
         bits = [h for h in range(int(t).bit_length()) if (t >> h) & 1]
         return float(self._rel_var[bits].sum()) * self.noise.coordinate_variance(self.dim)
 
@@ -84,11 +83,3 @@ class HonakerCounter(ContinualCounter):
         self._exact[i], self._est[i] = cur_exact, cur_est
         self._release += cur_est
         return self._release.copy()
-
-    def _arrays(self) -> dict[str, np.ndarray]:
-        return {"exact": self._exact, "est": self._est, "release": self._release}
-
-    def _set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        self._exact = arrays["exact"]
-        self._est = arrays["est"]
-        self._release = arrays["release"]

@@ -43,6 +43,7 @@ class SqrtFactorizationCounter(ContinualCounter):
 
     name: ClassVar[str] = "sqrt_factorization"
     summary: ClassVar[str] = "square-root matrix factorisation, c_k = binom(2k,k)/4^k"
+    state_arrays: ClassVar[tuple[str, ...]] = ("correlated", "prefix")
     supported_noise: ClassVar[frozenset[str]] = frozenset({"gaussian"})
 
     def __init__(self, horizon: int, dim: int, noise, **kwargs) -> None:  # type: ignore[no-untyped-def]
@@ -66,8 +67,7 @@ class SqrtFactorizationCounter(ContinualCounter):
         return int(horizon)
 
     def variance(self, t: int) -> float:
-        if not 0 <= t <= self.horizon:
-            raise ValueError(f"t must lie in [0, {self.horizon}], got {t}")
+        t = self._check_t(t)
         if t == 0:
             return 0.0
         return float(self._cum_sq[t - 1]) * self.noise.coordinate_variance(self.dim)
@@ -79,10 +79,3 @@ class SqrtFactorizationCounter(ContinualCounter):
         self._prefix += x
         # (C z)_t = sum_{j=1}^{t} c_{t-j} z_j, precomputed
         return self._prefix + self._correlated[self.t - 1]
-
-    def _arrays(self) -> dict[str, np.ndarray]:
-        return {"correlated": self._correlated, "prefix": self._prefix}
-
-    def _set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        self._correlated = arrays["correlated"]
-        self._prefix = arrays["prefix"]

@@ -39,6 +39,7 @@ class PaddedTreeCounter(BinaryTreeCounter):
     summary: ClassVar[str] = (
         "tree with identically distributed noise (Agarwal & Singh 2017, Alg. 2)"
     )
+    state_arrays: ClassVar[tuple[str, ...]] = (*BinaryTreeCounter.state_arrays, "initial")
 
     def __init__(self, horizon: int, dim: int, noise, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(horizon, dim, noise, **kwargs)
@@ -50,8 +51,7 @@ class PaddedTreeCounter(BinaryTreeCounter):
         return self._initial.copy()
 
     def variance(self, t: int) -> float:
-        if not 0 <= t <= self.horizon:
-            raise ValueError(f"t must lie in [0, {self.horizon}], got {t}")
+        t = self._check_t(t)
         return self.draws * self.noise.coordinate_variance(self.dim)
 
     def variances(self) -> np.ndarray:
@@ -63,12 +63,3 @@ class PaddedTreeCounter(BinaryTreeCounter):
         if extra > 0:
             tree_release += self.noise.sample_sum(self._rng, extra, (self.replicas, self.dim))
         return tree_release
-
-    def _arrays(self) -> dict[str, np.ndarray]:
-        arrays = super()._arrays()
-        arrays["initial"] = self._initial
-        return arrays
-
-    def _set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        super()._set_arrays(arrays)
-        self._initial = arrays["initial"]
