@@ -42,3 +42,20 @@ def test_invalid_scales(bad):
         LaplaceNoise(bad)
     with pytest.raises(TypeError, match="real number"):
         LaplaceNoise("x")  # type: ignore[arg-type]
+
+
+def test_each_noise_knows_its_calibration():
+    from dponline.privacy.accounting import gaussian_epsilon
+    from dponline.privacy.generalized_gaussian import GeneralizedGaussianNoise, lq_regularity
+
+    assert LaplaceNoise.calibrated(3.0, 0.5) == LaplaceNoise(6.0)
+    assert LaplaceNoise(1.0).sensitivity_norm == "l1"
+    g = GaussianNoise.calibrated(2.0, 1.0, 1e-6)
+    assert g.sensitivity_norm == "l2"
+    assert gaussian_epsilon(1e-6, 2.0 / g.sigma) == pytest.approx(1.0)
+    reg = lq_regularity(2.0, 10)
+    gg = GeneralizedGaussianNoise.calibrated(1.0, 1.0, 1e-6, reg)
+    assert gg.sensitivity_norm == "lr" and gg.r == 2.0
+    assert gg.sigma == pytest.approx(math.sqrt(2 * math.log(1e6)))
+    with pytest.raises(ValueError, match="positive"):
+        LaplaceNoise.calibrated(1.0, 0.0)

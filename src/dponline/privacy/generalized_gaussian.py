@@ -198,6 +198,18 @@ class GeneralizedGaussianNoise(NoiseDistribution):
     def scale(self) -> float:
         return self.sigma
 
+    @classmethod
+    def calibrated(
+        cls, sensitivity: float, epsilon: float, delta: float, regularity: LqRegularity
+    ) -> GeneralizedGaussianNoise:
+        """Lemma 2.7 of Han et al.: noise in the smooth norm of ``regularity`` for a query of
+        the given sensitivity in its l_q norm (epsilon <= 1, see
+        :func:`dponline.privacy.calibration.generalized_gaussian_sigma`)."""
+        from dponline.privacy.calibration import generalized_gaussian_sigma
+
+        sigma_plus = generalized_gaussian_sigma(sensitivity, epsilon, delta, regularity.kappa)
+        return cls(sigma_plus / regularity.norm_scale, regularity.r)
+
     def norm(self, x: np.ndarray) -> np.ndarray:
         """The l_r norm of ``x`` along its last axis (see :func:`lr_norm`)."""
         return lr_norm(x, self.r)

@@ -84,6 +84,14 @@ class LaplaceNoise(NoiseDistribution):
     def __post_init__(self) -> None:
         object.__setattr__(self, "b", validate_scale("Laplace scale b", self.b))
 
+    @classmethod
+    def calibrated(cls, l1_sensitivity: float, epsilon: float) -> LaplaceNoise:
+        """The Laplace mechanism: b = Delta_1 / epsilon gives pure epsilon-DP (exactly)."""
+        eps = validate_scale("epsilon", epsilon)
+        if eps == 0:
+            raise ValueError("epsilon must be positive")
+        return cls(validate_scale("l1 sensitivity", l1_sensitivity) / eps)
+
     @property
     def scale(self) -> float:
         return self.b
@@ -112,6 +120,13 @@ class GaussianNoise(NoiseDistribution):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", validate_scale("Gaussian sigma", self.sigma))
+
+    @classmethod
+    def calibrated(cls, l2_sensitivity: float, epsilon: float, delta: float) -> GaussianNoise:
+        """The least sigma for (epsilon, delta)-DP: the analytic Gaussian mechanism."""
+        from dponline.privacy.accounting import gaussian_sigma
+
+        return cls(gaussian_sigma(l2_sensitivity, epsilon, delta))
 
     @property
     def scale(self) -> float:
