@@ -15,7 +15,7 @@ from dponline.cli import main
 def test_help_lists_commands(capsys):
     assert main([]) == 0
     out = capsys.readouterr().out
-    for cmd in ("demo", "mechanisms", "calibrate", "audit"):
+    for cmd in ("demo", "run", "list", "counting", "mechanisms", "calibrate", "audit"):
         assert cmd in out
 
 
@@ -60,8 +60,8 @@ def test_bad_arguments_exit_with_message(capsys):
     assert "low <= high" in capsys.readouterr().err
 
 
-def test_demo_writes_outputs(tmp_path, capsys):
-    assert main(["demo", "--out", str(tmp_path), "--seeds", "2", "--epsilons", "1"]) == 0
+def test_counting_writes_outputs(tmp_path, capsys):
+    assert main(["counting", "--out", str(tmp_path), "--seeds", "2", "--epsilons", "1"]) == 0
     out = capsys.readouterr().out
     assert "sqrt_factorization" in out
     data = json.loads((tmp_path / "counting.json").read_text())
@@ -75,7 +75,7 @@ def test_demo_writes_outputs(tmp_path, capsys):
 
 
 def test_audit_command_json(capsys):
-    assert main(["audit", "--T", "4", "--trials", "4000", "--json"]) == 0
+    assert main(["audit", "--T", "4", "--trials", "1000", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert {r["mechanism"] for r in rows} == {"binary_tree", "padded_tree", "honaker",
                                                "sqrt_factorization"}

@@ -1,0 +1,21 @@
+"""Environments: the loss sequences learners face, and exact regret against the best fixed
+decision in hindsight."""
+
+from dponline.environments.bandits import BanditEnvironment, StochasticBandit
+from dponline.environments.experts import (
+    ExpertsEnvironment,
+    alternating_losses,
+    stochastic_losses,
+    switching_best_losses,
+)
+from dponline.environments.real import stock_losses
+
+__all__ = [
+    "BanditEnvironment",
+    "ExpertsEnvironment",
+    "StochasticBandit",
+    "alternating_losses",
+    "stochastic_losses",
+    "stock_losses",
+    "switching_best_losses",
+]

@@ -1,0 +1,146 @@
+"""Experiment specs in TOML (``dponline run SPEC.toml``), validated field by field.
+
+    name = "experts on NYSE"
+    horizon = 2000                  # optional for real data (default: all of it)
+    seeds = 20
+    seed = 7
+    epsilons = [0.5, 1.0, 4.0]
+    calibrations = ["tight", "paper"]
+    backend = "local"               # local | serial | ray
+    record_every = 10
+    checkpoint_every = 500
+
+    [[environments]]                # or a single [environment] table
+    name = "stocks"
+    options = { dataset = "nyse_o" }
+
+    [[learners]]
+    name = "dp-ftrl"
+    options = { noise = "laplace" }
+
+    [[learners]]
+    name = "ftrl"
+
+Every error names the field and what was expected.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dponline.experiments.runner import BACKENDS, Task, make_tasks
+from dponline.registry import ENVIRONMENTS, LEARNERS
+
+__all__ = ["ExperimentSpec", "SpecError", "load_spec"]
+
+
+class SpecError(ValueError):
+    """A spec field is missing or has the wrong type or value."""
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    name: str
+    environments: list[dict[str, Any]]
+    learners: list[dict[str, Any]]
+    epsilons: list[float]
+    calibrations: list[str] = field(default_factory=lambda: ["tight"])
+    seeds: int = 10
+    seed: int = 0
+    horizon: int | None = None
+    backend: str = "local"
+    workers: int | None = None
+    record_every: int = 1
+    checkpoint_every: int = 1000
+
+    def tasks(self) -> list[Task]:
+        tasks: list[Task] = []
+        for env in self.environments:
+            for task in make_tasks(
+                learners=self.learners, environment=env["name"], epsilons=self.epsilons,
+                calibrations=self.calibrations, seeds=self.seeds, seed=self.seed,
+                horizon=self.horizon, environment_options=env.get("options", {}),
+                record_every=self.record_every,
+            ):
+                tasks.append(Task(**{**task.__dict__, "task_index": len(tasks)}))
+        return tasks
+
+
+def _expect(cond: bool, name: str, what: str, value: Any) -> None:
+    if not cond:
+        raise SpecError(f"spec field {name!r}: expected {what}, got {value!r}")
+
+
+def _int(data: dict, name: str, default: int | None, minimum: int = 1) -> int | None:
+    v = data.get(name, default)
+    if v is None:
+        return None
+    _expect(isinstance(v, int) and not isinstance(v, bool) and v >= minimum, name,
+            f"an integer >= {minimum}", v)
+    return int(v)
+
+
+def _entry(raw: Any, name: str, registry: dict) -> dict[str, Any]:
+    _expect(isinstance(raw, dict), name, "a table with 'name' (and optional 'options')", raw)
+    _expect("name" in raw, f"{name}.name", f"one of {sorted(registry)}", None)
+    _expect(raw["name"] in registry, f"{name}.name", f"one of {sorted(registry)}", raw["name"])
+    opts = raw.get("options", {})
+    _expect(isinstance(opts, dict), f"{name}.options", "a table", opts)
+    unknown = set(raw) - {"name", "options", "label"}
+    _expect(not unknown, name, "only the keys name, options, label", sorted(unknown))
+    return {"name": raw["name"], "options": dict(opts), "label": raw.get("label", "")}
+
+
+def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> ExperimentSpec:
+    """Validate a parsed TOML document."""
+    known = {"name", "environment", "environments", "learners", "epsilons", "calibrations",
+             "seeds", "seed", "horizon", "backend", "workers", "record_every",
+             "checkpoint_every"}
+    unknown = set(data) - known
+    _expect(not unknown, "(top level)", f"only the fields {sorted(known)}", sorted(unknown))
+    if "environments" in data:
+        envs = data["environments"]
+        _expect(isinstance(envs, list) and envs, "environments", "a non-empty array of tables",
+                envs)
+    else:
+        _expect("environment" in data, "environment", "a table naming the environment", None)
+        envs = [data["environment"]]
+    environments = [_entry(e, f"environments[{i}]", ENVIRONMENTS) for i, e in enumerate(envs)]
+    learners_raw = data.get("learners")
+    _expect(isinstance(learners_raw, list) and learners_raw, "learners",
+            "a non-empty array of tables", learners_raw)
+    learners = [_entry(x, f"learners[{i}]", LEARNERS) for i, x in enumerate(learners_raw)]
+    eps = data.get("epsilons", [1.0])
+    _expect(isinstance(eps, list) and eps and all(
+        isinstance(e, (int, float)) and not isinstance(e, bool) and e > 0 for e in eps),
+        "epsilons", "a non-empty list of positive numbers", eps)
+    cals = data.get("calibrations", ["tight"])
+    _expect(isinstance(cals, list) and cals and all(c in ("tight", "paper") for c in cals),
+            "calibrations", "a non-empty list drawn from ['tight', 'paper']", cals)
+    backend = data.get("backend", "local")
+    _expect(backend in BACKENDS, "backend", f"one of {list(BACKENDS)}", backend)
+    name = data.get("name", default_name)
+    _expect(isinstance(name, str), "name", "a string", name)
+    return ExperimentSpec(
+        name=name, environments=environments, learners=learners,
+        epsilons=[float(e) for e in eps], calibrations=list(cals),
+        seeds=_int(data, "seeds", 10) or 10, seed=_int(data, "seed", 0, minimum=0) or 0,
+        horizon=_int(data, "horizon", None), backend=backend,
+        workers=_int(data, "workers", None), record_every=_int(data, "record_every", 1) or 1,
+        checkpoint_every=_int(data, "checkpoint_every", 1000) or 1000,
+    )
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    """Read and validate a TOML spec file."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"spec file {str(p)!r} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"spec file {str(p)!r} is not valid TOML: {exc}") from None
+    return parse_spec(data, default_name=p.stem)
