@@ -1,0 +1,80 @@
+"""Environments: exact regret by hand, adversaries, validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dponline.environments import (
+    BanditEnvironment,
+    ExpertsEnvironment,
+    StochasticBandit,
+    alternating_losses,
+    stochastic_losses,
+    stock_losses,
+    switching_best_losses,
+)
+
+
+def test_experts_regret_by_hand():
+    L = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    env = ExpertsEnvironment(L)
+    p = np.array([[0.5, 0.5]])
+    cum = np.cumsum([env.round(t, p)[1][0] for t in range(3)])
+    np.testing.assert_allclose(cum, [0.5, 1.0, 1.5])
+    # best expert in hindsight up to t: expert 1 with 0, 0, 1
+    np.testing.assert_allclose(env.best_cumulative_loss(), [0.0, 0.0, 1.0])
+    np.testing.assert_allclose(env.regret(cum), [0.5, 1.0, 0.5])
+
+
+def test_alternating_adversary_defeats_follow_the_leader():
+    T = 100
+    env = ExpertsEnvironment(alternating_losses(T, 3))
+    cum_loss, cum = 0.0, np.zeros(3)
+    for t in range(T):
+        leader = np.zeros((1, 3))
+        leader[0, int(np.argmin(cum))] = 1.0
+        fb, loss = env.round(t, leader)
+        cum_loss += loss[0]
+        cum += fb.loss
+    assert env.regret(np.array([cum_loss]))[0] >= T / 2 - 1  # linear regret for FTL
+
+
+def test_generators_are_reproducible_and_bounded():
+    a = switching_best_losses(200, 5, switches=3, rng=4)
+    b = switching_best_losses(200, 5, switches=3, rng=4)
+    np.testing.assert_array_equal(a, b)
+    assert set(np.unique(a)) <= {0.0, 1.0}
+    s = stochastic_losses(1000, [0.2, 0.5], rng=0)
+    assert abs(s[:, 0].mean() - 0.2) < 0.06  # 4.7 sd of a Bernoulli mean: chance ~1e-6
+    L = stock_losses("djia")
+    assert L.shape == (507, 30) and L.min() >= 0 and L.max() <= 1
+    with pytest.raises(ValueError, match="means"):
+        stochastic_losses(10, [1.5])
+
+
+def test_bandit_regret_and_validation():
+    env = BanditEnvironment(np.array([[0.2, 0.9], [0.4, 0.1]]))
+    fb, loss = env.round(0, np.array([0, 1]))
+    np.testing.assert_allclose(loss, [0.2, 0.9])
+    np.testing.assert_allclose(fb.loss, [0.2, 0.9])
+    # best arm in hindsight: 0.2 after round 1, min(0.6, 1.0) = 0.6 after round 2
+    np.testing.assert_allclose(env.regret(np.array([0.9, 1.0])), [0.7, 0.4])
+    with pytest.raises(ValueError, match="arm indices"):
+        env.round(0, np.array([2]))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        BanditEnvironment(np.array([[2.0]]))
+
+
+def test_stochastic_bandit_pseudo_regret():
+    env = StochasticBandit(np.array([0.3, 0.5]), horizon=10, rng=0)
+    _, expected = env.round(0, np.array([1, 0]))
+    np.testing.assert_allclose(expected, [0.5, 0.3])
+    np.testing.assert_allclose(env.regret(np.array([[0.5, 1.0]])), [[0.2, 0.4]])
+
+
+def test_experts_environment_rejects_bad_losses():
+    with pytest.raises(ValueError, match="outside the declared"):
+        ExpertsEnvironment(np.array([[0.0, 1.5]]))
+    with pytest.raises(ValueError, match="finite"):
+        ExpertsEnvironment(np.array([[0.0, np.nan]]))

@@ -1,0 +1,105 @@
+"""DP-FTRL (Agarwal & Singh 2017, Algorithm 1): closed forms, privacy plumbing, state."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dponline.online import DPFTRL, EntropicSimplex, EuclideanBall, EuclideanCube
+from dponline.privacy.bounds import Box
+from dponline.protocol import LossVectorFeedback
+
+
+@given(st.lists(st.floats(-50, 50), min_size=2, max_size=8), st.floats(0.01, 5))
+@settings(max_examples=50, deadline=None)
+def test_entropic_argmin_is_softmax_and_minimises_the_objective(cum, eta):
+    L = np.array(cum)
+    x = EntropicSimplex().argmin(eta, L)
+    expected = np.exp(-eta * L - np.max(-eta * L))
+    np.testing.assert_allclose(x, expected / expected.sum(), rtol=1e-10)
+    # first-order optimality on the simplex: eta L_i + log x_i + 1 is constant
+    g = eta * L + np.log(x)
+    assert np.ptp(g) < 1e-6 * max(1.0, np.abs(g).max())
+
+
+def test_ball_and_cube_argmins_are_projections():
+    L = np.array([3.0, -4.0])
+    np.testing.assert_allclose(EuclideanBall(1.0).argmin(1.0, L), [-0.6, 0.8])
+    np.testing.assert_allclose(EuclideanBall(10.0).argmin(1.0, L), [-1.5, 2.0])
+    np.testing.assert_allclose(EuclideanCube().argmin(1.0, L), [-1.0, 1.0])
+    np.testing.assert_allclose(EuclideanCube().argmin(0.2, L), [-0.3, 0.4])
+
+
+def test_non_private_ftrl_is_hedge():
+    rng = np.random.default_rng(0)
+    L = rng.uniform(size=(50, 4))
+    learner = DPFTRL(4, 50, epsilon=None, eta=0.3)
+    assert learner.privacy is None
+    cum = np.zeros(4)
+    for t in range(50):
+        p = learner.act()[0]
+        w = np.exp(-0.3 * cum)
+        np.testing.assert_allclose(p, w / w.sum(), rtol=1e-12)
+        learner.observe(LossVectorFeedback(L[t]))
+        cum += L[t]
+
+
+def test_private_learner_states_its_guarantee_and_enforces_bounds():
+    lr = DPFTRL(5, 100, epsilon=0.5, noise="laplace", calibration="tight", rng=0)
+    assert lr.privacy.epsilon == 0.5 and lr.privacy.delta == 0.0
+    assert "Laplace" in lr.privacy.derivation
+    with pytest.raises(ValueError, match="outside the declared bounds"):
+        lr.observe(LossVectorFeedback(np.array([0, 0, 2.0, 0, 0])))
+    with pytest.raises(ValueError, match="finite"):
+        lr.observe(LossVectorFeedback(np.array([0, 0, np.nan, 0, 0])))
+    g = DPFTRL(5, 100, epsilon=1.0, delta=1e-6, noise="gaussian", rng=0,
+               loss_bounds=Box(-1, 1, dim=5))
+    assert g.privacy.delta == 1e-6 and g.privacy.rho is not None
+    with pytest.raises(TypeError, match="LossVectorFeedback"):
+        g.observe(np.zeros(5))  # type: ignore[arg-type]
+
+
+def test_paper_calibration_uses_the_padded_tree_and_corollary_3_2_noise():
+    with pytest.warns(UserWarning):  # the paper's log2 T undercounts the tree's levels
+        lr = DPFTRL(10, 1024, epsilon=1.0, noise="laplace", calibration="paper", rng=0)
+    assert lr.counter.name == "padded_tree"
+    assert lr.counter.noise.scale == pytest.approx(10 * math.log2(1024) / 1.0)  # N log T / eps
+    # L~_0 is the sum of ceil(log T) draws (Algorithm 1, lines 2-3): not zero
+    assert np.all(lr.act() != 0.1)
+
+
+@pytest.mark.parametrize("cut", [0, 7, 30])
+def test_resume_is_bit_for_bit(cut):
+    rng = np.random.default_rng(1)
+    L = rng.uniform(size=(40, 3))
+
+    def make():
+        return DPFTRL(3, 40, epsilon=1.0, delta=1e-6, noise="gaussian", replicas=4, rng=7)
+
+    full = make()
+    ref = []
+    for t in range(40):
+        ref.append(full.act())
+        full.observe(LossVectorFeedback(L[t]))
+    part = make()
+    for t in range(cut):
+        part.act()
+        part.observe(LossVectorFeedback(L[t]))
+    resumed = make()
+    resumed.load_state_dict(part.state_dict())
+    for t in range(cut, 40):
+        np.testing.assert_array_equal(resumed.act(), ref[t])
+        resumed.observe(LossVectorFeedback(L[t]))
+
+
+def test_replicas_differ_and_have_the_right_shape():
+    lr = DPFTRL(6, 20, epsilon=1.0, replicas=5, rng=3)
+    lr.observe(LossVectorFeedback(np.full(6, 0.5)))
+    p = lr.act()
+    assert p.shape == (5, 6)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    assert len({tuple(np.round(r, 12)) for r in p}) == 5
