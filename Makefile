@@ -25,6 +25,7 @@ test-all: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_continual.py
+	$(BIN)/python benchmarks/bench_replicas.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

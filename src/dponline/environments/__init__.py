@@ -9,10 +9,12 @@ from dponline.environments.experts import (
     switching_best_losses,
 )
 from dponline.environments.real import stock_losses
+from dponline.environments.streams import LinearRegressionStream
 
 __all__ = [
     "BanditEnvironment",
     "ExpertsEnvironment",
+    "LinearRegressionStream",
     "StochasticBandit",
     "alternating_losses",
     "stochastic_losses",

@@ -8,11 +8,13 @@ sum_s mu(a_s) - t min_i mu_i.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from dponline.privacy.bounds import check_finite
 from dponline.protocol import BanditFeedback, FeedbackKind
+from dponline.rng import generator_from_state, generator_state
 
 __all__ = ["BanditEnvironment", "StochasticBandit"]
 
@@ -74,7 +76,6 @@ class StochasticBandit:
         if np.any((self.means < 0) | (self.means > 1)):
             raise ValueError(f"means must lie in [0, 1], got {self.means}")
         self._gen = np.random.default_rng(self.rng)
-        self._expected = None
 
     @property
     def dim(self) -> int:
@@ -89,3 +90,9 @@ class StochasticBandit:
     def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
         t = np.arange(1, cumulative_loss.shape[-1] + 1)
         return cumulative_loss - t * self.means.min()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": generator_state(self._gen)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._gen = generator_from_state(state["rng"])

@@ -110,10 +110,15 @@ def _fmt(v: object) -> str:
 
 def write_report(results: pd.DataFrame, out_dir: str | Path, title: str = "dponline report",
                  notes: str = "") -> Path:
-    """Write results.csv, summary.csv, the PNG plots and index.html; return index.html's path."""
+    """Write results.csv (and results.parquet when pyarrow is installed), summary.csv, the PNG
+    plots and index.html; return index.html's path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results.to_csv(out / "results.csv", index=False)
+    try:  # Parquet as well when a Parquet engine is installed (pip install pyarrow)
+        results.to_parquet(out / "results.parquet", index=False)
+    except ImportError:
+        pass
     summary = summarise(results)
     summary.to_csv(out / "summary.csv", index=False)
     figures = []
