@@ -26,8 +26,10 @@ SETTINGS = [
     ("ftrl (non-private)", dict(epsilon=None)),
     ("dp-ftrl laplace tight (honaker)", dict(epsilon=1.0, noise="laplace")),
     ("dp-ftrl gaussian tight (honaker)", dict(epsilon=1.0, delta=1e-6, noise="gaussian")),
-    ("dp-ftrl laplace paper (padded tree)", dict(epsilon=1.0, noise="laplace",
-                                                 calibration="paper")),
+    (
+        "dp-ftrl laplace paper (padded tree)",
+        dict(epsilon=1.0, noise="laplace", calibration="paper"),
+    ),
 ]
 
 
@@ -58,8 +60,17 @@ def main() -> None:
     for name, options in SETTINGS:
         one = run(args.T, args.N, 1, options, losses)
         many = run(args.T, args.N, args.R, options, losses)
-        rows.append({"learner": name, "T": args.T, "N": args.N, "R": args.R,
-                     "seconds_R1": one, "seconds_R": many, "ratio": many / one})
+        rows.append(
+            {
+                "learner": name,
+                "T": args.T,
+                "N": args.N,
+                "R": args.R,
+                "seconds_R1": one,
+                "seconds_R": many,
+                "ratio": many / one,
+            }
+        )
         print(f"{name:38s} {one:8.2f} {many:9.2f} {many / one:7.2f}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

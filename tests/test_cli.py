@@ -20,8 +20,9 @@ def test_help_lists_commands(capsys):
 
 
 def test_version():
-    proc = subprocess.run([sys.executable, "-m", "dponline", "--version"], capture_output=True,
-                          text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dponline", "--version"], capture_output=True, text=True, check=True
+    )
     assert proc.stdout.strip() == f"dponline {__version__}"
 
 
@@ -44,10 +45,20 @@ def test_mechanisms_text(capsys):
 def test_calibrate_json(capsys):
     assert main(["calibrate", "--T", "10000", "--d", "10", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    tight = next(r for r in rows if r["mechanism"] == "binary_tree" and r["noise"] == "gaussian"
-                 and r["calibration"] == "tight")
-    paper = next(r for r in rows if r["mechanism"] == "binary_tree" and r["noise"] == "gaussian"
-                 and r["calibration"] == "paper")
+    tight = next(
+        r
+        for r in rows
+        if r["mechanism"] == "binary_tree"
+        and r["noise"] == "gaussian"
+        and r["calibration"] == "tight"
+    )
+    paper = next(
+        r
+        for r in rows
+        if r["mechanism"] == "binary_tree"
+        and r["noise"] == "gaussian"
+        and r["calibration"] == "paper"
+    )
     assert tight["per_draw_std"] <= paper["per_draw_std"] / 5
 
 
@@ -77,7 +88,11 @@ def test_counting_writes_outputs(tmp_path, capsys):
 def test_audit_command_json(capsys):
     assert main(["audit", "--T", "4", "--trials", "1000", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    assert {r["mechanism"] for r in rows} == {"binary_tree", "padded_tree", "honaker",
-                                               "sqrt_factorization"}
+    assert {r["mechanism"] for r in rows} == {
+        "binary_tree",
+        "padded_tree",
+        "honaker",
+        "sqrt_factorization",
+    }
     # correctly calibrated rows are never refuted (each: chance <= 1e-3)
     assert not any(r["refuted"] for r in rows if r["noise_fraction"] == 1.0)

@@ -47,8 +47,10 @@ def _positive_float(text: str) -> float:
 
 def _print_table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> None:
     """columns: (key, header, format)"""
-    cells = [[format(r[k], f) if f and not isinstance(r[k], str) else str(r[k])
-              for k, _, f in columns] for r in rows]
+    cells = [
+        [format(r[k], f) if f and not isinstance(r[k], str) else str(r[k]) for k, _, f in columns]
+        for r in rows
+    ]
     headers = [h for _, h, _ in columns]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
@@ -67,13 +69,16 @@ def _cmd_mechanisms(args: argparse.Namespace) -> int:
     print(f"Continual counting over T = {args.T} rounds, one round's value of l2 sensitivity 1,")
     print(f"Gaussian noise at the same budget rho = {args.rho:g} (zCDP) for every mechanism.")
     print("Variances are exact (per coordinate), not estimated.\n")
-    _print_table(rows, [
-        ("mechanism", "mechanism", ""),
-        ("max_variance", "max variance", ".4g"),
-        ("mean_variance", "mean variance", ".4g"),
-        ("max_variance_vs_binary_tree", "max vs tree", ".3f"),
-        ("description", "description", ""),
-    ])
+    _print_table(
+        rows,
+        [
+            ("mechanism", "mechanism", ""),
+            ("max_variance", "max variance", ".4g"),
+            ("mean_variance", "mean variance", ".4g"),
+            ("max_variance_vs_binary_tree", "max vs tree", ".3f"),
+            ("description", "description", ""),
+        ],
+    )
     return 0
 
 
@@ -82,21 +87,36 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     rows = calibration_table(args.T, args.d, args.epsilon, args.delta, args.low, args.high)
     if args.json:
-        print(json.dumps({"T": args.T, "d": args.d, "epsilon": args.epsilon,
-                          "delta": args.delta, "bounds": [args.low, args.high],
-                          "rows": rows}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "T": args.T,
+                    "d": args.d,
+                    "epsilon": args.epsilon,
+                    "delta": args.delta,
+                    "bounds": [args.low, args.high],
+                    "rows": rows,
+                },
+                indent=2,
+            )
+        )
         return 0
-    print(f"Noise for (epsilon, delta) = ({args.epsilon:g}, {args.delta:g}) (Laplace: pure "
-          f"epsilon), T = {args.T}, inputs in [{args.low:g}, {args.high:g}]^{args.d}.")
+    print(
+        f"Noise for (epsilon, delta) = ({args.epsilon:g}, {args.delta:g}) (Laplace: pure "
+        f"epsilon), T = {args.T}, inputs in [{args.low:g}, {args.high:g}]^{args.d}."
+    )
     print("'proven eps' is what the noise actually proves for these inputs.\n")
-    _print_table(rows, [
-        ("mechanism", "mechanism", ""),
-        ("noise", "noise", ""),
-        ("calibration", "calibration", ""),
-        ("per_draw_std", "std per draw", ".4g"),
-        ("max_release_std", "max release std", ".4g"),
-        ("proven_epsilon", "proven eps", ".4g"),
-    ])
+    _print_table(
+        rows,
+        [
+            ("mechanism", "mechanism", ""),
+            ("noise", "noise", ""),
+            ("calibration", "calibration", ""),
+            ("per_draw_std", "std per draw", ".4g"),
+            ("max_release_std", "max release std", ".4g"),
+            ("proven_epsilon", "proven eps", ".4g"),
+        ],
+    )
     return 0
 
 
@@ -107,16 +127,21 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"T": args.T, "trials": args.trials, "rows": rows}, indent=2))
         return 0
-    print(f"Empirical privacy audit, T = {args.T}, {args.trials} trials per input, "
-          f"confidence {1 - rows[0]['alpha']:g}.\n")
-    _print_table(rows, [
-        ("mechanism", "mechanism", ""),
-        ("noise", "noise", ""),
-        ("noise_fraction", "noise x", "g"),
-        ("claimed_epsilon", "claimed eps", ".3g"),
-        ("epsilon_lower", "eps lower bound", ".3f"),
-        ("verdict", "verdict", ""),
-    ])
+    print(
+        f"Empirical privacy audit, T = {args.T}, {args.trials} trials per input, "
+        f"confidence {1 - rows[0]['alpha']:g}.\n"
+    )
+    _print_table(
+        rows,
+        [
+            ("mechanism", "mechanism", ""),
+            ("noise", "noise", ""),
+            ("noise_fraction", "noise x", "g"),
+            ("claimed_epsilon", "claimed eps", ".3g"),
+            ("epsilon_lower", "eps lower bound", ".3f"),
+            ("verdict", "verdict", ""),
+        ],
+    )
     return 0
 
 
@@ -129,17 +154,22 @@ def _cmd_counting(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     print("Private running means of daily returns: NYSE (O), 36 stocks, 5,651 days.")
-    print(f"RMSE of the released running mean over the second half, {args.seeds} seeds; "
-          "'predicted' from the exact variances.\n")
-    _print_table(rows, [
-        ("mechanism", "mechanism", ""),
-        ("noise", "noise", ""),
-        ("calibration", "calibration", ""),
-        ("epsilon", "eps asked", "g"),
-        ("proven_epsilon", "eps proven", ".3g"),
-        ("rmse_running_mean", "rmse", ".3e"),
-        ("rmse_predicted", "predicted", ".3e"),
-    ])
+    print(
+        f"RMSE of the released running mean over the second half, {args.seeds} seeds; "
+        "'predicted' from the exact variances.\n"
+    )
+    _print_table(
+        rows,
+        [
+            ("mechanism", "mechanism", ""),
+            ("noise", "noise", ""),
+            ("calibration", "calibration", ""),
+            ("epsilon", "eps asked", "g"),
+            ("proven_epsilon", "eps proven", ".3g"),
+            ("rmse_running_mean", "rmse", ".3e"),
+            ("rmse_predicted", "predicted", ".3e"),
+        ],
+    )
     print(f"\nWrote {out / 'counting.csv'} and {out / 'counting.json'}.")
     return 0
 
@@ -195,9 +225,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else Path(f"{Path(args.spec).stem}-report")
     ckpt = None if args.no_checkpoint else out / "checkpoints"
-    results = run_sweep(spec.tasks(), backend=args.backend or spec.backend,
-                        workers=spec.workers, checkpoint_dir=ckpt,
-                        checkpoint_every=spec.checkpoint_every)
+    results = run_sweep(
+        spec.tasks(),
+        backend=args.backend or spec.backend,
+        workers=spec.workers,
+        checkpoint_dir=ckpt,
+        checkpoint_every=spec.checkpoint_every,
+    )
     index = write_report(results, out, title=spec.name)
     rows = _summary_rows(summarise(results))
     if args.json:
@@ -236,8 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dponline {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("demo", help="the main job: every learner on real bundled data, "
-                       "a table and an HTML report in --out DIR")
+    p = sub.add_parser(
+        "demo",
+        help="the main job: every learner on real bundled data, "
+        "a table and an HTML report in --out DIR",
+    )
     p.add_argument("--out", default="dponline-report", help="output folder (default: %(default)s)")
     p.add_argument("--seeds", type=_positive_int, default=None, help="seeds per setting")
     p.add_argument("--backend", choices=["local", "serial", "ray"], default="local")
@@ -247,10 +284,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run an experiment spec (TOML) and write its report")
     p.add_argument("spec", help="path to a TOML spec (see examples/)")
     p.add_argument("--out", default=None, help="output folder (default: ./<spec name>-report)")
-    p.add_argument("--backend", choices=["local", "serial", "ray"], default=None,
-                   help="override the spec's backend")
-    p.add_argument("--no-checkpoint", action="store_true",
-                   help="do not checkpoint (by default OUT/checkpoints lets a run resume)")
+    p.add_argument(
+        "--backend",
+        choices=["local", "serial", "ray"],
+        default=None,
+        help="override the spec's backend",
+    )
+    p.add_argument(
+        "--no-checkpoint",
+        action="store_true",
+        help="do not checkpoint (by default OUT/checkpoints lets a run resume)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_run)
 
@@ -258,8 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_list)
 
-    p = sub.add_parser("counting", help="private running means of real stock returns with "
-                       "every continual-counting mechanism")
+    p = sub.add_parser(
+        "counting",
+        help="private running means of real stock returns with every continual-counting mechanism",
+    )
     p.add_argument("--out", default="dponline-report", help="output folder (default: %(default)s)")
     p.add_argument("--seeds", type=_positive_int, default=8, help="seeds per setting")
     p.add_argument("--epsilons", type=_positive_float, nargs="+", default=[0.5, 1.0, 4.0])

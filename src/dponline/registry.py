@@ -21,8 +21,14 @@ from dponline.environments import (
 from dponline.online.ftrl import DPFTRL
 from dponline.protocol import Learner
 
-__all__ = ["ENVIRONMENTS", "LEARNERS", "EnvironmentEntry", "LearnerEntry", "build_environment",
-           "build_learner"]
+__all__ = [
+    "ENVIRONMENTS",
+    "LEARNERS",
+    "EnvironmentEntry",
+    "LearnerEntry",
+    "build_environment",
+    "build_learner",
+]
 
 
 @dataclass(frozen=True)
@@ -40,22 +46,49 @@ class LearnerEntry:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "name": self.name, "paper": self.paper, "setting": self.setting,
-            "guarantee": self.guarantee, "calibrations": list(self.calibrations),
-            "private": self.private, "options": dict(self.options),
+            "name": self.name,
+            "paper": self.paper,
+            "setting": self.setting,
+            "guarantee": self.guarantee,
+            "calibrations": list(self.calibrations),
+            "private": self.private,
+            "options": dict(self.options),
         }
 
 
-def _dp_ftrl(env: Any, *, epsilon: float | None, calibration: str, replicas: int,
-             rng: np.random.Generator, **options: Any) -> Learner:
+def _dp_ftrl(
+    env: Any,
+    *,
+    epsilon: float | None,
+    calibration: str,
+    replicas: int,
+    rng: np.random.Generator,
+    **options: Any,
+) -> Learner:
     noise = options.pop("noise", "laplace")
     delta = float(options.pop("delta", 0.0 if noise == "laplace" else 1e-6))
-    return DPFTRL(env.dim, env.horizon, epsilon=epsilon, delta=delta, noise=noise,
-                  calibration=calibration, replicas=replicas, rng=rng, **options)
+    return DPFTRL(
+        env.dim,
+        env.horizon,
+        epsilon=epsilon,
+        delta=delta,
+        noise=noise,
+        calibration=calibration,
+        replicas=replicas,
+        rng=rng,
+        **options,
+    )
 
 
-def _ftrl(env: Any, *, epsilon: float | None, calibration: str, replicas: int,
-          rng: np.random.Generator, **options: Any) -> Learner:
+def _ftrl(
+    env: Any,
+    *,
+    epsilon: float | None,
+    calibration: str,
+    replicas: int,
+    rng: np.random.Generator,
+    **options: Any,
+) -> Learner:
     return DPFTRL(env.dim, env.horizon, epsilon=None, replicas=replicas, rng=rng, **options)
 
 
@@ -63,23 +96,33 @@ LEARNERS: dict[str, LearnerEntry] = {
     e.name: e
     for e in (
         LearnerEntry(
-            "dp-ftrl", _dp_ftrl,
+            "dp-ftrl",
+            _dp_ftrl,
             paper="Agarwal & Singh (2017), Algorithm 1 with Algorithm 2 (tree aggregation)",
             setting="experts (full information)",
-            guarantee=("event-level epsilon-DP (Laplace, Theorem 3.1) or (epsilon, delta)-DP "
-                       "(Gaussian, Theorem A.1) over loss sequences differing in one round, "
-                       "for losses in [0, 1]^N"),
-            calibrations=("paper", "tight"), private=True,
-            options={"noise": "laplace | gaussian", "delta": "for gaussian (default 1e-6)",
-                     "mechanism": "continual counter (default: padded_tree paper, honaker "
-                     "tight)", "eta": "learning rate (default sqrt(log N / T))"},
+            guarantee=(
+                "event-level epsilon-DP (Laplace, Theorem 3.1) or (epsilon, delta)-DP "
+                "(Gaussian, Theorem A.1) over loss sequences differing in one round, "
+                "for losses in [0, 1]^N"
+            ),
+            calibrations=("paper", "tight"),
+            private=True,
+            options={
+                "noise": "laplace | gaussian",
+                "delta": "for gaussian (default 1e-6)",
+                "mechanism": "continual counter (default: padded_tree paper, honaker tight)",
+                "eta": "learning rate (default sqrt(log N / T))",
+            },
         ),
         LearnerEntry(
-            "ftrl", _ftrl,
+            "ftrl",
+            _ftrl,
             paper="Follow-the-Regularized-Leader with entropy (Hedge); the non-private "
-                  "counterpart of dp-ftrl",
-            setting="experts (full information)", guarantee="none (non-private reference)",
-            calibrations=(), private=False,
+            "counterpart of dp-ftrl",
+            setting="experts (full information)",
+            guarantee="none (non-private reference)",
+            calibrations=(),
+            private=False,
             options={"eta": "learning rate (default sqrt(log N / T))"},
         ),
     )
@@ -108,37 +151,53 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
         EnvironmentEntry(
             "stocks",
             lambda horizon, rng, dataset="nyse_o", scale=0.1: ExpertsEnvironment(
-                _horizon_cut(stock_losses(dataset, scale), horizon), name=f"stocks:{dataset}"),
-            "experts", "real data: each stock is an expert; loss from its daily return "
-                       "(NYSE (O) or DJIA, shipped with dponline)"),
+                _horizon_cut(stock_losses(dataset, scale), horizon), name=f"stocks:{dataset}"
+            ),
+            "experts",
+            "real data: each stock is an expert; loss from its daily return "
+            "(NYSE (O) or DJIA, shipped with dponline)",
+        ),
         EnvironmentEntry(
             "alternating",
             lambda horizon, rng, n_experts=10: ExpertsEnvironment(
-                alternating_losses(horizon, n_experts), name="alternating"),
-            "experts", "the adversary that defeats Follow-the-Leader"),
+                alternating_losses(horizon, n_experts), name="alternating"
+            ),
+            "experts",
+            "the adversary that defeats Follow-the-Leader",
+        ),
         EnvironmentEntry(
             "switching_best",
             lambda horizon, rng, n_experts=10, switches=4, gap=0.2: ExpertsEnvironment(
-                switching_best_losses(horizon, n_experts, switches, gap, rng),
-                name="switching_best"),
-            "experts", "Bernoulli losses whose best expert changes several times"),
+                switching_best_losses(horizon, n_experts, switches, gap, rng), name="switching_best"
+            ),
+            "experts",
+            "Bernoulli losses whose best expert changes several times",
+        ),
         EnvironmentEntry(
             "stochastic",
             lambda horizon, rng, n_experts=10, gap=0.1: ExpertsEnvironment(
                 stochastic_losses(horizon, np.r_[0.5 - gap, np.full(n_experts - 1, 0.5)], rng),
-                name="stochastic"),
-            "experts", "i.i.d. Bernoulli losses, one expert better by `gap`"),
+                name="stochastic",
+            ),
+            "experts",
+            "i.i.d. Bernoulli losses, one expert better by `gap`",
+        ),
         EnvironmentEntry(
             "stock_bandit",
             lambda horizon, rng, dataset="djia", scale=0.1: BanditEnvironment(
-                _horizon_cut(stock_losses(dataset, scale), horizon),
-                name=f"stock_bandit:{dataset}"),
-            "bandit", "real data: each stock is an arm"),
+                _horizon_cut(stock_losses(dataset, scale), horizon), name=f"stock_bandit:{dataset}"
+            ),
+            "bandit",
+            "real data: each stock is an arm",
+        ),
         EnvironmentEntry(
             "bernoulli_bandit",
             lambda horizon, rng, n_arms=10, gap=0.1: StochasticBandit(
-                np.r_[0.5 - gap, np.full(n_arms - 1, 0.5)], horizon, rng),
-            "bandit", "Bernoulli arms, one better by `gap`"),
+                np.r_[0.5 - gap, np.full(n_arms - 1, 0.5)], horizon, rng
+            ),
+            "bandit",
+            "Bernoulli arms, one better by `gap`",
+        ),
     )
 }
 
@@ -149,8 +208,9 @@ def build_learner(name: str, env: Any, **kwargs: Any) -> Learner:
     return LEARNERS[name].factory(env, **kwargs)
 
 
-def build_environment(name: str, horizon: int | None, rng: np.random.Generator,
-                      **options: Any) -> Any:
+def build_environment(
+    name: str, horizon: int | None, rng: np.random.Generator, **options: Any
+) -> Any:
     if name not in ENVIRONMENTS:
         raise ValueError(f"unknown environment {name!r}; expected one of {sorted(ENVIRONMENTS)}")
     try:

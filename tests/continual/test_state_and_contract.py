@@ -16,8 +16,9 @@ MECHS = ["binary_tree", "padded_tree", "honaker", "sqrt_factorization"]
 def _make(mech, T=37, **kw):
     kw.setdefault("noise", "gaussian")
     kw.setdefault("delta", 1e-6)
-    return make_counter(mech, horizon=T, bounds=Box(-1, 1, dim=3), epsilon=1.0, replicas=2,
-                        rng=123, **kw)
+    return make_counter(
+        mech, horizon=T, bounds=Box(-1, 1, dim=3), epsilon=1.0, replicas=2, rng=123, **kw
+    )
 
 
 @pytest.mark.parametrize("mech", MECHS)
@@ -39,8 +40,17 @@ def test_resume_continues_the_same_stream_bit_for_bit(mech, cut):
 
 def test_resume_unknown_horizon_bit_for_bit():
     xs = np.random.default_rng(1).uniform(0, 1, size=(40, 2))
-    mk = lambda: make_counter("binary_tree", horizon=None, bounds=Box(0, 1, dim=2),  # noqa: E731
-                              epsilon=1.0, noise="laplace", rng=9)
+
+    def mk():
+        return make_counter(
+            "binary_tree",
+            horizon=None,
+            bounds=Box(0, 1, dim=2),
+            epsilon=1.0,
+            noise="laplace",
+            rng=9,
+        )
+
     full = mk()
     ref = [full.step(x) for x in xs]
     part = mk()
@@ -80,10 +90,18 @@ def test_out_of_bounds_rejected_with_value_and_bound(mech):
 
 
 def test_clipping_when_asked():
-    c = make_counter("binary_tree", horizon=4, bounds=Box(0, 1, dim=2), epsilon=1.0,
-                     noise="laplace", rng=0, clip=True)
-    c0 = make_counter("binary_tree", horizon=4, bounds=Box(0, 1, dim=2), epsilon=1.0,
-                      noise="laplace", rng=0)
+    c = make_counter(
+        "binary_tree",
+        horizon=4,
+        bounds=Box(0, 1, dim=2),
+        epsilon=1.0,
+        noise="laplace",
+        rng=0,
+        clip=True,
+    )
+    c0 = make_counter(
+        "binary_tree", horizon=4, bounds=Box(0, 1, dim=2), epsilon=1.0, noise="laplace", rng=0
+    )
     np.testing.assert_array_equal(c.step([5.0, -3.0]), c0.step([1.0, 0.0]))
 
 
@@ -121,8 +139,15 @@ def test_constructor_validation():
 
 
 def test_unknown_horizon_never_refuses_and_reports_exact_variance():
-    c = make_counter("honaker", horizon=None, bounds=Box(0, 1, dim=1), epsilon=1.0,
-                     delta=1e-6, rng=3, replicas=20_000)
+    c = make_counter(
+        "honaker",
+        horizon=None,
+        bounds=Box(0, 1, dim=1),
+        epsilon=1.0,
+        delta=1e-6,
+        rng=3,
+        replicas=20_000,
+    )
     assert isinstance(c, DoublingCounter)
     xs = np.ones((50, 1))
     out = np.stack([c.step(x) for x in xs])[:, :, 0]
@@ -142,13 +167,20 @@ def test_unknown_horizon_guarantee_states_the_doubling_argument():
 
     from dponline.privacy.guarantee import PrivacyWarning
 
-    c = make_counter("binary_tree", horizon=None, bounds=Box(0, 1, dim=3), epsilon=0.5,
-                     noise="laplace")
+    c = make_counter(
+        "binary_tree", horizon=None, bounds=Box(0, 1, dim=3), epsilon=0.5, noise="laplace"
+    )
     assert c.privacy.epsilon == 0.5 and "doubling blocks" in c.privacy.derivation
     # the paper's Laplace formula on a block of length 2: 2 levels but log2(2) = 1 -> 2 eps
     with _w.catch_warnings(record=True) as caught:
         _w.simplefilter("always", PrivacyWarning)
-        p = make_counter("binary_tree", horizon=None, bounds=Box(0, 1, dim=3), epsilon=0.5,
-                         noise="laplace", calibration="paper")
+        p = make_counter(
+            "binary_tree",
+            horizon=None,
+            bounds=Box(0, 1, dim=3),
+            epsilon=0.5,
+            noise="laplace",
+            calibration="paper",
+        )
     assert p.privacy.epsilon == pytest.approx(1.0)
     assert any(issubclass(w.category, PrivacyWarning) for w in caught)

@@ -59,14 +59,16 @@ def test_binary_tree_max_variance_closed_form(T):
 def test_prefix_sums_exact_without_noise(T, data):
     d = 2
     xs = np.array(
-        data.draw(st.lists(st.lists(st.floats(-5, 5), min_size=d, max_size=d), min_size=T,
-                           max_size=T))
+        data.draw(
+            st.lists(st.lists(st.floats(-5, 5), min_size=d, max_size=d), min_size=T, max_size=T)
+        )
     )
     for cls in ALL:
         c = cls(T, d, GaussianNoise(0.0), replicas=2)
         out = run(c, xs)
-        np.testing.assert_allclose(out, np.broadcast_to(np.cumsum(xs, 0)[:, None], out.shape),
-                                   atol=1e-9)
+        np.testing.assert_allclose(
+            out, np.broadcast_to(np.cumsum(xs, 0)[:, None], out.shape), atol=1e-9
+        )
 
 
 @pytest.mark.parametrize("T", [1, 2, 5, 8, 13, 64, 100])
@@ -89,7 +91,7 @@ def _tree_strategy(T, levels_used="all"):
     while 2**h <= T:
         for k in range(T // 2**h):
             r = np.zeros(T)
-            r[k * 2**h:(k + 1) * 2**h] = 1
+            r[k * 2**h : (k + 1) * 2**h] = 1
             rows.append(r)
             nodes.append((h, k))
         h += 1
@@ -158,8 +160,11 @@ def test_notes_table_at_rho_half():
         got = []
         for cls in (BinaryTreeCounter, HonakerCounter, SqrtFactorizationCounter):
             _, l2 = cls.sensitivity_factors(T)
-            got.append(cls(T, 1, GaussianNoise(l2)).max_variance if cls is not
-                       SqrtFactorizationCounter else l2**2 * l2**2)
+            got.append(
+                cls(T, 1, GaussianNoise(l2)).max_variance
+                if cls is not SqrtFactorizationCounter
+                else l2**2 * l2**2
+            )
         assert got[0] == pytest.approx(tree, abs=0.05)
         assert got[1] == pytest.approx(hon, abs=0.05)
         assert got[2] == pytest.approx(sq, abs=0.05)

@@ -22,10 +22,18 @@ from dponline.experiments.spec import SpecError, load_spec, parse_spec
 ROOT = Path(__file__).resolve().parents[2]
 
 SMALL = dict(
-    learners=[{"name": "ftrl"}, {"name": "dp-ftrl", "options": {"noise": "gaussian",
-                                                                "delta": 1e-6}}],
-    environment="switching_best", epsilons=[1.0, 4.0], calibrations=["tight", "paper"],
-    seeds=3, seed=5, horizon=300, environment_options={"n_experts": 4}, record_every=10,
+    learners=[
+        {"name": "ftrl"},
+        {"name": "dp-ftrl", "options": {"noise": "gaussian", "delta": 1e-6}},
+    ],
+    environment="switching_best",
+    epsilons=[1.0, 4.0],
+    calibrations=["tight", "paper"],
+    seeds=3,
+    seed=5,
+    horizon=300,
+    environment_options={"n_experts": 4},
+    record_every=10,
 )
 
 
@@ -33,9 +41,19 @@ def test_table_is_tidy_and_regret_is_exact():
     tasks = make_tasks(**SMALL)
     assert len(tasks) == 1 + 2 * 2  # non-private once, private x eps x calibrations
     table = run_sweep(tasks, backend="serial", progress=False)
-    assert list(table.columns) == ["learner", "label", "environment", "calibration", "epsilon",
-                                   "proven_epsilon", "delta", "seed", "t", "cumulative_loss",
-                                   "regret"]
+    assert list(table.columns) == [
+        "learner",
+        "label",
+        "environment",
+        "calibration",
+        "epsilon",
+        "proven_epsilon",
+        "delta",
+        "seed",
+        "t",
+        "cumulative_loss",
+        "regret",
+    ]
     assert len(table) == len(tasks) * 3 * 30
     # regret = cumulative loss - best cumulative loss of a fixed expert (recomputed here)
     from dponline.environments import switching_best_losses
@@ -112,8 +130,9 @@ def test_killed_run_resumes_to_the_uninterrupted_table(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     subprocess.run([*cmd, "--out", str(ref_out)], check=True, capture_output=True, env=env)
 
-    proc = subprocess.Popen([*cmd, "--out", str(out)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        [*cmd, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     ckpt = out / "checkpoints"
     deadline = time.time() + 120
     while time.time() < deadline and not list(ckpt.glob("*.ckpt.pkl")):
@@ -124,8 +143,9 @@ def test_killed_run_resumes_to_the_uninterrupted_table(tmp_path):
     assert not (out / "results.csv").exists()
 
     subprocess.run([*cmd, "--out", str(out)], check=True, capture_output=True, env=env)
-    pd.testing.assert_frame_equal(pd.read_csv(out / "results.csv"),
-                                  pd.read_csv(ref_out / "results.csv"))
+    pd.testing.assert_frame_equal(
+        pd.read_csv(out / "results.csv"), pd.read_csv(ref_out / "results.csv")
+    )
 
 
 def test_spec_errors_name_the_field(tmp_path):
@@ -154,11 +174,11 @@ def test_spec_errors_name_the_field(tmp_path):
     assert main(["run", str(bad)]) == 2
 
 
-@pytest.mark.parametrize("example", sorted((ROOT / "examples").glob("*.toml")),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "example", sorted((ROOT / "examples").glob("*.toml")), ids=lambda p: p.name
+)
 def test_every_example_spec_runs(example, tmp_path, capsys):
-    assert main(["run", str(example), "--out", str(tmp_path), "--backend", "serial",
-                 "--json"]) == 0
+    assert main(["run", str(example), "--out", str(tmp_path), "--backend", "serial", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert Path(data["report"]).exists()
     assert data["summary"]

@@ -56,8 +56,9 @@ def test_private_learner_states_its_guarantee_and_enforces_bounds():
         lr.observe(LossVectorFeedback(np.array([0, 0, 2.0, 0, 0])))
     with pytest.raises(ValueError, match="finite"):
         lr.observe(LossVectorFeedback(np.array([0, 0, np.nan, 0, 0])))
-    g = DPFTRL(5, 100, epsilon=1.0, delta=1e-6, noise="gaussian", rng=0,
-               loss_bounds=Box(-1, 1, dim=5))
+    g = DPFTRL(
+        5, 100, epsilon=1.0, delta=1e-6, noise="gaussian", rng=0, loss_bounds=Box(-1, 1, dim=5)
+    )
     assert g.privacy.delta == 1e-6 and g.privacy.rho is not None
     with pytest.raises(TypeError, match="LossVectorFeedback"):
         g.observe(np.zeros(5))  # type: ignore[arg-type]

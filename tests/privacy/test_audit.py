@@ -37,15 +37,30 @@ CASES = [
 
 def _audit_counter(mech, noise, fraction, *, calibration="tight", seed=1):
     delta = 0.0 if noise == "laplace" else 1e-5
-    ref = make_counter(mech, horizon=T, bounds=Box(0, 1, dim=1), epsilon=1.0, delta=delta,
-                       noise=noise, calibration=calibration)
+    ref = make_counter(
+        mech,
+        horizon=T,
+        bounds=Box(0, 1, dim=1),
+        epsilon=1.0,
+        delta=delta,
+        noise=noise,
+        calibration=calibration,
+    )
     cls, scaled = type(ref), ref.noise.scaled(fraction)
 
     def factory(replicas, rng):
         return cls(T, 1, scaled, replicas=replicas, rng=rng)
 
-    return audit(counter_sampler(factory), A, B, claim=ref.privacy, trials=20_000,
-                 pilot_trials=5_000, alpha=1e-3, rng=seed)
+    return audit(
+        counter_sampler(factory),
+        A,
+        B,
+        claim=ref.privacy,
+        trials=20_000,
+        pilot_trials=5_000,
+        alpha=1e-3,
+        rng=seed,
+    )
 
 
 @pytest.mark.parametrize(("mech", "noise"), CASES)
@@ -76,12 +91,26 @@ def test_gaussian_mechanism_audit_is_tight_enough_to_see_most_of_epsilon():
     def sampler(data, n, rng):
         return data + rng.normal(0, sigma, size=(n, 1))
 
-    res = audit(sampler, np.zeros(1), np.ones(1), claim=(2.0, 1e-5), trials=200_000,
-                pilot_trials=20_000, rng=3)
+    res = audit(
+        sampler,
+        np.zeros(1),
+        np.ones(1),
+        claim=(2.0, 1e-5),
+        trials=200_000,
+        pilot_trials=20_000,
+        rng=3,
+    )
     assert not res.refuted
     assert res.epsilon_lower > 0.8, str(res)
-    under = audit(sampler, np.zeros(1), np.ones(1), claim=(0.5, 1e-5), trials=200_000,
-                  pilot_trials=20_000, rng=3)
+    under = audit(
+        sampler,
+        np.zeros(1),
+        np.ones(1),
+        claim=(0.5, 1e-5),
+        trials=200_000,
+        pilot_trials=20_000,
+        rng=3,
+    )
     assert under.refuted
 
 
@@ -113,16 +142,31 @@ GG_B[0] = 1.0
 
 
 def _audit_gg(mech, fraction, seed=2):
-    ref = make_counter(mech, horizon=GG_T, bounds=Box(0, 1, dim=GG_D), epsilon=1.0, delta=1e-5,
-                       noise="generalized_gaussian", regular_norm=np.inf)
+    ref = make_counter(
+        mech,
+        horizon=GG_T,
+        bounds=Box(0, 1, dim=GG_D),
+        epsilon=1.0,
+        delta=1e-5,
+        noise="generalized_gaussian",
+        regular_norm=np.inf,
+    )
     cls, scaled = type(ref), ref.noise.scaled(fraction)
     assert 2.9 < scaled.r < 3.1
 
     def factory(replicas, rng):
         return cls(GG_T, GG_D, scaled, replicas=replicas, rng=rng)
 
-    return audit(counter_sampler(factory), GG_A, GG_B, claim=ref.privacy, trials=20_000,
-                 pilot_trials=5_000, alpha=1e-3, rng=seed)
+    return audit(
+        counter_sampler(factory),
+        GG_A,
+        GG_B,
+        claim=ref.privacy,
+        trials=20_000,
+        pilot_trials=5_000,
+        alpha=1e-3,
+        rng=seed,
+    )
 
 
 @pytest.mark.parametrize("mech", ["binary_tree", "padded_tree", "honaker"])

@@ -23,17 +23,28 @@ B[T // 2, 0] = 1.0  # the differing round is in the middle of the stream
 
 def _run(mech, noise, epsilon, fraction):
     delta = 0.0 if noise == "laplace" else 1e-5
-    ref = make_counter(mech, horizon=T, bounds=Box(0, 1, dim=1), epsilon=epsilon, delta=delta,
-                       noise=noise)
+    ref = make_counter(
+        mech, horizon=T, bounds=Box(0, 1, dim=1), epsilon=epsilon, delta=delta, noise=noise
+    )
     cls, scaled = type(ref), ref.noise.scaled(fraction)
     return audit(
-        counter_sampler(lambda r, g: cls(T, 1, scaled, replicas=r, rng=g), batch=20_000), A, B,
-        claim=ref.privacy, trials=200_000, pilot_trials=40_000, alpha=1e-3, rng=11,
+        counter_sampler(lambda r, g: cls(T, 1, scaled, replicas=r, rng=g), batch=20_000),
+        A,
+        B,
+        claim=ref.privacy,
+        trials=200_000,
+        pilot_trials=40_000,
+        alpha=1e-3,
+        rng=11,
     )
 
 
-CASES = [(m, n) for m in ("binary_tree", "padded_tree", "honaker", "sqrt_factorization")
-         for n in ("gaussian", "laplace") if not (m == "sqrt_factorization" and n == "laplace")]
+CASES = [
+    (m, n)
+    for m in ("binary_tree", "padded_tree", "honaker", "sqrt_factorization")
+    for n in ("gaussian", "laplace")
+    if not (m == "sqrt_factorization" and n == "laplace")
+]
 
 
 @pytest.mark.parametrize(("mech", "noise"), CASES)

@@ -36,8 +36,15 @@ def test_ene_formulas_by_hand():
     T, n, L, eps, delta = 10_000, 5, 2.0, 0.5, 1e-6
     assert ene_laplace_scale(T, n, L, eps) == pytest.approx(100 * 5 * 2 * math.log2(T) / 0.5)
     lg = math.log((n + T) / delta)
-    expected = (T**0.25 * math.sqrt(n) * L * math.log2(T) * math.log(T / delta) / eps
-                * (lg + math.sqrt((1 + 100 / n) * lg)))
+    expected = (
+        T**0.25
+        * math.sqrt(n)
+        * L
+        * math.log2(T)
+        * math.log(T / delta)
+        / eps
+        * (lg + math.sqrt((1 + 100 / n) * lg))
+    )
     assert ene_gaussian_sigma(T, n, L, eps, delta) == pytest.approx(expected)
 
 
@@ -50,10 +57,24 @@ def test_han_sigma_plus_by_hand():
 def test_tight_gaussian_tree_is_at_most_a_fifth_of_theorem_A1():
     """Issue must-show: (1, 1e-6), T = 1e4, d = 10, per-coordinate noise of the tree."""
     bounds = Box(0, 1, dim=10)
-    tight = calibrate_counter("binary_tree", horizon=10_000, bounds=bounds, epsilon=1.0,
-                              delta=1e-6, noise="gaussian", calibration="tight")
-    paper = calibrate_counter("binary_tree", horizon=10_000, bounds=bounds, epsilon=1.0,
-                              delta=1e-6, noise="gaussian", calibration="paper")
+    tight = calibrate_counter(
+        "binary_tree",
+        horizon=10_000,
+        bounds=bounds,
+        epsilon=1.0,
+        delta=1e-6,
+        noise="gaussian",
+        calibration="tight",
+    )
+    paper = calibrate_counter(
+        "binary_tree",
+        horizon=10_000,
+        bounds=bounds,
+        epsilon=1.0,
+        delta=1e-6,
+        noise="gaussian",
+        calibration="paper",
+    )
     ratio = tight.noise.scale / paper.noise.scale
     assert ratio <= 0.2
     assert ratio == pytest.approx(49.987 / 689.2175, rel=1e-3)
@@ -64,8 +85,9 @@ def test_tight_gaussian_tree_is_at_most_a_fifth_of_theorem_A1():
 
 
 def test_tight_laplace_uses_exact_l1_diameter_and_levels():
-    cal = calibrate_counter("binary_tree", horizon=8, bounds=Box(-1, 1, dim=3), epsilon=2.0,
-                            noise="laplace")
+    cal = calibrate_counter(
+        "binary_tree", horizon=8, bounds=Box(-1, 1, dim=3), epsilon=2.0, noise="laplace"
+    )
     assert cal.noise.scale == 4 * 6 / 2.0  # 4 levels x l1 diameter 6 / eps
     assert cal.guarantee.epsilon == 2.0 and cal.guarantee.delta == 0.0
 
@@ -74,14 +96,26 @@ def test_paper_laplace_reports_its_real_epsilon_and_warns():
     # [-1, 1]^N: ||Y||_1 = N but neighbouring losses differ by up to 2N in l1;
     # T = 1024 has 11 levels while the formula uses log2 T = 10.
     with pytest.warns(PrivacyWarning, match="proves only"):
-        cal = calibrate_counter("padded_tree", horizon=1024, bounds=Box(-1, 1, dim=5),
-                                epsilon=1.0, noise="laplace", calibration="paper")
+        cal = calibrate_counter(
+            "padded_tree",
+            horizon=1024,
+            bounds=Box(-1, 1, dim=5),
+            epsilon=1.0,
+            noise="laplace",
+            calibration="paper",
+        )
     assert cal.guarantee.epsilon == pytest.approx(2 * 11 / 10)
     assert not cal.guarantee.meets_request
     # [0, 1]^N with T = 1023: 10 levels vs log2(1023) = 9.9986: epsilon 1.00014
     with pytest.warns(PrivacyWarning):
-        cal = calibrate_counter("padded_tree", horizon=1023, bounds=Box(0, 1, dim=5),
-                                epsilon=1.0, noise="laplace", calibration="paper")
+        cal = calibrate_counter(
+            "padded_tree",
+            horizon=1023,
+            bounds=Box(0, 1, dim=5),
+            epsilon=1.0,
+            noise="laplace",
+            calibration="paper",
+        )
     assert cal.guarantee.epsilon == pytest.approx(10 / math.log2(1023))
 
 
@@ -90,13 +124,26 @@ def test_tight_is_never_noisier_than_paper():
         for bounds in (Box(0, 1, dim=4), NormBall(1.0, 2, dim=4)):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PrivacyWarning)
-                p = calibrate_counter("binary_tree", horizon=T, bounds=bounds, epsilon=1.0,
-                                      delta=1e-6, calibration="paper")
-            t = calibrate_counter("binary_tree", horizon=T, bounds=bounds, epsilon=1.0,
-                                  delta=1e-6, calibration="tight")
+                p = calibrate_counter(
+                    "binary_tree",
+                    horizon=T,
+                    bounds=bounds,
+                    epsilon=1.0,
+                    delta=1e-6,
+                    calibration="paper",
+                )
+            t = calibrate_counter(
+                "binary_tree",
+                horizon=T,
+                bounds=bounds,
+                epsilon=1.0,
+                delta=1e-6,
+                calibration="tight",
+            )
             # at the budget the paper *proves*, tight needs no more noise than the paper used
-            t_same = calibrate_counter("binary_tree", horizon=T, bounds=bounds,
-                                       epsilon=p.guarantee.epsilon, delta=1e-6)
+            t_same = calibrate_counter(
+                "binary_tree", horizon=T, bounds=bounds, epsilon=p.guarantee.epsilon, delta=1e-6
+            )
             assert t_same.noise.scale <= p.noise.scale * (1 + 1e-9)
             assert t.guarantee.meets_request
 
@@ -104,26 +151,29 @@ def test_tight_is_never_noisier_than_paper():
 def test_errors_name_what_is_wrong():
     b = Box(0, 1, dim=2)
     with pytest.raises(ValueError, match="pure DP: delta must be 0"):
-        calibrate_counter("binary_tree", horizon=8, bounds=b, epsilon=1.0, delta=1e-5,
-                          noise="laplace")
+        calibrate_counter(
+            "binary_tree", horizon=8, bounds=b, epsilon=1.0, delta=1e-5, noise="laplace"
+        )
     with pytest.raises(ValueError, match="only for the tree mechanisms"):
-        calibrate_counter("honaker", horizon=8, bounds=b, epsilon=1.0, delta=1e-5,
-                          calibration="paper")
+        calibrate_counter(
+            "honaker", horizon=8, bounds=b, epsilon=1.0, delta=1e-5, calibration="paper"
+        )
     with pytest.raises(ValueError, match="supports noise"):
-        calibrate_counter("sqrt_factorization", horizon=8, bounds=b, epsilon=1.0,
-                          noise="laplace")
+        calibrate_counter("sqrt_factorization", horizon=8, bounds=b, epsilon=1.0, noise="laplace")
     with pytest.raises(ValueError, match="unknown mechanism"):
         calibrate_counter("tree", horizon=8, bounds=b, epsilon=1.0, delta=1e-5)
     with pytest.raises(ValueError, match="calibration must be one of"):
-        calibrate_counter("binary_tree", horizon=8, bounds=b, epsilon=1.0, delta=1e-5,
-                          calibration="best")
+        calibrate_counter(
+            "binary_tree", horizon=8, bounds=b, epsilon=1.0, delta=1e-5, calibration="best"
+        )
     with pytest.raises(ValueError, match="epsilon"):
         calibrate_counter("binary_tree", horizon=8, bounds=b, epsilon=0.0, delta=1e-5)
 
 
 def test_counter_carries_guarantee_and_bounds():
-    c = make_counter("sqrt_factorization", horizon=1024, bounds=Box(0, 1, dim=1), epsilon=1.0,
-                     delta=1e-6)
+    c = make_counter(
+        "sqrt_factorization", horizon=1024, bounds=Box(0, 1, dim=1), epsilon=1.0, delta=1e-6
+    )
     assert c.privacy.epsilon == pytest.approx(1.0)
     assert c.privacy.rho is not None
     assert "analytic Gaussian" in c.privacy.derivation
@@ -152,9 +202,16 @@ def test_generalized_gaussian_counter_calibration_by_hand():
     n, d, eps, delta = 1000, 50, 1.0, 1e-6
     bounds = Box(-0.5, 0.5, dim=d)
     reg = lq_regularity(math.inf, d)
-    cal = calibrate_counter("binary_tree", horizon=n, bounds=bounds, epsilon=eps, delta=delta,
-                            noise="generalized_gaussian", regular_norm=math.inf,
-                            calibration="paper")
+    cal = calibrate_counter(
+        "binary_tree",
+        horizon=n,
+        bounds=bounds,
+        epsilon=eps,
+        delta=delta,
+        noise="generalized_gaussian",
+        regular_norm=math.inf,
+        calibration="paper",
+    )
     k = math.ceil(math.log2(n)) + 1
     expected = math.sqrt(2 * reg.kappa * math.log(k / delta)) * 1.0 * k / eps  # l_inf diam 1
     assert cal.noise.scale == pytest.approx(expected / reg.norm_scale)
@@ -164,7 +221,14 @@ def test_generalized_gaussian_counter_calibration_by_hand():
     from dponline.privacy.calibration import generalized_gaussian_sigma, han_sigma_plus
 
     assert han_sigma_plus(n, reg.kappa, 1.0, 1.0, 1.0, eps, delta) == pytest.approx(
-        generalized_gaussian_sigma(2 * 2.0, eps / k, delta / k, reg.kappa))
+        generalized_gaussian_sigma(2 * 2.0, eps / k, delta / k, reg.kappa)
+    )
     with pytest.raises(ValueError, match="regular_norm"):
-        calibrate_counter("binary_tree", horizon=n, bounds=bounds, epsilon=eps, delta=delta,
-                          noise="generalized_gaussian")
+        calibrate_counter(
+            "binary_tree",
+            horizon=n,
+            bounds=bounds,
+            epsilon=eps,
+            delta=delta,
+            noise="generalized_gaussian",
+        )

@@ -213,8 +213,9 @@ class ContinualCounter(ABC):
             raise ValueError(f"saved arrays {sorted(arrays)} do not match {sorted(expected)}")
         for k, v in expected.items():
             if np.shape(arrays[k]) != np.shape(v):
-                raise ValueError(f"saved array {k!r} has shape {np.shape(arrays[k])}, "
-                                 f"expected {np.shape(v)}")
+                raise ValueError(
+                    f"saved array {k!r} has shape {np.shape(arrays[k])}, expected {np.shape(v)}"
+                )
         self.t = t
         self._rng = generator_from_state(state["rng"])
         self._set_arrays({k: np.array(v, dtype=float, copy=True) for k, v in arrays.items()})

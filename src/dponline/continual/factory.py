@@ -47,14 +47,24 @@ def make_counter(
     """
     cls = get_mechanism(mechanism)
     kwargs = dict(
-        bounds=bounds, epsilon=epsilon, delta=delta, noise=noise, calibration=calibration,
+        bounds=bounds,
+        epsilon=epsilon,
+        delta=delta,
+        noise=noise,
+        calibration=calibration,
         regular_norm=regular_norm,
     )
     if horizon is not None:
         cal = calibrate_counter(cls, horizon=horizon, **kwargs)  # type: ignore[arg-type]
         return cls(
-            horizon, bounds.dim, cal.noise, replicas=replicas, rng=rng, bounds=bounds,
-            clip=clip, privacy=cal.guarantee,
+            horizon,
+            bounds.dim,
+            cal.noise,
+            replicas=replicas,
+            rng=rng,
+            bounds=bounds,
+            clip=clip,
+            privacy=cal.guarantee,
         )
 
     # Unknown horizon: one calibration per block length, at the full budget each.
@@ -70,13 +80,23 @@ def make_counter(
     def make_block(length: int, gen: np.random.Generator) -> ContinualCounter:
         cal = calibration_for(length)
         return cls(
-            length, bounds.dim, cal.noise, replicas=replicas, rng=gen,  # type: ignore[attr-defined]
-            bounds=bounds, clip=clip, privacy=cal.guarantee,  # type: ignore[attr-defined]
+            length,
+            bounds.dim,
+            cal.noise,
+            replicas=replicas,
+            rng=gen,  # type: ignore[attr-defined]
+            bounds=bounds,
+            clip=clip,
+            privacy=cal.guarantee,  # type: ignore[attr-defined]
         )
 
     return DoublingCounter(
-        make_block, bounds.dim, replicas=replicas, rng=as_generator(rng),
-        privacy=_doubling_guarantee(cls, kwargs), name=cls.name,
+        make_block,
+        bounds.dim,
+        replicas=replicas,
+        rng=as_generator(rng),
+        privacy=_doubling_guarantee(cls, kwargs),
+        name=cls.name,
     )
 
 
@@ -97,7 +117,8 @@ def _doubling_guarantee(cls: type[ContinualCounter], kwargs: dict) -> PrivacyGua
         if not worst.meets_request:
             warnings.warn(
                 f"with doubling blocks this calibration proves only epsilon={worst.epsilon:.4g}",
-                PrivacyWarning, stacklevel=3,
+                PrivacyWarning,
+                stacklevel=3,
             )
     return replace(
         g,

@@ -40,8 +40,9 @@ class BanditEnvironment:
         if self.losses.ndim != 2:
             raise ValueError(f"losses must be a (T, K) matrix, got shape {self.losses.shape}")
         if self.losses.min() < 0 or self.losses.max() > 1:
-            raise ValueError(f"bandit losses must lie in [0, 1], got [{self.losses.min()}, "
-                             f"{self.losses.max()}]")
+            raise ValueError(
+                f"bandit losses must lie in [0, 1], got [{self.losses.min()}, {self.losses.max()}]"
+            )
         self._best = np.cumsum(self.losses, axis=0).min(axis=1)
 
     @property

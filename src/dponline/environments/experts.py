@@ -80,7 +80,10 @@ def alternating_losses(horizon: int, n_experts: int) -> np.ndarray:
 
 
 def switching_best_losses(
-    horizon: int, n_experts: int, switches: int = 4, gap: float = 0.2,
+    horizon: int,
+    n_experts: int,
+    switches: int = 4,
+    gap: float = 0.2,
     rng: np.random.Generator | int | None = 0,
 ) -> np.ndarray:
     """Bernoulli losses whose best expert changes ``switches`` times (means 0.5 and 0.5 - gap)."""
@@ -88,7 +91,7 @@ def switching_best_losses(
     means = np.full((horizon, n_experts), 0.5)
     bounds = np.linspace(0, horizon, switches + 2).astype(int)
     for k in range(switches + 1):
-        means[bounds[k]:bounds[k + 1], k % n_experts] = 0.5 - gap
+        means[bounds[k] : bounds[k + 1], k % n_experts] = 0.5 - gap
     return (gen.random((horizon, n_experts)) < means).astype(float)
 
 

@@ -29,8 +29,13 @@ def audit_table(
                 continue
             delta = 0.0 if noise == "laplace" else 1e-5
             ref = make_counter(
-                name, horizon=horizon, bounds=Box(0, 1, dim=1), epsilon=1.0, delta=delta,
-                noise=noise, regular_norm=2.0 if noise == "generalized_gaussian" else None,
+                name,
+                horizon=horizon,
+                bounds=Box(0, 1, dim=1),
+                epsilon=1.0,
+                delta=delta,
+                noise=noise,
+                regular_norm=2.0 if noise == "generalized_gaussian" else None,
             )
             for fraction in (1.0, 0.1):
                 scaled = ref.noise.scaled(fraction)
@@ -38,18 +43,28 @@ def audit_table(
                 def factory(replicas, rng, cls=cls, scaled=scaled):  # type: ignore[no-untyped-def]
                     return cls(horizon, 1, scaled, replicas=replicas, rng=rng)
 
-                res = audit(counter_sampler(factory), a, b, claim=ref.privacy, trials=trials,
-                            pilot_trials=max(10, trials // 4), alpha=alpha, rng=seed)
-                rows.append({
-                    "mechanism": name,
-                    "noise": noise,
-                    "noise_fraction": fraction,
-                    "claimed_epsilon": res.claimed_epsilon,
-                    "delta": res.delta,
-                    "epsilon_lower": res.epsilon_lower,
-                    "alpha": res.alpha,
-                    "refuted": res.refuted,
-                    "verdict": "REFUTED" if res.refuted else "not refuted",
-                    "counts": list(res.counts),
-                })
+                res = audit(
+                    counter_sampler(factory),
+                    a,
+                    b,
+                    claim=ref.privacy,
+                    trials=trials,
+                    pilot_trials=max(10, trials // 4),
+                    alpha=alpha,
+                    rng=seed,
+                )
+                rows.append(
+                    {
+                        "mechanism": name,
+                        "noise": noise,
+                        "noise_fraction": fraction,
+                        "claimed_epsilon": res.claimed_epsilon,
+                        "delta": res.delta,
+                        "epsilon_lower": res.epsilon_lower,
+                        "alpha": res.alpha,
+                        "refuted": res.refuted,
+                        "verdict": "REFUTED" if res.refuted else "not refuted",
+                        "counts": list(res.counts),
+                    }
+                )
     return rows

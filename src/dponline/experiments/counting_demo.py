@@ -40,8 +40,9 @@ def _settings(epsilons: tuple[float, ...]) -> list[dict[str, Any]]:
                     continue
                 cals = ("tight", "paper") if name in ("binary_tree", "padded_tree") else ("tight",)
                 for cal in cals:
-                    out.append({"mechanism": name, "noise": noise, "calibration": cal,
-                                "epsilon": eps})
+                    out.append(
+                        {"mechanism": name, "noise": noise, "calibration": cal, "epsilon": eps}
+                    )
     return out
 
 
@@ -65,17 +66,23 @@ def run_counting_demo(
     t_late = np.arange(half + 1, horizon + 1, dtype=float)
     seq = np.random.SeedSequence(seed)
     rows = []
-    for setting, child in zip(_settings(epsilons), seq.spawn(len(_settings(epsilons))),
-                              strict=True):
+    for setting, child in zip(
+        _settings(epsilons), seq.spawn(len(_settings(epsilons))), strict=True
+    ):
         started = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PrivacyWarning)
             counter = make_counter(
-                setting["mechanism"], horizon=horizon, bounds=bounds,
+                setting["mechanism"],
+                horizon=horizon,
+                bounds=bounds,
                 epsilon=setting["epsilon"],
                 delta=delta if setting["noise"] == "gaussian" else 0.0,
-                noise=setting["noise"], calibration=setting["calibration"],
-                replicas=seeds, rng=child, clip=True,
+                noise=setting["noise"],
+                calibration=setting["calibration"],
+                replicas=seeds,
+                rng=child,
+                clip=True,
             )
         sq_err = np.zeros(seeds)
         for t in range(horizon):
@@ -83,26 +90,37 @@ def run_counting_demo(
             if t >= half:
                 sq_err += ((release / (t + 1) - true_mean[t]) ** 2).mean(axis=1)
         measured = np.sqrt(sq_err / (horizon - half))
-        predicted = float(np.sqrt(np.mean(
-            [counter.variance(int(t)) for t in t_late] / t_late**2)))
-        rows.append({
-            **setting,
-            "proven_epsilon": counter.privacy.epsilon,
-            "delta": counter.privacy.delta,
-            "paper_overclaims": bool(caught),
-            "rmse_running_mean": float(measured.mean()),
-            "rmse_sd_over_seeds": float(measured.std(ddof=1)) if seeds > 1 else 0.0,
-            "rmse_predicted": predicted,
-            "seconds": time.perf_counter() - started,
-        })
+        predicted = float(np.sqrt(np.mean([counter.variance(int(t)) for t in t_late] / t_late**2)))
+        rows.append(
+            {
+                **setting,
+                "proven_epsilon": counter.privacy.epsilon,
+                "delta": counter.privacy.delta,
+                "paper_overclaims": bool(caught),
+                "rmse_running_mean": float(measured.mean()),
+                "rmse_sd_over_seeds": float(measured.std(ddof=1)) if seeds > 1 else 0.0,
+                "rmse_predicted": predicted,
+                "seconds": time.perf_counter() - started,
+            }
+        )
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         with (out_dir / "counting.csv").open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
-        (out_dir / "counting.json").write_text(json.dumps({
-            "dataset": dataset, "horizon": horizon, "dim": dim, "bound": BOUND,
-            "delta": delta, "seeds": seeds, "rows": rows,
-        }, indent=2))
+        (out_dir / "counting.json").write_text(
+            json.dumps(
+                {
+                    "dataset": dataset,
+                    "horizon": horizon,
+                    "dim": dim,
+                    "bound": BOUND,
+                    "delta": delta,
+                    "seeds": seeds,
+                    "rows": rows,
+                },
+                indent=2,
+            )
+        )
     return rows

@@ -23,8 +23,11 @@ DEMO_SPEC = {
     "learners": [
         {"name": "ftrl"},
         {"name": "dp-ftrl", "options": {"noise": "laplace"}, "label": "dp-ftrl laplace"},
-        {"name": "dp-ftrl", "options": {"noise": "gaussian", "delta": 1e-6},
-         "label": "dp-ftrl gaussian"},
+        {
+            "name": "dp-ftrl",
+            "options": {"noise": "gaussian", "delta": 1e-6},
+            "label": "dp-ftrl gaussian",
+        },
     ],
     "epsilons": [0.25, 1.0, 4.0],
     "calibrations": ["paper", "tight"],
@@ -34,8 +37,13 @@ DEMO_SPEC = {
 }
 
 
-def run_demo(out_dir: str | Path, *, seeds: int | None = None, backend: str = "local",
-             workers: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
+def run_demo(
+    out_dir: str | Path,
+    *,
+    seeds: int | None = None,
+    backend: str = "local",
+    workers: int | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
     """Run the demo sweep, write the report; return (results, summary, index.html path)."""
     data = dict(DEMO_SPEC, horizon=5651)
     if seeds is not None:
@@ -43,12 +51,16 @@ def run_demo(out_dir: str | Path, *, seeds: int | None = None, backend: str = "l
     spec = parse_spec(data)
     results = run_sweep(spec.tasks(), backend=backend, workers=workers)
     index = write_report(
-        results, out_dir, title=spec.name,
-        notes=("36 NYSE stocks over 5,651 trading days (1962-1984) are the experts; an "
-               "expert's daily loss is 1/2 - return/0.06, clipped to [0, 1]. The stochastic "
-               "sequence has 10 experts with Bernoulli losses, one better by 0.1, over the "
-               "same 5,651 rounds. Laplace learners "
-               "are pure epsilon-DP, Gaussian ones (epsilon, 1e-6)-DP, event-level over loss "
-               "sequences that differ in one day."),
+        results,
+        out_dir,
+        title=spec.name,
+        notes=(
+            "36 NYSE stocks over 5,651 trading days (1962-1984) are the experts; an "
+            "expert's daily loss is 1/2 - return/0.06, clipped to [0, 1]. The stochastic "
+            "sequence has 10 experts with Bernoulli losses, one better by 0.1, over the "
+            "same 5,651 rounds. Laplace learners "
+            "are pure epsilon-DP, Gaussian ones (epsilon, 1e-6)-DP, event-level over loss "
+            "sequences that differ in one day."
+        ),
     )
     return results, summarise(results), index

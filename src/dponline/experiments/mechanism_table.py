@@ -27,14 +27,16 @@ def mechanism_table(horizon: int, rho: float = 0.5) -> list[dict[str, Any]]:
         _, l2 = cls.sensitivity_factors(horizon)
         counter = cls(horizon, 1, GaussianNoise(zcdp_sigma(l2, rho)))
         var = counter.variances()
-        rows.append({
-            "mechanism": name,
-            "description": cls.summary,
-            "noise": sorted(cls.supported_noise),
-            "l2_sensitivity_factor": l2,
-            "max_variance": float(var.max()),
-            "mean_variance": float(var.mean()),
-        })
+        rows.append(
+            {
+                "mechanism": name,
+                "description": cls.summary,
+                "noise": sorted(cls.supported_noise),
+                "l2_sensitivity_factor": l2,
+                "max_variance": float(var.max()),
+                "mean_variance": float(var.mean()),
+            }
+        )
     base = next(r for r in rows if r["mechanism"] == "binary_tree")
     for r in rows:
         r["max_variance_vs_binary_tree"] = r["max_variance"] / base["max_variance"]
@@ -57,21 +59,27 @@ def calibration_table(
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", PrivacyWarning)
                     cal = calibrate_counter(
-                        cls, horizon=horizon, bounds=bounds, epsilon=epsilon,
-                        delta=delta if noise == "gaussian" else 0.0, noise=noise,
+                        cls,
+                        horizon=horizon,
+                        bounds=bounds,
+                        epsilon=epsilon,
+                        delta=delta if noise == "gaussian" else 0.0,
+                        noise=noise,
                         calibration=calibration,
                     )
                 counter = cls(horizon, dim, cal.noise)
-                rows.append({
-                    "mechanism": name,
-                    "noise": noise,
-                    "calibration": calibration,
-                    "per_draw_scale": cal.noise.scale,
-                    "per_draw_std": cal.noise.coordinate_variance(dim) ** 0.5,
-                    "max_release_std": counter.max_variance**0.5,
-                    "proven_epsilon": cal.guarantee.epsilon,
-                    "delta": cal.guarantee.delta,
-                    "meets_request": cal.guarantee.meets_request,
-                    "derivation": cal.guarantee.derivation,
-                })
+                rows.append(
+                    {
+                        "mechanism": name,
+                        "noise": noise,
+                        "calibration": calibration,
+                        "per_draw_scale": cal.noise.scale,
+                        "per_draw_std": cal.noise.coordinate_variance(dim) ** 0.5,
+                        "max_release_std": counter.max_variance**0.5,
+                        "proven_epsilon": cal.guarantee.epsilon,
+                        "delta": cal.guarantee.delta,
+                        "meets_request": cal.guarantee.meets_request,
+                        "derivation": cal.guarantee.derivation,
+                    }
+                )
     return rows

@@ -20,17 +20,25 @@ Z95 = 1.959963984540054
 
 def summarise(results: pd.DataFrame) -> pd.DataFrame:
     """Final regret per learner, environment, calibration and epsilon: mean, sd, 95% CI."""
-    final = results[results["t"] == results.groupby(
-        ["label", "environment", "calibration", "epsilon"], dropna=False)["t"].transform("max")]
+    final = results[
+        results["t"]
+        == results.groupby(["label", "environment", "calibration", "epsilon"], dropna=False)[
+            "t"
+        ].transform("max")
+    ]
     grouped = final.groupby(["environment", "label", "calibration", "epsilon"], dropna=False)
     out = grouped.agg(
-        T=("t", "max"), seeds=("seed", "nunique"), regret_mean=("regret", "mean"),
-        regret_sd=("regret", "std"), proven_epsilon=("proven_epsilon", "first"),
+        T=("t", "max"),
+        seeds=("seed", "nunique"),
+        regret_mean=("regret", "mean"),
+        regret_sd=("regret", "std"),
+        proven_epsilon=("proven_epsilon", "first"),
         delta=("delta", "first"),
     ).reset_index()
     out["regret_ci95"] = Z95 * out["regret_sd"] / np.sqrt(out["seeds"])
-    return out.sort_values(["environment", "label", "calibration", "epsilon"],
-                           na_position="first").reset_index(drop=True)
+    return out.sort_values(
+        ["environment", "label", "calibration", "epsilon"], na_position="first"
+    ).reset_index(drop=True)
 
 
 def _plt():  # type: ignore[no-untyped-def]
@@ -58,15 +66,22 @@ def plot_regret_curves(results: pd.DataFrame, environment: str, path: Path) -> N
     keys = data[["label", "calibration", "epsilon"]].drop_duplicates()
     colours = plt.get_cmap("tab20").colors
     for i, (_, k) in enumerate(keys.iterrows()):
-        sel = data[(data["label"] == k["label"]) & (data["calibration"] == k["calibration"])
-                   & ((data["epsilon"] == k["epsilon"]) | (pd.isna(k["epsilon"])
-                                                           & data["epsilon"].isna()))]
+        sel = data[
+            (data["label"] == k["label"])
+            & (data["calibration"] == k["calibration"])
+            & ((data["epsilon"] == k["epsilon"]) | (pd.isna(k["epsilon"]) & data["epsilon"].isna()))
+        ]
         g = sel.groupby("t")["regret"]
         mean, sd, n = g.mean(), g.std().fillna(0.0), g.count()
         band = Z95 * sd / np.sqrt(n)
-        line, = ax.plot(mean.index, mean.values, label=_curve_key(k), lw=1.4,
-                        color="black" if pd.isna(k["epsilon"]) else colours[i % len(colours)],
-                        ls="--" if pd.isna(k["epsilon"]) else "-")
+        (line,) = ax.plot(
+            mean.index,
+            mean.values,
+            label=_curve_key(k),
+            lw=1.4,
+            color="black" if pd.isna(k["epsilon"]) else colours[i % len(colours)],
+            ls="--" if pd.isna(k["epsilon"]) else "-",
+        )
         ax.fill_between(mean.index, mean - band, mean + band, color=line.get_color(), alpha=0.2)
     ax.set_xlabel("round t")
     ax.set_ylabel("regret (vs best fixed decision in hindsight)")
@@ -86,11 +101,18 @@ def plot_privacy_utility(summary: pd.DataFrame, environment: str, path: Path) ->
     private = data[data["epsilon"].notna()]
     for (label, cal), g in private.groupby(["label", "calibration"]):
         g = g.sort_values("epsilon")
-        ax.errorbar(g["epsilon"], g["regret_mean"], yerr=g["regret_ci95"], marker="o",
-                    capsize=3, label=f"{label} [{cal}]")
+        ax.errorbar(
+            g["epsilon"],
+            g["regret_mean"],
+            yerr=g["regret_ci95"],
+            marker="o",
+            capsize=3,
+            label=f"{label} [{cal}]",
+        )
     for _, r in data[data["epsilon"].isna()].iterrows():
-        ax.axhline(r["regret_mean"], ls="--", color="black", lw=1,
-                   label=f"{r['label']} (non-private)")
+        ax.axhline(
+            r["regret_mean"], ls="--", color="black", lw=1, label=f"{r['label']} (non-private)"
+        )
     ax.set_xscale("log")
     ax.set_xlabel("epsilon")
     ax.set_ylabel("final regret")
@@ -108,8 +130,9 @@ def _fmt(v: object) -> str:
     return html.escape(str(v))
 
 
-def write_report(results: pd.DataFrame, out_dir: str | Path, title: str = "dponline report",
-                 notes: str = "") -> Path:
+def write_report(
+    results: pd.DataFrame, out_dir: str | Path, title: str = "dponline report", notes: str = ""
+) -> Path:
     """Write results.csv (and results.parquet when pyarrow is installed), summary.csv, the PNG
     plots and index.html; return index.html's path."""
     out = Path(out_dir)
@@ -130,14 +153,27 @@ def write_report(results: pd.DataFrame, out_dir: str | Path, title: str = "dponl
             pu = f"privacy_utility_{i}.png"
             plot_privacy_utility(summary, env, out / pu)
             figures.append((f"Privacy-utility: {env}", pu))
-    cols = ["environment", "label", "calibration", "epsilon", "proven_epsilon", "delta", "T",
-            "seeds", "regret_mean", "regret_ci95"]
+    cols = [
+        "environment",
+        "label",
+        "calibration",
+        "epsilon",
+        "proven_epsilon",
+        "delta",
+        "T",
+        "seeds",
+        "regret_mean",
+        "regret_ci95",
+    ]
     rows = "\n".join(
         "<tr>" + "".join(f"<td>{_fmt(r[c])}</td>" for c in cols) + "</tr>"
-        for _, r in summary.iterrows())
+        for _, r in summary.iterrows()
+    )
     figs = "\n".join(
         f'<figure><img src="{src}" alt="{html.escape(cap)}"><figcaption>{html.escape(cap)}'
-        f"</figcaption></figure>" for cap, src in figures)
+        f"</figcaption></figure>"
+        for cap, src in figures
+    )
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;}}

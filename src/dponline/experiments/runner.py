@@ -40,8 +40,19 @@ from dponline.registry import LEARNERS, build_environment, build_learner
 __all__ = ["BACKENDS", "Task", "make_tasks", "run_sweep", "run_task"]
 
 BACKENDS = ("local", "serial", "ray")
-COLUMNS = ["learner", "label", "environment", "calibration", "epsilon", "proven_epsilon",
-           "delta", "seed", "t", "cumulative_loss", "regret"]
+COLUMNS = [
+    "learner",
+    "label",
+    "environment",
+    "calibration",
+    "epsilon",
+    "proven_epsilon",
+    "delta",
+    "seed",
+    "t",
+    "cumulative_loss",
+    "regret",
+]
 
 
 @dataclass(frozen=True)
@@ -99,23 +110,36 @@ def make_tasks(
         entry = LEARNERS[name]
         options = dict(spec.get("options", {}))
         label = spec.get("label") or (
-            name + "".join(f" {k}={v}" for k, v in sorted(options.items())))
+            name + "".join(f" {k}={v}" for k, v in sorted(options.items()))
+        )
         settings: Iterable[tuple[float | None, str]]
         if entry.private:
             cals = [c for c in calibrations if c in entry.calibrations]
             if not cals:
-                raise ValueError(f"learner {name!r} supports calibrations "
-                                 f"{list(entry.calibrations)}, none of {list(calibrations)}")
+                raise ValueError(
+                    f"learner {name!r} supports calibrations "
+                    f"{list(entry.calibrations)}, none of {list(calibrations)}"
+                )
             settings = [(float(e), c) for c in cals for e in epsilons]
         else:
             settings = [(None, "none")]
         for eps, cal in settings:
-            tasks.append(Task(
-                learner=name, environment=environment, epsilon=eps, calibration=cal,
-                seeds=seeds, seed_entropy=seed, task_index=len(tasks), horizon=horizon,
-                learner_options=options, environment_options=dict(environment_options or {}),
-                record_every=record_every, label=label,
-            ))
+            tasks.append(
+                Task(
+                    learner=name,
+                    environment=environment,
+                    epsilon=eps,
+                    calibration=cal,
+                    seeds=seeds,
+                    seed_entropy=seed,
+                    task_index=len(tasks),
+                    horizon=horizon,
+                    learner_options=options,
+                    environment_options=dict(environment_options or {}),
+                    record_every=record_every,
+                    label=label,
+                )
+            )
     return tasks
 
 
@@ -142,14 +166,21 @@ def run_task(
             return pickle.load(fh)
 
     env_seq, learner_seq = task.seed_sequences()
-    env = build_environment(task.environment, task.horizon, np.random.default_rng(env_seq),
-                            **task.environment_options)
+    env = build_environment(
+        task.environment, task.horizon, np.random.default_rng(env_seq), **task.environment_options
+    )
     with warnings.catch_warnings():
         # a paper calibration that proves less than asked is reported in the table instead
         warnings.simplefilter("ignore", PrivacyWarning)
-        learner = build_learner(task.learner, env, epsilon=task.epsilon,
-                                calibration=task.calibration, replicas=task.seeds,
-                                rng=np.random.default_rng(learner_seq), **task.learner_options)
+        learner = build_learner(
+            task.learner,
+            env,
+            epsilon=task.epsilon,
+            calibration=task.calibration,
+            replicas=task.seeds,
+            rng=np.random.default_rng(learner_seq),
+            **task.learner_options,
+        )
     horizon = env.horizon
     cumulative = np.zeros(task.seeds)
     recorded_t: list[int] = []
@@ -174,12 +205,17 @@ def run_task(
             recorded_t.append(t + 1)
             recorded_loss.append(cumulative.copy())
         if part_path is not None and (t + 1) % checkpoint_every == 0 and t + 1 < horizon:
-            _atomic_write(part_path, {
-                "t": t + 1, "learner": learner.state_dict(),
-                "environment": env.state_dict() if hasattr(env, "state_dict") else None,
-                "cumulative": cumulative, "recorded_t": recorded_t,
-                "recorded_loss": recorded_loss,
-            })
+            _atomic_write(
+                part_path,
+                {
+                    "t": t + 1,
+                    "learner": learner.state_dict(),
+                    "environment": env.state_dict() if hasattr(env, "state_dict") else None,
+                    "cumulative": cumulative,
+                    "recorded_t": recorded_t,
+                    "recorded_loss": recorded_loss,
+                },
+            )
 
     frame = _rows(task, learner, env, np.array(recorded_t), np.array(recorded_loss))
     if done_path is not None:
@@ -195,19 +231,21 @@ def _rows(task: Task, learner: Any, env: Any, ts: np.ndarray, losses: np.ndarray
     regret = losses + full_regret[ts - 1][:, None]
     n_t, n_s = losses.shape
     privacy = getattr(learner, "privacy", None)
-    return pd.DataFrame({
-        "learner": task.learner,
-        "label": task.label or task.learner,
-        "environment": task.environment,
-        "calibration": task.calibration,
-        "epsilon": np.nan if task.epsilon is None else task.epsilon,
-        "proven_epsilon": np.nan if privacy is None else privacy.epsilon,
-        "delta": np.nan if privacy is None else privacy.delta,
-        "seed": np.tile(np.arange(n_s), n_t),
-        "t": np.repeat(ts, n_s),
-        "cumulative_loss": losses.ravel(),
-        "regret": regret.ravel(),
-    })[COLUMNS]
+    return pd.DataFrame(
+        {
+            "learner": task.learner,
+            "label": task.label or task.learner,
+            "environment": task.environment,
+            "calibration": task.calibration,
+            "epsilon": np.nan if task.epsilon is None else task.epsilon,
+            "proven_epsilon": np.nan if privacy is None else privacy.epsilon,
+            "delta": np.nan if privacy is None else privacy.delta,
+            "seed": np.tile(np.arange(n_s), n_t),
+            "t": np.repeat(ts, n_s),
+            "cumulative_loss": losses.ravel(),
+            "regret": regret.ravel(),
+        }
+    )[COLUMNS]
 
 
 class _Progress:
@@ -222,9 +260,13 @@ class _Progress:
         elapsed = time.perf_counter() - self.start
         if self.enabled and (elapsed > 2.0 or self.done == self.total) and sys.stderr.isatty():
             eta = elapsed / self.done * (self.total - self.done)
-            print(f"\r[dponline] {self.done}/{self.total} tasks, {elapsed:.0f}s elapsed, "
-                  f"~{eta:.0f}s left", end="" if self.done < self.total else "\n",
-                  file=sys.stderr, flush=True)
+            print(
+                f"\r[dponline] {self.done}/{self.total} tasks, {elapsed:.0f}s elapsed, "
+                f"~{eta:.0f}s left",
+                end="" if self.done < self.total else "\n",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def run_sweep(
@@ -255,8 +297,10 @@ def run_sweep(
     elif backend == "local":
         n = workers or min(len(tasks), os.cpu_count() or 1)
         with ProcessPoolExecutor(max_workers=n) as pool:
-            futures = {pool.submit(run_task, task, checkpoint_dir, checkpoint_every): task
-                       for task in tasks}
+            futures = {
+                pool.submit(run_task, task, checkpoint_dir, checkpoint_every): task
+                for task in tasks
+            }
             for fut in as_completed(futures):
                 results[futures[fut].task_index] = fut.result()
                 bar.update()
@@ -266,8 +310,9 @@ def run_sweep(
     return pd.concat(frames, ignore_index=True)
 
 
-def _run_ray(tasks: Sequence[Task], checkpoint_dir: str | Path | None, checkpoint_every: int,
-             bar: _Progress) -> dict[int, pd.DataFrame]:
+def _run_ray(
+    tasks: Sequence[Task], checkpoint_dir: str | Path | None, checkpoint_every: int, bar: _Progress
+) -> dict[int, pd.DataFrame]:
     try:
         import ray
     except ImportError:

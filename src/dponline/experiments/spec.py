@@ -60,9 +60,14 @@ class ExperimentSpec:
         tasks: list[Task] = []
         for env in self.environments:
             for task in make_tasks(
-                learners=self.learners, environment=env["name"], epsilons=self.epsilons,
-                calibrations=self.calibrations, seeds=self.seeds, seed=self.seed,
-                horizon=self.horizon, environment_options=env.get("options", {}),
+                learners=self.learners,
+                environment=env["name"],
+                epsilons=self.epsilons,
+                calibrations=self.calibrations,
+                seeds=self.seeds,
+                seed=self.seed,
+                horizon=self.horizon,
+                environment_options=env.get("options", {}),
                 record_every=self.record_every,
             ):
                 tasks.append(Task(**{**task.__dict__, "task_index": len(tasks)}))
@@ -78,8 +83,12 @@ def _int(data: dict, name: str, default: int | None, minimum: int = 1) -> int | 
     v = data.get(name, default)
     if v is None:
         return None
-    _expect(isinstance(v, int) and not isinstance(v, bool) and v >= minimum, name,
-            f"an integer >= {minimum}", v)
+    _expect(
+        isinstance(v, int) and not isinstance(v, bool) and v >= minimum,
+        name,
+        f"an integer >= {minimum}",
+        v,
+    )
     return int(v)
 
 
@@ -96,40 +105,72 @@ def _entry(raw: Any, name: str, registry: dict) -> dict[str, Any]:
 
 def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> ExperimentSpec:
     """Validate a parsed TOML document."""
-    known = {"name", "environment", "environments", "learners", "epsilons", "calibrations",
-             "seeds", "seed", "horizon", "backend", "workers", "record_every",
-             "checkpoint_every"}
+    known = {
+        "name",
+        "environment",
+        "environments",
+        "learners",
+        "epsilons",
+        "calibrations",
+        "seeds",
+        "seed",
+        "horizon",
+        "backend",
+        "workers",
+        "record_every",
+        "checkpoint_every",
+    }
     unknown = set(data) - known
     _expect(not unknown, "(top level)", f"only the fields {sorted(known)}", sorted(unknown))
     if "environments" in data:
         envs = data["environments"]
-        _expect(isinstance(envs, list) and envs, "environments", "a non-empty array of tables",
-                envs)
+        _expect(
+            isinstance(envs, list) and envs, "environments", "a non-empty array of tables", envs
+        )
     else:
         _expect("environment" in data, "environment", "a table naming the environment", None)
         envs = [data["environment"]]
     environments = [_entry(e, f"environments[{i}]", ENVIRONMENTS) for i, e in enumerate(envs)]
     learners_raw = data.get("learners")
-    _expect(isinstance(learners_raw, list) and learners_raw, "learners",
-            "a non-empty array of tables", learners_raw)
+    _expect(
+        isinstance(learners_raw, list) and learners_raw,
+        "learners",
+        "a non-empty array of tables",
+        learners_raw,
+    )
     learners = [_entry(x, f"learners[{i}]", LEARNERS) for i, x in enumerate(learners_raw)]
     eps = data.get("epsilons", [1.0])
-    _expect(isinstance(eps, list) and eps and all(
-        isinstance(e, (int, float)) and not isinstance(e, bool) and e > 0 for e in eps),
-        "epsilons", "a non-empty list of positive numbers", eps)
+    _expect(
+        isinstance(eps, list)
+        and eps
+        and all(isinstance(e, (int, float)) and not isinstance(e, bool) and e > 0 for e in eps),
+        "epsilons",
+        "a non-empty list of positive numbers",
+        eps,
+    )
     cals = data.get("calibrations", ["tight"])
-    _expect(isinstance(cals, list) and cals and all(c in ("tight", "paper") for c in cals),
-            "calibrations", "a non-empty list drawn from ['tight', 'paper']", cals)
+    _expect(
+        isinstance(cals, list) and cals and all(c in ("tight", "paper") for c in cals),
+        "calibrations",
+        "a non-empty list drawn from ['tight', 'paper']",
+        cals,
+    )
     backend = data.get("backend", "local")
     _expect(backend in BACKENDS, "backend", f"one of {list(BACKENDS)}", backend)
     name = data.get("name", default_name)
     _expect(isinstance(name, str), "name", "a string", name)
     return ExperimentSpec(
-        name=name, environments=environments, learners=learners,
-        epsilons=[float(e) for e in eps], calibrations=list(cals),
-        seeds=_int(data, "seeds", 10) or 10, seed=_int(data, "seed", 0, minimum=0) or 0,
-        horizon=_int(data, "horizon", None), backend=backend,
-        workers=_int(data, "workers", None), record_every=_int(data, "record_every", 1) or 1,
+        name=name,
+        environments=environments,
+        learners=learners,
+        epsilons=[float(e) for e in eps],
+        calibrations=list(cals),
+        seeds=_int(data, "seeds", 10) or 10,
+        seed=_int(data, "seed", 0, minimum=0) or 0,
+        horizon=_int(data, "horizon", None),
+        backend=backend,
+        workers=_int(data, "workers", None),
+        record_every=_int(data, "record_every", 1) or 1,
         checkpoint_every=_int(data, "checkpoint_every", 1000) or 1000,
     )
 

@@ -143,17 +143,29 @@ class DPFTRL:
         if epsilon is None:
             # the non-private FTRL: exact prefix sums, same input contract
             self.counter: ContinualCounter = BinaryTreeCounter(
-                self.horizon, self.dim, GaussianNoise(0.0), replicas=self.replicas, rng=rng,
-                bounds=self.bounds, clip=clip,
+                self.horizon,
+                self.dim,
+                GaussianNoise(0.0),
+                replicas=self.replicas,
+                rng=rng,
+                bounds=self.bounds,
+                clip=clip,
             )
             self.privacy: PrivacyGuarantee | None = None
         else:
             if mechanism is None:
                 mechanism = "padded_tree" if calibration == "paper" else "honaker"
             counter = make_counter(
-                mechanism, horizon=self.horizon, bounds=self.bounds, epsilon=epsilon,
-                delta=delta, noise=noise, calibration=calibration, replicas=self.replicas,
-                rng=rng, clip=clip,
+                mechanism,
+                horizon=self.horizon,
+                bounds=self.bounds,
+                epsilon=epsilon,
+                delta=delta,
+                noise=noise,
+                calibration=calibration,
+                replicas=self.replicas,
+                rng=rng,
+                clip=clip,
             )
             assert isinstance(counter, ContinualCounter)
             self.counter = counter
@@ -171,8 +183,11 @@ class DPFTRL:
         self.t += 1
 
     def state_dict(self) -> dict[str, Any]:
-        return {"t": self.t, "cumulative": self._cumulative.copy(),
-                "counter": self.counter.state_dict()}
+        return {
+            "t": self.t,
+            "cumulative": self._cumulative.copy(),
+            "counter": self.counter.state_dict(),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.counter.load_state_dict(state["counter"])

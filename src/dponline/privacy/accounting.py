@@ -137,4 +137,3 @@ def pld_gaussian_epsilon(
     acc = pld.PLDAccountant(value_discretization_interval=value_discretization)
     acc.compose(dp_event.GaussianDpEvent(noise_multiplier), int(count))
     return float(acc.get_epsilon(delta))
-

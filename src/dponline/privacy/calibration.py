@@ -110,7 +110,9 @@ def agarwal_singh_gaussian_sigma(
     """
     lt = paper_log(horizon)
     return (
-        _pos("||Y||_2", y2_norm) * lt * math.log(lt / _prob("delta", delta))
+        _pos("||Y||_2", y2_norm)
+        * lt
+        * math.log(lt / _prob("delta", delta))
         / _pos("epsilon", epsilon)
     )
 
@@ -118,7 +120,10 @@ def agarwal_singh_gaussian_sigma(
 def ene_laplace_scale(horizon: int, dim: int, lipschitz: float, epsilon: float) -> float:
     """Ene, Nguyen & Vladu (2021) Lemma 5.1: Lap(T^{1/2} n L log T / epsilon) per coordinate."""
     return (
-        math.sqrt(horizon) * int(dim) * _pos("L", lipschitz) * paper_log(horizon)
+        math.sqrt(horizon)
+        * int(dim)
+        * _pos("L", lipschitz)
+        * paper_log(horizon)
         / _pos("epsilon", epsilon)
     )
 
@@ -135,8 +140,13 @@ def ene_gaussian_sigma(
     delta = _prob("delta", delta)
     lg = math.log((n + t) / delta)
     return (
-        t**0.25 * math.sqrt(n) * _pos("L", lipschitz) * paper_log(horizon) * math.log(t / delta)
-        / _pos("epsilon", epsilon) * (lg + math.sqrt((1 + math.sqrt(t) / n) * lg))
+        t**0.25
+        * math.sqrt(n)
+        * _pos("L", lipschitz)
+        * paper_log(horizon)
+        * math.log(t / delta)
+        / _pos("epsilon", epsilon)
+        * (lg + math.sqrt((1 + math.sqrt(t) / n) * lg))
     )
 
 
@@ -156,7 +166,8 @@ def generalized_gaussian_sigma(
         )
     return (
         math.sqrt(2.0 * _pos("kappa", kappa) * math.log(1.0 / _prob("delta", delta)))
-        * float(sensitivity) / epsilon
+        * float(sensitivity)
+        / epsilon
     )
 
 
@@ -176,8 +187,12 @@ def han_sigma_plus(
     depth = math.ceil(math.log2(int(n))) + 1
     s = float(beta) * float(diameter) + float(lipschitz)
     return math.sqrt(
-        8.0 * depth**2 * _pos("kappa_q", kappa_q) * math.log(depth / _prob("delta", delta))
-        * s**2 / _pos("epsilon", epsilon) ** 2
+        8.0
+        * depth**2
+        * _pos("kappa_q", kappa_q)
+        * math.log(depth / _prob("delta", delta))
+        * s**2
+        / _pos("epsilon", epsilon) ** 2
     )
 
 

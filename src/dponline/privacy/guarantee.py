@@ -100,8 +100,10 @@ class PrivacyGuarantee:
         return out
 
     def __str__(self) -> str:
-        core = f"({self.epsilon:.4g}, {self.delta:.3g})-DP" if self.delta else (
-            f"{self.epsilon:.4g}-DP (pure)"
+        core = (
+            f"({self.epsilon:.4g}, {self.delta:.3g})-DP"
+            if self.delta
+            else (f"{self.epsilon:.4g}-DP (pure)")
         )
         if self.rho is not None:
             core += f", {self.rho:.4g}-zCDP"
