@@ -18,7 +18,9 @@ from dponline.environments import (
     stock_losses,
     switching_best_losses,
 )
-from dponline.online.ftrl import DPFTRL
+from dponline.environments.linear import LinearLossEnvironment
+from dponline.online.ftrl import DPFTRL, EuclideanBall, EuclideanCube
+from dponline.privacy.bounds import NormBall
 from dponline.protocol import Learner
 
 __all__ = [
@@ -56,6 +58,16 @@ class LearnerEntry:
         }
 
 
+def _ftrl_geometry(env: Any) -> dict[str, Any]:
+    """Decision set and loss set of Agarwal & Singh's Corollary 3.2 for an environment."""
+    domain = getattr(env, "domain", "simplex")
+    if domain == "ball":  # OLO over the sphere: losses in the unit l2 ball
+        return {"domain": EuclideanBall(env.radius), "loss_bounds": NormBall(1.0, 2, env.dim)}
+    if domain == "cube":  # OLO over the cube: losses in the unit l1 ball (||Y||_1 = 1)
+        return {"domain": EuclideanCube(), "loss_bounds": NormBall(1.0, 1, env.dim)}
+    return {}
+
+
 def _dp_ftrl(
     env: Any,
     *,
@@ -76,6 +88,7 @@ def _dp_ftrl(
         calibration=calibration,
         replicas=replicas,
         rng=rng,
+        **_ftrl_geometry(env),
         **options,
     )
 
@@ -89,7 +102,15 @@ def _ftrl(
     rng: np.random.Generator,
     **options: Any,
 ) -> Learner:
-    return DPFTRL(env.dim, env.horizon, epsilon=None, replicas=replicas, rng=rng, **options)
+    return DPFTRL(
+        env.dim,
+        env.horizon,
+        epsilon=None,
+        replicas=replicas,
+        rng=rng,
+        **_ftrl_geometry(env),
+        **options,
+    )
 
 
 LEARNERS: dict[str, LearnerEntry] = {
@@ -99,11 +120,12 @@ LEARNERS: dict[str, LearnerEntry] = {
             "dp-ftrl",
             _dp_ftrl,
             paper="Agarwal & Singh (2017), Algorithm 1 with Algorithm 2 (tree aggregation)",
-            setting="experts (full information)",
+            setting="experts; online linear optimisation over the ball or cube (full information)",
             guarantee=(
                 "event-level epsilon-DP (Laplace, Theorem 3.1) or (epsilon, delta)-DP "
                 "(Gaussian, Theorem A.1) over loss sequences differing in one round, "
-                "for losses in [0, 1]^N"
+                "for losses in [0, 1]^N (experts), the unit l2 ball (ball) or the unit l1 "
+                "ball (cube)"
             ),
             calibrations=("paper", "tight"),
             private=True,
@@ -183,6 +205,16 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "i.i.d. Bernoulli losses, one expert better by `gap`",
         ),
         EnvironmentEntry(
+            "linear",
+            lambda horizon, rng, dim=5, domain="ball", drift=0.3: LinearLossEnvironment(
+                _drifting_losses(horizon, dim, domain, drift, rng),
+                domain=domain,
+                name=f"linear:{domain}",
+            ),
+            "online linear optimisation",
+            "random loss vectors with a drift, in the unit l2 (ball) or l1 (cube) ball",
+        ),
+        EnvironmentEntry(
             "stock_bandit",
             lambda horizon, rng, dataset="djia", scale=0.1: BanditEnvironment(
                 _horizon_cut(stock_losses(dataset, scale), horizon), name=f"stock_bandit:{dataset}"
@@ -200,6 +232,18 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
         ),
     )
 }
+
+
+def _drifting_losses(
+    horizon: int, dim: int, domain: str, drift: float, rng: np.random.Generator
+) -> np.ndarray:
+    """Gaussian vectors around a fixed drift, rescaled into the unit l2 (ball) or l1 (cube)
+    ball so they meet dp-ftrl's declared loss set."""
+    direction = np.ones(dim) / np.sqrt(dim)
+    raw = drift * direction + rng.normal(size=(horizon, dim)) / np.sqrt(dim)
+    p = 2 if domain == "ball" else 1
+    norms = np.linalg.norm(raw, ord=p, axis=1, keepdims=True)
+    return raw / np.maximum(norms, 1.0)
 
 
 def build_learner(name: str, env: Any, **kwargs: Any) -> Learner:

@@ -98,3 +98,24 @@ def test_linear_regression_stream_excess_risk_is_exact():
     a = env.sample(3)
     env.load_state_dict(state)
     np.testing.assert_array_equal(env.sample(3)[0], a[0])
+
+
+def test_linear_losses_best_fixed_decision_by_brute_force():
+    from scipy.optimize import linprog
+
+    from dponline.environments import LinearLossEnvironment
+
+    L = np.random.default_rng(3).uniform(-1, 1, size=(20, 3))
+    cum = np.cumsum(L, axis=0)
+    ball = LinearLossEnvironment(L, "ball", radius=2.0)
+    cube = LinearLossEnvironment(L, "cube")
+    for t in (0, 9, 19):
+        # the ball: the minimiser is -r L / ||L||; the cube: an LP solved by scipy
+        x = -2.0 * cum[t] / np.linalg.norm(cum[t])
+        assert ball.regret(np.zeros(20))[t] == pytest.approx(-(x @ cum[t]))
+        lp = linprog(cum[t], bounds=[(-1, 1)] * 3)
+        assert cube.regret(np.zeros(20))[t] == pytest.approx(-lp.fun)
+    _, loss = ball.round(0, np.ones((2, 3)))
+    np.testing.assert_allclose(loss, [L[0].sum()] * 2)
+    with pytest.raises(ValueError, match="domain"):
+        LinearLossEnvironment(L, "simplex")

@@ -8,12 +8,14 @@ from dponline.environments.experts import (
     stochastic_losses,
     switching_best_losses,
 )
+from dponline.environments.linear import LinearLossEnvironment
 from dponline.environments.real import stock_losses
 from dponline.environments.streams import LinearRegressionStream
 
 __all__ = [
     "BanditEnvironment",
     "ExpertsEnvironment",
+    "LinearLossEnvironment",
     "LinearRegressionStream",
     "StochasticBandit",
     "alternating_losses",

@@ -17,8 +17,8 @@ __all__ = ["DEMO_SPEC", "run_demo"]
 DEMO_SPEC = {
     "name": "dponline demo: prediction with expert advice on NYSE (O) and a stochastic sequence",
     "environments": [
-        {"name": "stocks", "options": {"dataset": "nyse_o", "scale": 0.03}},
-        {"name": "stochastic", "options": {"n_experts": 10, "gap": 0.1}},
+        {"name": "stocks", "options": {"dataset": "nyse_o", "scale": 0.03}, "label": "NYSE (O)"},
+        {"name": "stochastic", "options": {"n_experts": 10, "gap": 0.1}, "label": "stochastic"},
     ],
     "learners": [
         {"name": "ftrl"},

@@ -71,6 +71,7 @@ class Task:
     environment_options: dict[str, Any] = field(default_factory=dict)
     record_every: int = 1
     label: str = ""
+    environment_label: str = ""
 
     @property
     def key(self) -> str:
@@ -96,12 +97,17 @@ def make_tasks(
     horizon: int | None = None,
     environment_options: dict[str, Any] | None = None,
     record_every: int = 1,
+    environment_label: str = "",
 ) -> list[Task]:
     """The cross product of learners x epsilons x calibrations (non-private learners once).
 
     Each learner is ``{"name": ..., "options": {...}, "label": ...}``; the label defaults to
     the name and its options.
     """
+    env_options = dict(environment_options or {})
+    env_label = environment_label or (
+        environment + "".join(f" {k}={v}" for k, v in sorted(env_options.items()))
+    )
     tasks: list[Task] = []
     for spec in learners:
         name = spec["name"]
@@ -135,9 +141,10 @@ def make_tasks(
                     task_index=len(tasks),
                     horizon=horizon,
                     learner_options=options,
-                    environment_options=dict(environment_options or {}),
+                    environment_options=env_options,
                     record_every=record_every,
                     label=label,
+                    environment_label=env_label,
                 )
             )
     return tasks
@@ -235,7 +242,7 @@ def _rows(task: Task, learner: Any, env: Any, ts: np.ndarray, losses: np.ndarray
         {
             "learner": task.learner,
             "label": task.label or task.learner,
-            "environment": task.environment,
+            "environment": task.environment_label or task.environment,
             "calibration": task.calibration,
             "epsilon": np.nan if task.epsilon is None else task.epsilon,
             "proven_epsilon": np.nan if privacy is None else privacy.epsilon,

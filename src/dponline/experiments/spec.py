@@ -69,6 +69,7 @@ class ExperimentSpec:
                 horizon=self.horizon,
                 environment_options=env.get("options", {}),
                 record_every=self.record_every,
+                environment_label=env.get("label", ""),
             ):
                 tasks.append(Task(**{**task.__dict__, "task_index": len(tasks)}))
         return tasks
