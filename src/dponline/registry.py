@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from dponline.bandits.exp2 import DPEXP2
 from dponline.environments import (
     BanditEnvironment,
     ExpertsEnvironment,
@@ -45,6 +46,8 @@ class LearnerEntry:
     calibrations: tuple[str, ...]
     private: bool
     options: dict[str, str] = field(default_factory=dict)
+    #: Environment settings (``EnvironmentEntry.setting``) the learner can run in.
+    environments: tuple[str, ...] = ("experts",)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -55,6 +58,7 @@ class LearnerEntry:
             "calibrations": list(self.calibrations),
             "private": self.private,
             "options": dict(self.options),
+            "environments": list(self.environments),
         }
 
 
@@ -113,6 +117,38 @@ def _ftrl(
     )
 
 
+def _dp_exp2(
+    env: Any,
+    *,
+    epsilon: float | None,
+    calibration: str,
+    replicas: int,
+    rng: np.random.Generator,
+    **options: Any,
+) -> Learner:
+    return DPEXP2(
+        env.dim,
+        env.horizon,
+        epsilon=epsilon,
+        calibration=calibration,
+        replicas=replicas,
+        rng=rng,
+        **options,
+    )
+
+
+def _exp2(
+    env: Any,
+    *,
+    epsilon: float | None,
+    calibration: str,
+    replicas: int,
+    rng: np.random.Generator,
+    **options: Any,
+) -> Learner:
+    return DPEXP2(env.dim, env.horizon, epsilon=None, replicas=replicas, rng=rng, **options)
+
+
 LEARNERS: dict[str, LearnerEntry] = {
     e.name: e
     for e in (
@@ -129,6 +165,7 @@ LEARNERS: dict[str, LearnerEntry] = {
             ),
             calibrations=("paper", "tight"),
             private=True,
+            environments=("experts", "online linear optimisation"),
             options={
                 "noise": "laplace | gaussian",
                 "delta": "for gaussian (default 1e-6)",
@@ -137,14 +174,45 @@ LEARNERS: dict[str, LearnerEntry] = {
             },
         ),
         LearnerEntry(
+            "dp-exp2",
+            _dp_exp2,
+            paper="Agarwal & Singh (2017), Algorithm 4 (noisy-loss reduction) around "
+            "Algorithm 5 (EXP2 with uniform exploration), parameters of Theorem 4.1",
+            setting="multi-armed bandit",
+            guarantee=(
+                "event-level epsilon-DP (Laplace on each observed loss, Lemma 4.2) over loss "
+                "sequences differing in one round, for losses in [0, 1]"
+            ),
+            calibrations=("paper", "tight"),
+            private=True,
+            environments=("bandit",),
+            options={
+                "eta": "learning rate (default: Theorem 4.1)",
+                "gamma": "exploration (default: Theorem 4.1)",
+            },
+        ),
+        LearnerEntry(
+            "exp2",
+            _exp2,
+            paper="EXP2 with uniform exploration (Bubeck et al. 2012); the non-private "
+            "counterpart of dp-exp2",
+            setting="multi-armed bandit",
+            guarantee="none (non-private reference)",
+            calibrations=(),
+            private=False,
+            environments=("bandit",),
+            options={"eta": "learning rate", "gamma": "exploration"},
+        ),
+        LearnerEntry(
             "ftrl",
             _ftrl,
             paper="Follow-the-Regularized-Leader with entropy (Hedge); the non-private "
             "counterpart of dp-ftrl",
-            setting="experts (full information)",
+            setting="experts; online linear optimisation over the ball or cube",
             guarantee="none (non-private reference)",
             calibrations=(),
             private=False,
+            environments=("experts", "online linear optimisation"),
             options={"eta": "learning rate (default sqrt(log N / T))"},
         ),
     )

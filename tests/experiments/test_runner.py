@@ -202,3 +202,9 @@ def test_list_json_names_every_learner_with_paper_and_guarantee(capsys):
     assert {r["name"] for r in rows} >= {"dp-ftrl", "ftrl"}
     for r in rows:
         assert r["paper"] and r["guarantee"] and r["setting"]
+
+
+def test_a_learner_without_a_fitting_environment_is_a_spec_error():
+    spec = parse_spec({"environment": {"name": "stocks"}, "learners": [{"name": "dp-exp2"}]})
+    with pytest.raises(SpecError, match=r"'learners\[0\]'.*bandit"):
+        spec.tasks()

@@ -19,6 +19,11 @@ DEMO_SPEC = {
     "environments": [
         {"name": "stocks", "options": {"dataset": "nyse_o", "scale": 0.03}, "label": "NYSE (O)"},
         {"name": "stochastic", "options": {"n_experts": 10, "gap": 0.1}, "label": "stochastic"},
+        {
+            "name": "stock_bandit",
+            "options": {"dataset": "nyse_o", "scale": 0.03},
+            "label": "NYSE (O) bandit",
+        },
     ],
     "learners": [
         {"name": "ftrl"},
@@ -28,6 +33,8 @@ DEMO_SPEC = {
             "options": {"noise": "gaussian", "delta": 1e-6},
             "label": "dp-ftrl gaussian",
         },
+        {"name": "exp2"},
+        {"name": "dp-exp2"},
     ],
     "epsilons": [0.25, 1.0, 4.0],
     "calibrations": ["paper", "tight"],
@@ -58,7 +65,8 @@ def run_demo(
             "36 NYSE stocks over 5,651 trading days (1962-1984) are the experts; an "
             "expert's daily loss is 1/2 - return/0.06, clipped to [0, 1]. The stochastic "
             "sequence has 10 experts with Bernoulli losses, one better by 0.1, over the "
-            "same 5,651 rounds. Laplace learners "
+            "same 5,651 rounds. In the bandit, the 36 stocks are arms (same losses, only the "
+            "played arm's loss is seen). Laplace learners "
             "are pure epsilon-DP, Gaussian ones (epsilon, 1e-6)-DP, event-level over loss "
             "sequences that differ in one day."
         ),

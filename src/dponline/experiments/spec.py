@@ -57,10 +57,21 @@ class ExperimentSpec:
     checkpoint_every: int = 1000
 
     def tasks(self) -> list[Task]:
+        """Every learner on every environment whose setting it runs in."""
+        used: set[int] = set()
         tasks: list[Task] = []
         for env in self.environments:
+            setting = ENVIRONMENTS[env["name"]].setting
+            fitting = [
+                i
+                for i, lr in enumerate(self.learners)
+                if setting in LEARNERS[lr["name"]].environments
+            ]
+            used.update(fitting)
+            if not fitting:
+                continue
             for task in make_tasks(
-                learners=self.learners,
+                learners=[self.learners[i] for i in fitting],
                 environment=env["name"],
                 epsilons=self.epsilons,
                 calibrations=self.calibrations,
@@ -72,6 +83,13 @@ class ExperimentSpec:
                 environment_label=env.get("label", ""),
             ):
                 tasks.append(Task(**{**task.__dict__, "task_index": len(tasks)}))
+        for i, lr in enumerate(self.learners):
+            if i not in used:
+                raise SpecError(
+                    f"spec field 'learners[{i}]': learner {lr['name']!r} runs in "
+                    f"{list(LEARNERS[lr['name']].environments)} environments, and the spec "
+                    "has none of them"
+                )
         return tasks
 
 

@@ -1,0 +1,143 @@
+"""DP-EXP2 (Agarwal & Singh 2017, Algorithms 4 and 5; Theorem 4.1)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dponline.bandits import DPEXP2, exp2_parameters
+from dponline.bandits.exp2 import exp2_regret_bound
+from dponline.environments import BanditEnvironment, StochasticBandit
+from dponline.privacy.audit import audit
+from dponline.privacy.guarantee import PrivacyWarning
+from dponline.protocol import BanditFeedback
+
+
+def test_theorem_4_1_parameters_by_hand():
+    n, t, eps = 10, 1000, 0.5
+    lam = 1 / eps
+    spread = 1 + 2 * lam**2 * math.log(n * t)
+    eta, gamma = exp2_parameters(n, t, lam)
+    assert eta == pytest.approx(math.sqrt(math.log(n) / (2 * n * t * spread)))
+    assert gamma == pytest.approx(eta * n * math.sqrt(spread))
+    lr = DPEXP2(n, t, epsilon=eps, calibration="paper", rng=0)
+    assert lr.laplace_scale == lam and lr.eta == pytest.approx(eta)
+
+
+def test_probabilities_mix_exploration_and_update_uses_importance_weights():
+    lr = DPEXP2(4, 100, epsilon=None, eta=0.5, gamma=0.2, replicas=3, rng=0)
+    np.testing.assert_allclose(lr.probabilities(), 0.25)
+    arms = lr.act()
+    p = lr.probabilities()[np.arange(3), arms]
+    lr.observe(BanditFeedback(np.array([0.4, 0.8, 0.0])))
+    # non-private: l~(i) = l / p(i) at the played arm; q proportional to exp(-eta l~)
+    log_q = np.zeros((3, 4))
+    log_q[np.arange(3), arms] = -0.5 * np.array([0.4, 0.8, 0.0]) / p
+    q = np.exp(log_q)
+    q /= q.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(lr.probabilities(), 0.8 * q + 0.2 / 4, rtol=1e-12)
+
+
+def test_loss_estimate_is_unbiased():
+    """E[l~_t] = l_t under i_t ~ p_t: Monte Carlo over 200,000 replicas."""
+    R = 200_000
+    lr = DPEXP2(3, 10, epsilon=None, gamma=0.3, replicas=R, rng=1)
+    loss = np.array([0.2, 0.5, 0.9])
+    arms = lr.act()
+    est = lr.loss_estimate(loss[arms])
+    # each coordinate's estimate has sd <= max l / sqrt(p) / sqrt(R) ~ 0.004; 6 sd margin
+    np.testing.assert_allclose(est.mean(axis=0), loss, atol=0.025)
+
+
+def test_privacy_guarantees_tight_and_paper():
+    tight = DPEXP2(5, 100, epsilon=0.5, rng=0)
+    assert tight.laplace_scale == 2.0 and tight.privacy.epsilon == 0.5
+    with pytest.warns(PrivacyWarning, match="proves only"):
+        paper = DPEXP2(5, 100, epsilon=0.5, calibration="paper", loss_range=(-1, 1), rng=0)
+    assert paper.laplace_scale == 2.0 and paper.privacy.epsilon == pytest.approx(1.0)
+
+
+def test_input_contract():
+    lr = DPEXP2(3, 10, epsilon=1.0, rng=0)
+    with pytest.raises(ValueError, match="must follow act"):
+        lr.observe(BanditFeedback(np.array([0.5])))
+    lr.act()
+    with pytest.raises(ValueError, match="outside the declared bounds"):
+        lr.observe(BanditFeedback(np.array([1.5])))
+    with pytest.raises(ValueError, match="finite"):
+        lr.observe(BanditFeedback(np.array([np.nan])))
+    with pytest.raises(TypeError, match="BanditFeedback"):
+        lr.observe(np.array([0.5]))  # type: ignore[arg-type]
+
+
+def test_resume_bit_for_bit():
+    env_losses = np.random.default_rng(0).uniform(size=(30, 4))
+
+    def run(lr, start, stop):
+        out = []
+        for t in range(start, stop):
+            a = lr.act()
+            out.append(a)
+            lr.observe(BanditFeedback(env_losses[t, a]))
+        return out
+
+    full = run(DPEXP2(4, 30, epsilon=1.0, replicas=5, rng=3), 0, 30)
+    part = DPEXP2(4, 30, epsilon=1.0, replicas=5, rng=3)
+    run(part, 0, 12)
+    resumed = DPEXP2(4, 30, epsilon=1.0, replicas=5, rng=3)
+    resumed.load_state_dict(part.state_dict())
+    for a, b in zip(run(resumed, 12, 30), full[12:], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("eps", [None, 1.0])
+def test_regret_within_theorem_4_1_bound(eps):
+    """Mean pseudo-regret over 200 seeds on a Bernoulli bandit stays below the bound."""
+    T, N, R = 2000, 5, 200
+    env = StochasticBandit(np.r_[0.2, np.full(N - 1, 0.5)], T, rng=0)
+    lr = DPEXP2(N, T, epsilon=eps, replicas=R, rng=1)
+    cum = np.zeros(R)
+    for t in range(T):
+        fb, expected = env.round(t, lr.act())
+        lr.observe(fb)
+        cum += expected
+    regret = cum - T * 0.2  # pseudo-regret against the best arm's mean
+    assert regret.mean() <= exp2_regret_bound(N, T, lr.laplace_scale)
+    if eps is None:
+        assert regret.mean() < 0.2 * T  # it learns: uniform play costs 0.24 T
+
+
+def _arm_sampler(laplace_factor):
+    """Two rounds, two arms, a large step so one loss visibly moves the next arm."""
+
+    def sample(losses, n, rng):
+        lr = DPEXP2(2, 2, epsilon=1.0, eta=3.0, gamma=0.2, replicas=n, rng=rng)
+        lr.noise = lr.noise.scaled(laplace_factor)
+        env = BanditEnvironment(losses)
+        out = []
+        for t in range(2):
+            a = lr.act()
+            out.append(a)
+            fb, _ = env.round(t, a)
+            lr.observe(fb)
+        return np.stack(out, axis=1).astype(float)
+
+    return sample
+
+
+def test_audit_does_not_refute_dp_exp2_and_refutes_a_tenth_of_its_noise():
+    # neighbouring sequences differ in round 1's losses: 0 vs 1 for both arms
+    a = np.array([[0.0, 0.0], [0.5, 0.5]])
+    b = np.array([[1.0, 1.0], [0.5, 0.5]])
+    claim = DPEXP2(2, 2, epsilon=1.0).privacy
+
+    def same_arm(out):  # round 1's loss decides whether round 2 repeats round 1's arm
+        return (out[:, 0] == out[:, 1]).astype(float)
+
+    kw = dict(claim=claim, statistic=same_arm, trials=100_000, pilot_trials=20_000, rng=4)
+    ok = audit(_arm_sampler(1.0), a, b, **kw)
+    assert not ok.refuted, str(ok)  # chance of a false refutation <= alpha = 1e-3
+    bad = audit(_arm_sampler(0.1), a, b, **kw)
+    assert bad.refuted, str(bad)
