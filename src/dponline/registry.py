@@ -20,6 +20,7 @@ from dponline.environments import (
     switching_best_losses,
 )
 from dponline.environments.linear import LinearLossEnvironment
+from dponline.online.ftpl import DPFTPL
 from dponline.online.ftrl import DPFTRL, EuclideanBall, EuclideanCube
 from dponline.privacy.bounds import NormBall
 from dponline.protocol import Learner
@@ -117,6 +118,32 @@ def _ftrl(
     )
 
 
+def _dp_ftpl(
+    env: Any,
+    *,
+    epsilon: float | None,
+    calibration: str,
+    replicas: int,
+    rng: np.random.Generator,
+    **options: Any,
+) -> Learner:
+    if epsilon is None:
+        raise ValueError("dp-ftpl is private by construction: its noise is its perturbation")
+    domain = getattr(env, "domain", "simplex")
+    radius = getattr(env, "radius", 1.0)
+    return DPFTPL(
+        env.dim,
+        env.horizon,
+        epsilon=epsilon,
+        calibration=calibration,
+        domain=domain,
+        radius=radius,
+        replicas=replicas,
+        rng=rng,
+        **options,
+    )
+
+
 def _dp_exp2(
     env: Any,
     *,
@@ -172,6 +199,20 @@ LEARNERS: dict[str, LearnerEntry] = {
                 "mechanism": "continual counter (default: padded_tree paper, honaker tight)",
                 "eta": "learning rate (default sqrt(log N / T))",
             },
+        ),
+        LearnerEntry(
+            "dp-ftpl",
+            _dp_ftpl,
+            paper="Agarwal & Singh (2017), Algorithm 3 (FTPL with tree aggregation), Theorem 3.5",
+            setting="experts; online linear optimisation over the ball or cube",
+            guarantee=(
+                "event-level (epsilon, delta)-DP (Gaussian tree noise, Theorem 3.5 and A.1) over "
+                "loss sequences differing in one round"
+            ),
+            calibrations=("paper", "tight"),
+            private=True,
+            environments=("experts", "online linear optimisation"),
+            options={"delta": "default 1e-6", "mechanism": "continual counter"},
         ),
         LearnerEntry(
             "dp-exp2",

@@ -33,6 +33,7 @@ DEMO_SPEC = {
             "options": {"noise": "gaussian", "delta": 1e-6},
             "label": "dp-ftrl gaussian",
         },
+        {"name": "dp-ftpl", "options": {"delta": 1e-6}, "label": "dp-ftpl gaussian"},
         {"name": "exp2"},
         {"name": "dp-exp2"},
     ],
