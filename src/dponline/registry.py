@@ -352,7 +352,7 @@ def _drifting_losses(
     raw = drift * direction + rng.normal(size=(horizon, dim)) / np.sqrt(dim)
     p = 2 if domain == "ball" else 1
     norms = np.linalg.norm(raw, ord=p, axis=1, keepdims=True)
-    return raw / np.maximum(norms, 1.0)
+    return raw / np.maximum(norms * (1.0 + 1e-12), 1.0)  # strictly inside despite rounding
 
 
 def build_learner(name: str, env: Any, **kwargs: Any) -> Learner:

@@ -184,3 +184,57 @@ def test_unknown_horizon_guarantee_states_the_doubling_argument():
         )
     assert p.privacy.epsilon == pytest.approx(1.0)
     assert any(issubclass(w.category, PrivacyWarning) for w in caught)
+
+
+def test_state_from_a_differently_calibrated_counter_is_refused():
+    """Reusing noise calibrated for a weaker guarantee would void this counter's guarantee."""
+    weak = make_counter(
+        "sqrt_factorization", horizon=16, bounds=Box(0, 1, dim=1), epsilon=50.0, delta=1e-6, rng=0
+    )
+    strong = make_counter(
+        "sqrt_factorization", horizon=16, bounds=Box(0, 1, dim=1), epsilon=0.1, delta=1e-6, rng=0
+    )
+    with pytest.raises(ValueError, match="different noise"):
+        strong.load_state_dict(weak.state_dict())
+    wide = make_counter(
+        "binary_tree", horizon=8, bounds=Box(0, 100, dim=1), epsilon=1.0, noise="laplace"
+    )
+    narrow = make_counter(
+        "binary_tree", horizon=8, bounds=Box(0, 1, dim=1), epsilon=1.0, noise="laplace"
+    )
+    with pytest.raises(ValueError, match="bounds"):
+        narrow.load_state_dict(wide.state_dict())
+    a = make_counter("honaker", horizon=None, bounds=Box(0, 1, dim=1), epsilon=1.0, noise="laplace")
+    b = make_counter("honaker", horizon=None, bounds=Box(0, 1, dim=1), epsilon=2.0, noise="laplace")
+    a.step([0.5])
+    with pytest.raises(ValueError, match="different guarantee"):
+        b.load_state_dict(a.state_dict())
+
+
+def test_norm_ball_is_exact_and_clipping_lands_inside():
+    ball = NormBall(1.0, 1, dim=2)
+    with pytest.raises(ValueError, match="exceeds"):
+        ball.check(np.array([0.5, 0.5 + 1e-13]))
+    clipped = ball.check(np.array([[3.0, 1e-9], [0.7, 0.7]]), clip=True)
+    assert np.all(np.abs(clipped).sum(axis=1) <= 1.0)
+    assert ball.check(clipped) is not None
+
+
+def test_complex_and_degenerate_inputs_are_refused():
+    c = _make("binary_tree")
+    with pytest.raises(TypeError, match="real"):
+        c.step(np.array([0.0, 1j, 0.0]))
+    from dponline.privacy.calibration import calibrate_counter
+
+    with pytest.raises(ValueError, match="horizon must be a positive integer"):
+        calibrate_counter(
+            "binary_tree", horizon=0, bounds=Box(0, 1, dim=1), epsilon=1.0, noise="laplace"
+        )
+    with pytest.raises(ValueError, match="horizon must be a positive integer"):
+        calibrate_counter(
+            "binary_tree", horizon=2.7, bounds=Box(0, 1, dim=1), epsilon=1.0, noise="laplace"
+        )
+    with pytest.raises(ValueError, match="zero diameter"):
+        calibrate_counter(
+            "binary_tree", horizon=4, bounds=Box(1, 1, dim=1), epsilon=1.0, delta=1e-6
+        )

@@ -208,3 +208,18 @@ def test_a_learner_without_a_fitting_environment_is_a_spec_error():
     spec = parse_spec({"environment": {"name": "stocks"}, "learners": [{"name": "dp-exp2"}]})
     with pytest.raises(SpecError, match=r"'learners\[0\]'.*bandit"):
         spec.tasks()
+
+
+def test_learners_in_a_sweep_face_the_same_environment():
+    """Paired comparisons: the environment's randomness does not depend on the learner."""
+    tasks = make_tasks(**SMALL)
+    envs = {t.seed_sequences()[0].generate_state(4).tobytes() for t in tasks}
+    assert len(envs) == 1
+    learners = {t.seed_sequences()[1].generate_state(4).tobytes() for t in tasks}
+    assert len(learners) == len(tasks)
+
+
+def test_duplicate_task_indices_are_rejected():
+    tasks = make_tasks(**SMALL)
+    with pytest.raises(ValueError, match="distinct task_index"):
+        run_sweep(tasks + tasks, backend="serial", progress=False)

@@ -196,6 +196,7 @@ class DPEXP2:
 
     def state_dict(self) -> dict[str, Any]:
         return {
+            "config": self._config(),
             "t": self.t,
             "log_q": self._log_q.copy(),
             "arms": self._arms.copy(),
@@ -203,7 +204,22 @@ class DPEXP2:
             "rng": generator_state(self._rng),
         }
 
+    def _config(self) -> dict[str, Any]:
+        return {
+            "noise": repr(self.noise),
+            "bounds": repr(self.bounds),
+            "clip": self.clip,
+            "eta": self.eta,
+            "gamma": self.gamma,
+            "privacy": None if self.privacy is None else self.privacy.to_dict(),
+        }
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("config") != self._config():
+            raise ValueError(
+                "state was saved from a DPEXP2 with a different noise, bounds, "
+                "step sizes or guarantee; it cannot continue this one"
+            )
         log_q = np.array(state["log_q"], dtype=float)
         if log_q.shape != self._log_q.shape:
             raise ValueError(

@@ -129,9 +129,15 @@ class ContinualCounter(ABC):
             raise ValueError(f"t must lie in [0, {self.horizon}], got {t}")
         return int(t)
 
+    @classmethod
+    @abstractmethod
+    def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
+        """Exact per-coordinate variances of releases 1..T for a counter of this class built
+        with ``noise`` (no counter, no noise draws needed)."""
+
     def variances(self) -> np.ndarray:
         """Exact per-coordinate variances of releases 1..T."""
-        return np.array([self.variance(t) for t in range(1, self.horizon + 1)])
+        return type(self).release_variances(self.horizon, self.noise, self.dim)
 
     @property
     def max_variance(self) -> float:
@@ -160,6 +166,8 @@ class ContinualCounter(ABC):
         return self._step(xv)
 
     def _prepare(self, x: np.ndarray) -> np.ndarray:
+        if np.iscomplexobj(x):
+            raise TypeError(f"step {self.t + 1} input must be real, got complex values")
         arr = np.asarray(x, dtype=float)
         if not np.isfinite(arr).all():
             check_finite(arr, f"step {self.t + 1} input")  # raises with the offending value
@@ -193,6 +201,16 @@ class ContinualCounter(ABC):
             "t": self.t,
             "rng": generator_state(self._rng),
             "arrays": {k: np.array(v, copy=True) for k, v in self._arrays().items()},
+            "config": self._config(),
+        }
+
+    def _config(self) -> dict[str, Any]:
+        """What the saved noise was calibrated for: a state only loads into an identical one."""
+        return {
+            "noise": repr(self.noise),
+            "bounds": repr(self.bounds),
+            "clip": self.clip,
+            "privacy": None if self.privacy is None else self.privacy.to_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -204,6 +222,14 @@ class ContinualCounter(ABC):
                     f"state was saved from a counter with {key}={state.get(key)!r}, "
                     f"this one has {key}={mine!r}"
                 )
+        saved, mine = state.get("config"), self._config()
+        if saved != mine:
+            diff = sorted(k for k in mine if (saved or {}).get(k) != mine[k])
+            raise ValueError(
+                f"state was saved from a counter with a different {', '.join(diff)}: its noise "
+                "was calibrated for another guarantee, so it cannot continue this one "
+                f"(saved { ({k: (saved or {}).get(k) for k in diff})!r})"
+            )
         t = int(state["t"])
         if not 0 <= t <= self.horizon:
             raise ValueError(f"saved step t={t} is outside [0, {self.horizon}]")

@@ -16,11 +16,12 @@ and the amortised cost of a step is O(d) (the running release is updated increme
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.continual.base import ContinualCounter
+from dponline.privacy.noise import NoiseDistribution
 
 __all__ = ["BinaryTreeCounter", "levels", "trailing_zeros", "tree_sensitivity_factors"]
 
@@ -53,7 +54,7 @@ class BinaryTreeCounter(ContinualCounter):
     summary: ClassVar[str] = "binary tree (Dwork et al. 2010; Jain et al. 2012)"
     state_arrays: ClassVar[tuple[str, ...]] = ("partial", "nodes", "release")
 
-    def __init__(self, horizon: int, dim: int, noise, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, horizon: int, dim: int, noise: NoiseDistribution, **kwargs: Any) -> None:
         super().__init__(horizon, dim, noise, **kwargs)
         n_levels = levels(self.horizon)
         self._partial = np.zeros((n_levels, self.replicas, self.dim))  # exact open-node sums
@@ -68,9 +69,10 @@ class BinaryTreeCounter(ContinualCounter):
         t = self._check_t(t)
         return int(t).bit_count() * self.noise.coordinate_variance(self.dim)
 
-    def variances(self) -> np.ndarray:
-        pc = np.array([t.bit_count() for t in range(1, self.horizon + 1)], dtype=float)
-        return pc * self.noise.coordinate_variance(self.dim)
+    @classmethod
+    def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
+        pc = np.array([t.bit_count() for t in range(1, int(horizon) + 1)], dtype=float)
+        return pc * noise.coordinate_variance(dim)
 
     def _step(self, x: np.ndarray) -> np.ndarray:
         t = self.t

@@ -90,8 +90,12 @@ def make_counter(
             privacy=cal.guarantee,  # type: ignore[attr-defined]
         )
 
+    def block_variances(length: int) -> np.ndarray:
+        return cls.release_variances(length, calibration_for(length).noise, bounds.dim)  # type: ignore[attr-defined]
+
     return DoublingCounter(
         make_block,
+        block_variances,
         bounds.dim,
         replicas=replicas,
         rng=as_generator(rng),

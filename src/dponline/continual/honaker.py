@@ -18,12 +18,13 @@ Memory is O(d log T); a step costs O(d) amortised.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.continual.base import ContinualCounter
 from dponline.continual.binary_tree import levels, trailing_zeros, tree_sensitivity_factors
+from dponline.privacy.noise import NoiseDistribution
 
 __all__ = ["HonakerCounter", "honaker_node_variances"]
 
@@ -41,7 +42,7 @@ class HonakerCounter(ContinualCounter):
     summary: ClassVar[str] = "binary tree with Honaker's online estimator (Honaker 2015)"
     state_arrays: ClassVar[tuple[str, ...]] = ("exact", "est", "release")
 
-    def __init__(self, horizon: int, dim: int, noise, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, horizon: int, dim: int, noise: NoiseDistribution, **kwargs: Any) -> None:
         super().__init__(horizon, dim, noise, **kwargs)
         n_levels = levels(self.horizon)
         self._rel_var = honaker_node_variances(n_levels)
@@ -59,11 +60,12 @@ class HonakerCounter(ContinualCounter):
         bits = [h for h in range(int(t).bit_length()) if (t >> h) & 1]
         return float(self._rel_var[bits].sum()) * self.noise.coordinate_variance(self.dim)
 
-    def variances(self) -> np.ndarray:
-        t = np.arange(1, self.horizon + 1)
-        n_levels = len(self._rel_var)
+    @classmethod
+    def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
+        n_levels = levels(horizon)
+        t = np.arange(1, int(horizon) + 1)
         bits = (t[:, None] >> np.arange(n_levels)[None, :]) & 1
-        return bits @ self._rel_var * self.noise.coordinate_variance(self.dim)
+        return bits @ honaker_node_variances(n_levels) * noise.coordinate_variance(dim)
 
     def _step(self, x: np.ndarray) -> np.ndarray:
         t = self.t

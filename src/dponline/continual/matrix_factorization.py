@@ -22,12 +22,13 @@ mechanism's output distribution.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import signal
 
 from dponline.continual.base import ContinualCounter
+from dponline.privacy.noise import NoiseDistribution
 
 __all__ = ["SqrtFactorizationCounter", "sqrt_coefficients"]
 
@@ -46,7 +47,7 @@ class SqrtFactorizationCounter(ContinualCounter):
     state_arrays: ClassVar[tuple[str, ...]] = ("correlated", "prefix")
     supported_noise: ClassVar[frozenset[str]] = frozenset({"gaussian"})
 
-    def __init__(self, horizon: int, dim: int, noise, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, horizon: int, dim: int, noise: NoiseDistribution, **kwargs: Any) -> None:
         super().__init__(horizon, dim, noise, **kwargs)
         self._coef = sqrt_coefficients(self.horizon)
         self._cum_sq = np.cumsum(self._coef**2)
@@ -72,8 +73,9 @@ class SqrtFactorizationCounter(ContinualCounter):
             return 0.0
         return float(self._cum_sq[t - 1]) * self.noise.coordinate_variance(self.dim)
 
-    def variances(self) -> np.ndarray:
-        return self._cum_sq * self.noise.coordinate_variance(self.dim)
+    @classmethod
+    def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
+        return np.cumsum(sqrt_coefficients(int(horizon)) ** 2) * noise.coordinate_variance(dim)
 
     def _step(self, x: np.ndarray) -> np.ndarray:
         self._prefix += x

@@ -18,11 +18,12 @@ distributed noise is what the regret analysis of 002 Theorem 3.4 uses. The paddi
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.continual.binary_tree import BinaryTreeCounter
+from dponline.privacy.noise import NoiseDistribution
 
 __all__ = ["PaddedTreeCounter", "padded_draws"]
 
@@ -41,7 +42,7 @@ class PaddedTreeCounter(BinaryTreeCounter):
     )
     state_arrays: ClassVar[tuple[str, ...]] = (*BinaryTreeCounter.state_arrays, "initial")
 
-    def __init__(self, horizon: int, dim: int, noise, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, horizon: int, dim: int, noise: NoiseDistribution, **kwargs: Any) -> None:
         super().__init__(horizon, dim, noise, **kwargs)
         self.draws = padded_draws(self.horizon)
         # Algorithm 1, lines 2-3: L~_0 is a sum of P draws, drawn once at construction.
@@ -54,8 +55,9 @@ class PaddedTreeCounter(BinaryTreeCounter):
         t = self._check_t(t)
         return self.draws * self.noise.coordinate_variance(self.dim)
 
-    def variances(self) -> np.ndarray:
-        return np.full(self.horizon, self.variance(0))
+    @classmethod
+    def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
+        return np.full(int(horizon), padded_draws(horizon) * noise.coordinate_variance(dim))
 
     def _step(self, x: np.ndarray) -> np.ndarray:
         tree_release = super()._step(x)

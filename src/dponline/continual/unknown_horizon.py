@@ -38,6 +38,7 @@ class DoublingCounter:
     def __init__(
         self,
         make_block: BlockFactory,
+        block_variances: Callable[[int], np.ndarray],
         dim: int,
         *,
         replicas: int = 1,
@@ -46,6 +47,7 @@ class DoublingCounter:
         name: str = "doubling",
     ) -> None:
         self._make_block = make_block
+        self._block_variance_formula = block_variances
         self.dim = int(dim)
         self.replicas = int(replicas)
         self.privacy = privacy
@@ -92,8 +94,7 @@ class DoublingCounter:
 
     def _block_variances(self, k: int) -> np.ndarray:
         if k not in self._variance_cache:
-            block = self._make_block(2**k, np.random.default_rng(0))
-            self._variance_cache[k] = block.variances()
+            self._variance_cache[k] = self._block_variance_formula(2**k)
         return self._variance_cache[k]
 
     def state_dict(self) -> dict[str, Any]:
@@ -106,11 +107,18 @@ class DoublingCounter:
             "carried_var": self._carried_var,
             "last": None if self._block is None else self._last.copy(),
             "block": None if self._block is None else self._block.state_dict(),
+            "privacy": None if self.privacy is None else self.privacy.to_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("mechanism") != self.name:
             raise ValueError(f"state is for {state.get('mechanism')!r}, this is {self.name!r}")
+        mine = None if self.privacy is None else self.privacy.to_dict()
+        if state.get("privacy") != mine:
+            raise ValueError(
+                "state was saved from a counter with a different guarantee: its "
+                "noise was calibrated for another budget or input set"
+            )
         self.t = int(state["t"])
         self._block_index = int(state["block_index"])
         self._rng = generator_from_state(state["rng"])

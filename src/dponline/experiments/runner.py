@@ -80,9 +80,21 @@ class Task:
         return f"task{self.task_index:04d}-{hashlib.sha256(blob).hexdigest()[:16]}"
 
     def seed_sequences(self) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
-        """(environment, learner) seed sequences: independent of backend and order."""
-        root = np.random.SeedSequence(self.seed_entropy, spawn_key=(self.task_index,))
-        env_seq, learner_seq = root.spawn(2)
+        """(environment, learner) seed sequences, independent of backend and order.
+
+        The environment's stream depends only on the sweep's seed and the environment (name,
+        options, horizon), so every learner in a sweep faces the same loss sequence: paired
+        comparisons. The learner's stream depends on the task's position.
+        """
+        env_blob = json.dumps(
+            [self.environment, self.environment_options, self.horizon], sort_keys=True, default=str
+        ).encode()
+        env_key = tuple(
+            int.from_bytes(hashlib.sha256(env_blob).digest()[i : i + 4], "little")
+            for i in range(0, 16, 4)
+        )
+        env_seq = np.random.SeedSequence(self.seed_entropy, spawn_key=(0, *env_key))
+        learner_seq = np.random.SeedSequence(self.seed_entropy, spawn_key=(1, self.task_index))
         return env_seq, learner_seq
 
 
@@ -293,6 +305,12 @@ def run_sweep(
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    indices = [t.task_index for t in tasks]
+    if len(set(indices)) != len(indices):
+        raise ValueError(
+            "tasks must have distinct task_index values (renumber tasks combined "
+            "from several make_tasks calls)"
+        )
     if checkpoint_dir is not None:
         Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
     bar = _Progress(len(tasks), progress)

@@ -76,7 +76,11 @@ def gaussian_epsilon(delta: float, mu: float) -> float:
         hi *= 2.0
         if hi > 1e6:
             raise ValueError(f"no finite epsilon reaches delta={delta} at mu={mu}")
-    return float(optimize.brentq(lambda e: gaussian_delta(e, mu) - delta, 0.0, hi, xtol=1e-12))
+    eps = optimize.brentq(lambda e: gaussian_delta(e, mu) - delta, 0.0, hi, xtol=1e-13, rtol=1e-13)
+    # report the upper side of the root (never under-report epsilon)
+    while gaussian_delta(eps, mu) > delta:
+        eps = eps * (1 + 1e-12) + 1e-15
+    return float(eps)
 
 
 def gaussian_mu_for(epsilon: float, delta: float) -> float:
@@ -86,10 +90,14 @@ def gaussian_mu_for(epsilon: float, delta: float) -> float:
     hi = 1.0
     while gaussian_delta(epsilon, hi) < delta:
         hi *= 2.0
-    mu = optimize.brentq(lambda m: gaussian_delta(epsilon, m) - delta, 1e-12, hi, xtol=1e-14)
-    # brentq may land a hair above the root; step down until the profile is certainly met.
-    while gaussian_delta(epsilon, mu) > delta:
-        mu *= 1 - 1e-12
+    mu = optimize.brentq(
+        lambda m: gaussian_delta(epsilon, m) - delta, 1e-12, hi, xtol=1e-14, rtol=1e-14
+    )
+    # The closed form loses a little relative precision where its two terms nearly cancel
+    # (tiny epsilon, tiny delta), and brentq may land a hair above the root: keep a relative
+    # margin of 1e-6 on delta.
+    while gaussian_delta(epsilon, mu) > delta * (1 - 1e-6):
+        mu *= 1 - 1e-9
     return float(mu)
 
 

@@ -49,6 +49,8 @@ def lp_norm(x: np.ndarray, p: float | str, axis: int = -1) -> np.ndarray:
 
 def check_finite(x: np.ndarray, what: str = "input") -> np.ndarray:
     """Return ``x`` as a float array, raising ValueError if it holds NaN or infinity."""
+    if np.iscomplexobj(x):
+        raise TypeError(f"{what} must be real, got complex values")
     arr = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(arr)):
         bad = arr[~np.isfinite(arr)].ravel()[0]
@@ -178,7 +180,7 @@ class NormBall(InputBounds):
 
     def violation(self, x: np.ndarray) -> str | None:
         n = lp_norm(x, self.q)
-        over = n > self.radius * (1 + 1e-12)
+        over = n > self.radius
         if not np.any(over):
             return None
         idx = np.unravel_index(int(np.argmax(over)), n.shape)
@@ -188,7 +190,9 @@ class NormBall(InputBounds):
 
     def clip(self, x: np.ndarray) -> np.ndarray:
         n = lp_norm(x, self.q)[..., None]
-        scale = np.where(n > self.radius, self.radius / np.where(n > 0, n, 1.0), 1.0)
+        # rescale a hair inside the ball so rounding cannot leave the result outside it
+        inside = self.radius * (1.0 - 1e-12)
+        scale = np.where(n > self.radius, inside / np.where(n > 0, n, 1.0), 1.0)
         return x * scale
 
     def diameter(self, norm: float | str) -> float:

@@ -22,6 +22,8 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from dponline.privacy.accounting import (
     gaussian_epsilon,
     gaussian_sigma,
@@ -60,6 +62,7 @@ NOISE_FAMILIES = ("gaussian", "laplace", "generalized_gaussian")
 #: Lemma 2.7 of Han et al. (from Bassily et al. 2021) is applied only for epsilon <= 1 per use:
 #: at r = 2 (where it is the Gaussian mechanism) exact accounting refutes it at epsilon = 10.
 GG_MAX_EPSILON = 1.0
+GG_MAX_DELTA = 0.5
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,12 @@ def generalized_gaussian_sigma(
             f"the generalized Gaussian mechanism (Lemma 2.7) is used here only for epsilon <= "
             f"{GG_MAX_EPSILON} per application, got {epsilon}; at r = 2 exact Gaussian "
             "accounting shows the lemma's formula fails at epsilon = 10"
+        )
+    if _prob("delta", delta) > GG_MAX_DELTA:
+        raise ValueError(
+            f"the generalized Gaussian mechanism (Lemma 2.7) is used here only for delta <= "
+            f"{GG_MAX_DELTA}, got {delta}; at r = 2 exact accounting shows the formula fails "
+            "for delta above about 0.98"
         )
     return (
         math.sqrt(2.0 * _pos("kappa", kappa) * math.log(1.0 / _prob("delta", delta)))
@@ -274,11 +283,18 @@ def calibrate_counter(
             f"calibration='paper' is defined only for the tree mechanisms the papers use "
             f"('binary_tree', 'padded_tree'), not {cls.name!r}; use calibration='tight'"
         )
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
+        raise ValueError(f"horizon must be a positive integer, got {horizon!r}")
     horizon = int(horizon)
     l1f, l2f = cls.sensitivity_factors(horizon)
     n_draws = cls.draws_per_step(horizon)
     req = (epsilon, float(delta))
 
+    if bounds.diameter(2) == 0:
+        raise ValueError(
+            "the input set has zero diameter: every stream is the same, so there is nothing to "
+            "protect; declare the set the inputs really range over"
+        )
     if noise == "laplace":
         d1 = bounds.diameter(1)
         if calibration == "paper":
