@@ -104,3 +104,40 @@ def test_replicas_differ_and_have_the_right_shape():
     assert p.shape == (5, 6)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
     assert len({tuple(np.round(r, 12)) for r in p}) == 5
+
+
+@pytest.mark.filterwarnings("ignore::dponline.privacy.guarantee.PrivacyWarning")
+@pytest.mark.parametrize("sequence", ["alternating", "switching", "stochastic"])
+@pytest.mark.parametrize(
+    ("epsilon", "noise"), [(None, "laplace"), (1.0, "laplace"), (1.0, "gaussian"), (0.2, "laplace")]
+)
+def test_measured_regret_within_theorem_3_1(sequence, epsilon, noise):
+    """Mean regret over 30 seeds stays below the bound the proof of Theorem 3.4 gives
+    (D_R / eta + 2 eta sum max ||l||*^2 + D). The theorem as printed, sqrt(D_R sum) + D, omits
+    the factor 2 and is exceeded: non-private Hedge on the stochastic sequence at T = 2000
+    measured 59.0 against 55.8 (docs/agarwal-singh.md)."""
+    from dponline.environments import (
+        ExpertsEnvironment,
+        alternating_losses,
+        stochastic_losses,
+        switching_best_losses,
+    )
+
+    T, N, R = 1000, 5, 30
+    L = {
+        "alternating": alternating_losses(T, N),
+        "switching": switching_best_losses(T, N, 4, 0.2, 0),
+        "stochastic": stochastic_losses(T, np.r_[0.4, np.full(N - 1, 0.5)], 0),
+    }[sequence]
+    env = ExpertsEnvironment(L)
+    delta = 0.0 if noise == "laplace" else 1e-6
+    lr = DPFTRL(
+        N, T, epsilon=epsilon, delta=delta, noise=noise, calibration="paper", replicas=R, rng=1
+    )
+    cum = np.zeros(R)
+    for t in range(T):
+        fb, loss = env.round(t, lr.act())
+        lr.observe(fb)
+        cum += loss
+    regret = (cum - env.best_cumulative_loss()[-1]).mean()
+    assert regret <= lr.regret_bound(L)["explicit"]
