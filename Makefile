@@ -26,6 +26,7 @@ test-all: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_continual.py
 	$(BIN)/python benchmarks/bench_replicas.py
+	$(BIN)/python benchmarks/bench_agarwal_singh.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
