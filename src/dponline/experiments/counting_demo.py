@@ -1,4 +1,4 @@
-"""The demo job: private running means of real daily stock returns, every continual-counting
+"""`dponline counting`: private running means of real daily stock returns, every continual-counting
 mechanism, both calibrations, several privacy levels.
 
 Data: NYSE (O), 36 stocks over 5,651 trading days (shipped in :mod:`dponline.data`). Each day's
