@@ -59,3 +59,9 @@ def test_each_noise_knows_its_calibration():
     assert gg.sigma == pytest.approx(math.sqrt(2 * math.log(1e6)))
     with pytest.raises(ValueError, match="positive"):
         LaplaceNoise.calibrated(1.0, 0.0)
+
+
+def test_laplace_sampler_has_the_laplace_law():
+    x = LaplaceNoise(0.7).sample(np.random.default_rng(5), (100_000,))
+    # KS against scipy's Laplace(0, 0.7): false failure probability 1e-4
+    assert stats.kstest(x, stats.laplace(scale=0.7).cdf).pvalue > 1e-4

@@ -172,8 +172,11 @@ class ContinualCounter(ABC):
         if not np.isfinite(arr).all():
             check_finite(arr, f"step {self.t + 1} input")  # raises with the offending value
         if arr.shape == (self.dim,):
-            arr = np.broadcast_to(arr, (self.replicas, self.dim))
-        elif arr.shape != (self.replicas, self.dim):
+            # check the shared input once, before broadcasting it to every replica
+            if self.bounds is not None and not self.bounds.contains(arr):
+                arr = self.bounds.check(arr, clip=self.clip, what=f"step {self.t + 1} input")
+            return np.broadcast_to(arr, (self.replicas, self.dim))
+        if arr.shape != (self.replicas, self.dim):
             raise ValueError(
                 f"input must have shape ({self.dim},) or ({self.replicas}, {self.dim}), "
                 f"got {arr.shape}"

@@ -97,7 +97,12 @@ class LaplaceNoise(NoiseDistribution):
         return self.b
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-        return rng.laplace(0.0, self.b, size=shape) if self.b > 0 else np.zeros(shape)
+        """b (E_1 - E_2) with E_1, E_2 i.i.d. standard exponential: exactly Laplace(0, b), and
+        about twice as fast as inversion sampling."""
+        if self.b == 0:
+            return np.zeros(shape)
+        e = rng.standard_exponential(size=(2, *shape))
+        return self.b * (e[0] - e[1])
 
     def coordinate_variance(self, dim: int) -> float:
         return 2.0 * self.b**2
