@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from dponline.bandits.exp2 import DPEXP2
+from dponline.bandits.scrible import DPSCRiBLe
+from dponline.domains.barriers import BallBarrier, BoxBarrier
 from dponline.environments import (
     BanditEnvironment,
     ExpertsEnvironment,
@@ -19,6 +21,7 @@ from dponline.environments import (
     stock_losses,
     switching_best_losses,
 )
+from dponline.environments.bandit_linear import BanditLinearEnvironment
 from dponline.environments.linear import LinearLossEnvironment
 from dponline.online.ftpl import DPFTPL
 from dponline.online.ftrl import DPFTRL, EuclideanBall, EuclideanCube
@@ -144,6 +147,38 @@ def _dp_ftpl(
     )
 
 
+def _dp_scrible(
+    env: Any,
+    *,
+    epsilon: float | None,
+    calibration: str,
+    replicas: int,
+    rng: np.random.Generator,
+    **options: Any,
+) -> Learner:
+    return DPSCRiBLe(
+        env.barrier,
+        env.horizon,
+        epsilon=epsilon,
+        calibration=calibration,
+        replicas=replicas,
+        rng=rng,
+        **options,
+    )
+
+
+def _scrible(
+    env: Any,
+    *,
+    epsilon: float | None,
+    calibration: str,
+    replicas: int,
+    rng: np.random.Generator,
+    **options: Any,
+) -> Learner:
+    return DPSCRiBLe(env.barrier, env.horizon, epsilon=None, replicas=replicas, rng=rng, **options)
+
+
 def _dp_exp2(
     env: Any,
     *,
@@ -231,6 +266,33 @@ LEARNERS: dict[str, LearnerEntry] = {
                 "eta": "learning rate (default: Theorem 4.1)",
                 "gamma": "exploration (default: Theorem 4.1)",
             },
+        ),
+        LearnerEntry(
+            "dp-scrible",
+            _dp_scrible,
+            paper="Agarwal & Singh (2017), Algorithm 4 around SCRiBLe (Abernethy, Hazan & "
+            "Rakhlin 2012), Theorem 4.5",
+            setting="bandit linear optimisation over a set with a self-concordant barrier",
+            guarantee=(
+                "event-level epsilon-DP (Laplace on the observed loss value, Lemma 4.2) over "
+                "loss sequences differing in one round, for losses in the unit l2 ball"
+            ),
+            calibrations=("paper", "tight"),
+            private=True,
+            environments=("bandit linear optimisation",),
+            options={"eta": "step (default: Theorem 4.5)"},
+        ),
+        LearnerEntry(
+            "scrible",
+            _scrible,
+            paper="SCRiBLe (Abernethy, Hazan & Rakhlin 2012); the non-private counterpart of "
+            "dp-scrible",
+            setting="bandit linear optimisation over a set with a self-concordant barrier",
+            guarantee="none (non-private reference)",
+            calibrations=(),
+            private=False,
+            environments=("bandit linear optimisation",),
+            options={"eta": "step (default: Theorem 4.5 at lambda = 0)"},
         ),
         LearnerEntry(
             "exp2",
@@ -330,6 +392,17 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             ),
             "bandit",
             "real data: each stock is an arm",
+        ),
+        EnvironmentEntry(
+            "bandit_linear",
+            lambda horizon, rng, dim=3, domain="ball", drift=0.3: BanditLinearEnvironment(
+                _drifting_losses(horizon, dim, "ball", drift, rng),
+                BallBarrier(dim) if domain == "ball" else BoxBarrier(dim),
+                name=f"bandit_linear:{domain}",
+            ),
+            "bandit linear optimisation",
+            "drifting random losses in the unit l2 ball, decisions in the unit ball or the "
+            "cube [-1, 1]^dim, bandit feedback",
         ),
         EnvironmentEntry(
             "bernoulli_bandit",

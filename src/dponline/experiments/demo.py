@@ -24,6 +24,11 @@ DEMO_SPEC = {
             "options": {"dataset": "nyse_o", "scale": 0.03},
             "label": "NYSE (O) bandit",
         },
+        {
+            "name": "bandit_linear",
+            "options": {"dim": 3, "domain": "ball"},
+            "label": "bandit linear (ball)",
+        },
     ],
     "learners": [
         {"name": "ftrl"},
@@ -34,6 +39,8 @@ DEMO_SPEC = {
             "label": "dp-ftrl gaussian",
         },
         {"name": "dp-ftpl", "options": {"delta": 1e-6}, "label": "dp-ftpl gaussian"},
+        {"name": "scrible"},
+        {"name": "dp-scrible"},
         {"name": "exp2"},
         {"name": "dp-exp2"},
     ],
@@ -67,7 +74,8 @@ def run_demo(
             "expert's daily loss is 1/2 - return/0.06, clipped to [0, 1]. The stochastic "
             "sequence has 10 experts with Bernoulli losses, one better by 0.1, over the "
             "same 5,651 rounds. In the bandit, the 36 stocks are arms (same losses, only the "
-            "played arm's loss is seen). Laplace learners "
+            "played arm's loss is seen). The bandit linear problem has drifting random "
+            "losses in the unit ball and decisions in the unit ball of R^3. Laplace learners "
             "are pure epsilon-DP, Gaussian ones (epsilon, 1e-6)-DP, event-level over loss "
             "sequences that differ in one day."
         ),

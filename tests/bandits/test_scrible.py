@@ -1,0 +1,152 @@
+"""DP-SCRiBLe (Agarwal & Singh 2017, Algorithm 4 around SCRiBLe, Theorem 4.5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dponline.bandits.scrible import DPSCRiBLe, scrible_regret_bound
+from dponline.domains import BallBarrier, BoxBarrier, PolytopeBarrier
+from dponline.privacy.audit import audit
+from dponline.privacy.bounds import NormBall
+from dponline.privacy.guarantee import PrivacyWarning
+from dponline.protocol import BanditFeedback
+
+BARRIERS = {
+    "ball": BallBarrier(3),
+    "box": BoxBarrier(3),
+    "polytope": PolytopeBarrier(
+        np.r_[np.eye(3), -np.eye(3), np.ones((1, 3))], np.r_[np.ones(3), np.ones(3), [1.5]]
+    ),
+}
+
+
+def _losses(T, N, seed=0):
+    rng = np.random.default_rng(seed)
+    L = 0.3 * np.ones(N) / np.sqrt(N) + rng.normal(size=(T, N)) / np.sqrt(N)
+    return L / np.maximum(np.linalg.norm(L, axis=1, keepdims=True) * (1 + 1e-12), 1.0)
+
+
+@pytest.mark.parametrize("name", BARRIERS)
+def test_dikin_points_stay_inside_and_ftrl_point_is_optimal(name):
+    barrier = BARRIERS[name]
+    lr = DPSCRiBLe(barrier, 200, epsilon=1.0, replicas=8, rng=0)
+    L = _losses(200, 3)
+    for t in range(200):
+        y = lr.act()
+        assert barrier.contains(y).all()
+        lr.observe(BanditFeedback(y @ L[t]))
+    # x_t minimises eta <L~, x> + R(x): the gradient vanishes
+    g = lr.eta * lr._cum + barrier.gradient(lr._x)
+    np.testing.assert_allclose(g, 0.0, atol=1e-6)
+
+
+def test_loss_estimate_is_unbiased():
+    """E[N <l, y> s lambda_i^{1/2} e_i] = l: Monte Carlo over 400,000 replicas."""
+    R = 400_000
+    lr = DPSCRiBLe(BARRIERS["box"], 10, epsilon=None, replicas=R, rng=2)
+    lr._x = np.tile([0.3, -0.2, 0.5], (R, 1))  # an off-centre point
+    loss = np.array([0.5, -0.3, 0.2])
+    y = lr.act()
+    est = lr.dim * (y @ loss)[:, None] * lr._direction
+    # per-coordinate sd of the mean <= ~0.01 here; 0.05 is > 5 sd
+    np.testing.assert_allclose(est.mean(axis=0), loss, atol=0.05)
+
+
+def test_privacy_tight_and_paper():
+    tight = DPSCRiBLe(BARRIERS["ball"], 100, epsilon=0.5, rng=0)
+    # unit l2 ball of losses: l1 diameter 2 sqrt(3)
+    assert tight.laplace_scale == pytest.approx(2 * np.sqrt(3) / 0.5)
+    assert tight.privacy.epsilon == pytest.approx(0.5)
+    with pytest.warns(PrivacyWarning, match="proves only"):
+        paper = DPSCRiBLe(BARRIERS["ball"], 100, epsilon=0.5, calibration="paper", rng=0)
+    assert paper.laplace_scale == pytest.approx(np.sqrt(3) / 0.5)  # ||Y||_1 / eps
+    assert paper.privacy.epsilon == pytest.approx(1.0)
+
+
+def test_input_contract():
+    lr = DPSCRiBLe(BARRIERS["ball"], 10, epsilon=1.0, rng=0)
+    with pytest.raises(ValueError, match="must follow act"):
+        lr.observe(BanditFeedback(np.array([0.1])))
+    y = lr.act()
+    too_big = 2.0 * np.linalg.norm(y) + 1.0
+    with pytest.raises(ValueError, match="outside the declared bounds"):
+        lr.observe(BanditFeedback(np.array([too_big])))
+    with pytest.raises(ValueError, match="finite"):
+        lr.observe(BanditFeedback(np.array([np.inf])))
+
+
+@pytest.mark.parametrize("name", BARRIERS)
+@pytest.mark.parametrize("epsilon", [None, 1.0])
+def test_regret_within_theorem_4_5(name, epsilon):
+    barrier, T, R = BARRIERS[name], 2000, 10
+    L = _losses(T, 3)
+    lr = DPSCRiBLe(barrier, T, epsilon=epsilon, replicas=R, rng=1)
+    cum = np.zeros(R)
+    for t in range(T):
+        y = lr.act()
+        lr.observe(BanditFeedback(y @ L[t]))
+        cum += y @ L[t]
+    regret = (cum - barrier.min_linear(L.sum(axis=0))).mean()
+    y1 = NormBall(1.0, 2, 3).max_norm(1)
+    bound = scrible_regret_bound(barrier.nu, 3, T, lr.m, barrier.max_norm(), y1, epsilon)
+    assert regret <= bound
+
+
+def test_resume_bit_for_bit():
+    L = _losses(30, 3)
+
+    def run(lr, a, b):
+        out = []
+        for t in range(a, b):
+            y = lr.act()
+            out.append(y)
+            lr.observe(BanditFeedback(y @ L[t]))
+        return out
+
+    full = run(DPSCRiBLe(BARRIERS["box"], 30, epsilon=1.0, replicas=3, rng=5), 0, 30)
+    part = DPSCRiBLe(BARRIERS["box"], 30, epsilon=1.0, replicas=3, rng=5)
+    run(part, 0, 11)
+    resumed = DPSCRiBLe(BARRIERS["box"], 30, epsilon=1.0, replicas=3, rng=5)
+    resumed.load_state_dict(part.state_dict())
+    for a, b in zip(run(resumed, 11, 30), full[11:], strict=True):
+        np.testing.assert_array_equal(a, b)
+    other = DPSCRiBLe(BARRIERS["box"], 30, epsilon=2.0, replicas=3, rng=5)
+    with pytest.raises(ValueError, match="different noise"):
+        other.load_state_dict(part.state_dict())
+
+
+def _sampler(fraction):
+    """Two rounds on the interval [-1, 1] (N = 1) with a large step: round 1's loss moves the
+    second point; the output is the second point played."""
+
+    def sample(losses, n, rng):
+        lr = DPSCRiBLe(
+            BoxBarrier(1),
+            2,
+            epsilon=1.0,
+            eta=3.0,
+            replicas=n,
+            rng=rng,
+            loss_bounds=NormBall(1.0, 2, 1),
+        )
+        lr.noise = lr.noise.scaled(fraction)
+        out = []
+        for t in range(2):
+            y = lr.act()
+            out.append(y[:, 0])
+            lr.observe(BanditFeedback(y @ losses[t]))
+        return np.stack(out, axis=1)
+
+    return sample
+
+
+def test_audit_not_refuted_and_a_tenth_of_the_noise_refuted():
+    a = np.array([[-1.0], [0.0]])
+    b = np.array([[1.0], [0.0]])
+    claim = DPSCRiBLe(BoxBarrier(1), 2, epsilon=1.0, loss_bounds=NormBall(1.0, 2, 1)).privacy
+    kw = dict(claim=claim, trials=100_000, pilot_trials=20_000, rng=6)
+    ok = audit(_sampler(1.0), a, b, **kw)
+    assert not ok.refuted, str(ok)  # false refutation chance <= 1e-3
+    bad = audit(_sampler(0.1), a, b, **kw)
+    assert bad.refuted, str(bad)
