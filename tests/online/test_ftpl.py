@@ -69,3 +69,59 @@ def test_resume_and_contract():
         make().observe(LossVectorFeedback(np.array([0.0, 2.0, 0.0])))
     with pytest.raises(ValueError, match="domain"):
         DPFTPL(3, 25, domain="sphere")
+
+
+def _ftpl_sampler(fraction):
+    T, N = 8, 2
+
+    def sample(losses, n, rng):
+        lr = DPFTPL(N, T, epsilon=1.0, delta=1e-5, replicas=n, rng=rng)
+        if fraction != 1.0:  # the same learner on a counter with a fraction of the noise
+            c = lr.counter
+            lr.counter = type(c)(
+                T, N, c.noise.scaled(fraction), replicas=n, rng=rng, bounds=c.bounds
+            )
+            lr._cumulative = lr.counter.initial_release()
+        out = []
+        for t in range(T):
+            out.append(lr.act()[:, 0])
+            lr.observe(LossVectorFeedback(losses[t]))
+        return np.stack(out, axis=1)
+
+    return sample
+
+
+def test_audit_not_refuted_and_a_tenth_of_the_noise_refuted():
+    from dponline.privacy.audit import audit
+
+    a = np.zeros((8, 2))
+    b = a.copy()
+    b[0] = [1.0, 0.0]
+    claim = DPFTPL(2, 8, epsilon=1.0, delta=1e-5).privacy
+    kw = dict(claim=claim, trials=50_000, pilot_trials=10_000, rng=8)
+    ok = audit(_ftpl_sampler(1.0), a, b, **kw)
+    assert not ok.refuted, str(ok)  # false refutation chance <= 1e-3
+    bad = audit(_ftpl_sampler(0.1), a, b, **kw)
+    assert bad.refuted, str(bad)
+
+
+@pytest.mark.parametrize("calibration", ["paper", "tight"])
+def test_regret_within_the_proof_of_theorem_3_5(calibration):
+    """Mean regret over 20 seeds below sigma sqrt(N log T) ||X|| + T ||X|| ||Y||^2 /
+    (2 sigma sqrt(log T)) (proof of Theorem 3.5, Appendix A), experts, i.i.d. losses."""
+    from dponline.environments import ExpertsEnvironment, stochastic_losses
+
+    T, N, R = 2000, 5, 20
+    L = stochastic_losses(T, np.r_[0.4, np.full(N - 1, 0.5)], 0)
+    env = ExpertsEnvironment(L)
+    lr = DPFTPL(N, T, epsilon=1.0, delta=1e-6, calibration=calibration, replicas=R, rng=2)
+    cum = np.zeros(R)
+    for t in range(T):
+        fb, loss = env.round(t, lr.act())
+        lr.observe(fb)
+        cum += loss
+    regret = (cum - env.best_cumulative_loss()[-1]).mean()
+    lt = math.log2(T)
+    x2, y2 = 1.0, math.sqrt(N)
+    bound = lr.sigma * math.sqrt(N * lt) * x2 + T * x2 * y2**2 / (2 * lr.sigma * math.sqrt(lt))
+    assert regret <= bound
