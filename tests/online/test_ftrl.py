@@ -141,3 +141,68 @@ def test_measured_regret_within_theorem_3_1(sequence, epsilon, noise):
         cum += loss
     regret = (cum - env.best_cumulative_loss()[-1]).mean()
     assert regret <= lr.regret_bound(L)["explicit"]
+
+
+def _project_simplex(v):
+    """Euclidean projection onto the probability simplex (sort-based, Duchi et al. 2008)."""
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u)
+    k = np.nonzero(u * np.arange(1, len(v) + 1) > css - 1)[0][-1]
+    return np.maximum(v - (css[k] - 1) / (k + 1), 0.0)
+
+
+def test_polytope_domain_matches_closed_forms():
+    from dponline.online import PolytopeDomain
+
+    N = 3
+    rng = np.random.default_rng(0)
+    L = rng.normal(size=(4, N)) * 3
+    cube = PolytopeDomain(np.r_[np.eye(N), -np.eye(N)], np.ones(2 * N))
+    np.testing.assert_allclose(cube.argmin(0.7, L), EuclideanCube().argmin(0.7, L), atol=1e-5)
+    simplex = PolytopeDomain(
+        np.r_[-np.eye(N), np.ones((1, N)), -np.ones((1, N))], np.r_[np.zeros(N), 1.0, -1.0]
+    )
+    got = simplex.argmin(0.9, L)
+    for row, c in zip(got, L, strict=True):
+        np.testing.assert_allclose(row, _project_simplex(-0.9 * c / 2), atol=1e-5)
+    assert cube.range_of_regulariser(N) == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="bounded"):
+        PolytopeDomain(np.array([[1.0, 0.0]]), np.array([1.0]))
+
+
+@pytest.mark.filterwarnings("ignore::dponline.privacy.guarantee.PrivacyWarning")
+def test_dp_ftrl_on_a_general_polytope():
+    """A triangle-like polytope in R^2: private FTRL runs, its decisions stay feasible, and its
+    regret is below the proof's bound of Theorem 3.4."""
+    from dponline.online import PolytopeDomain
+    from dponline.privacy.bounds import NormBall
+
+    a = np.array([[-1.0, 0.0], [0.0, -1.0], [1.0, 1.0]])
+    b = np.array([1.0, 1.0, 1.0])
+    T, R = 200, 4
+    rng = np.random.default_rng(1)
+    L = rng.normal(size=(T, 2)) / 2 + np.array([0.3, 0.1])
+    L /= np.maximum(np.linalg.norm(L, axis=1, keepdims=True) * (1 + 1e-12), 1.0)
+    domain = PolytopeDomain(a, b)
+    lr = DPFTRL(
+        2,
+        T,
+        epsilon=1.0,
+        noise="laplace",
+        calibration="paper",
+        domain=domain,
+        loss_bounds=NormBall(1.0, 2, 2),
+        replicas=R,
+        rng=3,
+    )
+    cum = np.zeros(R)
+    for t in range(T):
+        x = lr.act()
+        assert np.all(x @ a.T <= b + 1e-9)
+        cum += x @ L[t]
+        lr.observe(LossVectorFeedback(L[t]))
+    from scipy.optimize import linprog
+
+    best_loss = linprog(L.sum(axis=0), A_ub=a, b_ub=b, bounds=[(None, None)] * 2).fun
+    regret = (cum - best_loss).mean()
+    assert regret <= lr.regret_bound(L, samples=300)["explicit"]

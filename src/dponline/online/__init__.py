@@ -1,6 +1,20 @@
 """Full-information online learners."""
 
 from dponline.online.ftpl import DPFTPL, linear_oracle
-from dponline.online.ftrl import DPFTRL, EntropicSimplex, EuclideanBall, EuclideanCube
+from dponline.online.ftrl import (
+    DPFTRL,
+    EntropicSimplex,
+    EuclideanBall,
+    EuclideanCube,
+    PolytopeDomain,
+)
 
-__all__ = ["DPFTPL", "DPFTRL", "EntropicSimplex", "EuclideanBall", "EuclideanCube", "linear_oracle"]
+__all__ = [
+    "DPFTPL",
+    "DPFTRL",
+    "EntropicSimplex",
+    "EuclideanBall",
+    "EuclideanCube",
+    "PolytopeDomain",
+    "linear_oracle",
+]
