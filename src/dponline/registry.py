@@ -130,8 +130,6 @@ def _dp_ftpl(
     rng: np.random.Generator,
     **options: Any,
 ) -> Learner:
-    if epsilon is None:
-        raise ValueError("dp-ftpl is private by construction: its noise is its perturbation")
     domain = getattr(env, "domain", "simplex")
     radius = getattr(env, "radius", 1.0)
     return DPFTPL(
@@ -248,6 +246,19 @@ LEARNERS: dict[str, LearnerEntry] = {
             private=True,
             environments=("experts", "online linear optimisation"),
             options={"delta": "default 1e-6", "mechanism": "continual counter"},
+        ),
+        LearnerEntry(
+            "ftpl",
+            lambda env, *, epsilon, calibration, replicas, rng, **options: _dp_ftpl(
+                env, epsilon=None, calibration="tight", replicas=replicas, rng=rng, **options
+            ),
+            paper="Follow-the-Perturbed-Leader with Gaussian perturbations (Abernethy et al. "
+            "2014); the non-private counterpart of dp-ftpl (Theorem 3.5's regret term only)",
+            setting="experts; online linear optimisation over the ball or cube",
+            guarantee="none (non-private reference)",
+            calibrations=(),
+            private=False,
+            environments=("experts", "online linear optimisation"),
         ),
         LearnerEntry(
             "dp-exp2",

@@ -141,3 +141,20 @@ def test_audit_does_not_refute_dp_exp2_and_refutes_a_tenth_of_its_noise():
     assert not ok.refuted, str(ok)  # chance of a false refutation <= alpha = 1e-3
     bad = audit(_arm_sampler(0.1), a, b, **kw)
     assert bad.refuted, str(bad)
+
+
+@pytest.mark.parametrize("eps", [None, 1.0])
+def test_regret_within_theorem_4_1_on_an_adversarial_sequence(eps):
+    """A switching-best oblivious sequence: mean realised regret below Theorem 4.1's bound."""
+    from dponline.environments import switching_best_losses
+
+    T, N, R = 2000, 5, 100
+    env = BanditEnvironment(switching_best_losses(T, N, switches=3, gap=0.3, rng=1))
+    lr = DPEXP2(N, T, epsilon=eps, replicas=R, rng=2)
+    cum = np.zeros(R)
+    for t in range(T):
+        fb, loss = env.round(t, lr.act())
+        lr.observe(fb)
+        cum += loss
+    regret = env.regret(np.broadcast_to(cum[:, None], (R, T)))[:, -1]
+    assert regret.mean() <= exp2_regret_bound(N, T, lr.laplace_scale)

@@ -150,3 +150,21 @@ def test_audit_not_refuted_and_a_tenth_of_the_noise_refuted():
     assert not ok.refuted, str(ok)  # false refutation chance <= 1e-3
     bad = audit(_sampler(0.1), a, b, **kw)
     assert bad.refuted, str(bad)
+
+
+@pytest.mark.parametrize("epsilon", [None, 1.0])
+def test_regret_within_theorem_4_5_on_an_adversarial_sequence(epsilon):
+    """Losses that flip direction in blocks of 250 rounds (oblivious adversary), unit ball."""
+    T, R, N = 2000, 10, 3
+    base = np.ones(N) / np.sqrt(N)
+    L = np.array([base if (t // 250) % 2 == 0 else -0.5 * base for t in range(T)])
+    barrier = BARRIERS["ball"]
+    lr = DPSCRiBLe(barrier, T, epsilon=epsilon, replicas=R, rng=4)
+    cum = np.zeros(R)
+    for t in range(T):
+        y = lr.act()
+        lr.observe(BanditFeedback(y @ L[t]))
+        cum += y @ L[t]
+    regret = (cum - barrier.min_linear(L.sum(axis=0))).mean()
+    y1 = NormBall(1.0, 2, N).max_norm(1)
+    assert regret <= scrible_regret_bound(barrier.nu, N, T, lr.m, barrier.max_norm(), y1, epsilon)

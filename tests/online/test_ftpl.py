@@ -125,3 +125,12 @@ def test_regret_within_the_proof_of_theorem_3_5(calibration):
     x2, y2 = 1.0, math.sqrt(N)
     bound = lr.sigma * math.sqrt(N * lt) * x2 + T * x2 * y2**2 / (2 * lr.sigma * math.sqrt(lt))
     assert regret <= bound
+
+
+def test_non_private_ftpl_keeps_only_the_perturbation():
+    lr = DPFTPL(4, 1000, epsilon=None, rng=0)
+    assert lr.privacy is None
+    lt = math.log2(1000)
+    assert lr.sigma == pytest.approx(2.0 * math.sqrt(1000 / (2.0 * lt)))  # ||Y||_2 = 2
+    lr.observe(LossVectorFeedback(np.full(4, 0.5)))
+    assert lr.act().shape == (1, 4)

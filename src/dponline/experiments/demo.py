@@ -38,6 +38,7 @@ DEMO_SPEC = {
             "options": {"noise": "gaussian", "delta": 1e-6},
             "label": "dp-ftrl gaussian",
         },
+        {"name": "ftpl"},
         {"name": "dp-ftpl", "options": {"delta": 1e-6}, "label": "dp-ftpl gaussian"},
         {"name": "scrible"},
         {"name": "dp-scrible"},

@@ -86,7 +86,7 @@ class DPFTPL:
         dim: int,
         horizon: int,
         *,
-        epsilon: float = 1.0,
+        epsilon: float | None = 1.0,
         delta: float = 1e-6,
         calibration: str = "tight",
         mechanism: str | None = None,
@@ -100,6 +100,7 @@ class DPFTPL:
         from dponline.privacy.bounds import NormBall
 
         self.dim, self.horizon, self.replicas = int(dim), int(horizon), int(replicas)
+        self.privacy: PrivacyGuarantee | None
         self.domain, self.radius = domain, float(radius)
         linear_oracle(domain, np.zeros((1, self.dim)), self.radius)  # validates the domain
         if loss_bounds is None:
@@ -120,6 +121,22 @@ class DPFTPL:
         total = l2f * self.bounds.diameter(2)
         lt = paper_log(self.horizon)
         regret_term = self.bounds.max_norm(2) * math.sqrt(self.horizon / (math.sqrt(self.dim) * lt))
+        if epsilon is None:
+            # the non-private FTPL it privatises: the same Gaussian perturbation, regret term only
+            self.sigma = regret_term
+            self.privacy = None
+            self.counter = cls(
+                self.horizon,
+                self.dim,
+                GaussianNoise(regret_term),
+                replicas=self.replicas,
+                rng=rng,
+                bounds=self.bounds,
+                clip=clip,
+            )
+            self._cumulative = self.counter.initial_release()
+            self.t = 0
+            return
         if calibration == "paper":
             sigma = ftpl_sigma_paper(
                 self.bounds.max_norm(2), self.dim, self.horizon, epsilon, delta
@@ -129,7 +146,7 @@ class DPFTPL:
             sigma = max(regret_term, gaussian_sigma(total, epsilon, delta))
             how = "max(Thm 3.5 regret term, least sigma of the analytic Gaussian mechanism)"
         self.sigma = sigma
-        self.privacy: PrivacyGuarantee | None = PrivacyGuarantee(
+        self.privacy = PrivacyGuarantee(
             epsilon=gaussian_epsilon(delta, total / sigma),
             delta=float(delta),
             derivation=(
