@@ -1,0 +1,93 @@
+"""Streaming Frank-Wolfe with recursive gradients (Han et al., Algorithm 1 without noise;
+Xie et al. 2020), over an l_p ball.
+
+With rho_t = eta_t = 1/(t+1) and theta_0 = theta_1 = 0, the recursive gradient estimate
+
+    d_t = grad f(theta_t; x_t) + (1 - rho_t) (d_{t-1} - grad f(theta_{t-1}; x_t)),   d_0 = 0
+
+equals the normalised sum (Han et al. Eq. (1))
+
+    d_t = (1 / (t+1)) sum_{i<=t} g_i,
+    g_i = (i+1) grad f(theta_i; x_i) - i grad f(theta_{i-1}; x_i),
+
+and the iterate moves towards the oracle's vertex: theta_{t+1} = theta_t + eta_t (v_t - theta_t),
+v_t = LMO(d_t). This module is the non-private optimiser (the reference the private Algorithm 1
+adds tree-aggregated generalized Gaussian noise to); it releases every iterate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dponline.domains.lp_ball import LpBall
+
+__all__ = ["StreamingFrankWolfe", "recursive_gradient"]
+
+Gradient = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def recursive_gradient(
+    gradient: Gradient, thetas: np.ndarray, xs: np.ndarray, ys: np.ndarray
+) -> np.ndarray:
+    """d_1..d_n by the recursion for iterates thetas[t] = theta_t, t = 0..n.
+
+    The recursion runs from d_0 = 0, as the expansion in the proof of Theorem 3.1 (Appendix A.1,
+    Eq. (7)) does; that is what Eq. (1)'s sum equals. The text's initial d_1 = grad f(theta_1; x_1)
+    differs from Eq. (1) at t = 1 (Eq. (1) gives grad f(theta_1; x_1) / 2 since
+    theta_0 = theta_1), and Algorithm 1 uses Eq. (1).
+    """
+    n = len(xs)
+    d = np.zeros((n, thetas.shape[-1]))
+    prev = np.zeros(thetas.shape[-1])
+    for t in range(1, n + 1):
+        rho = 1.0 / (t + 1)
+        now = gradient(thetas[t], xs[t - 1], ys[t - 1])
+        before = gradient(thetas[t - 1], xs[t - 1], ys[t - 1])
+        prev = now + (1 - rho) * (prev - before)
+        d[t - 1] = prev
+    return d
+
+
+class StreamingFrankWolfe:
+    """Non-private streaming Frank-Wolfe with recursive gradients over an l_p ball.
+
+    ``gradient(theta, x, y)`` returns the sample gradient (vectorised over a leading replicas
+    axis of ``theta``); ``step(x, y)`` consumes one sample and returns the released iterate.
+    """
+
+    def __init__(self, domain: LpBall, gradient: Gradient, *, replicas: int = 1) -> None:
+        self.domain = domain
+        self.gradient = gradient
+        self.replicas = int(replicas)
+        d = domain.dim
+        self.theta_prev = np.zeros((self.replicas, d))  # theta_{t-1}
+        self.theta = np.zeros((self.replicas, d))  # theta_t
+        self.grad_sum = np.zeros((self.replicas, d))  # G_t = sum_{i<=t} g_i
+        self.t = 0
+
+    def step(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        t = self.t + 1
+        g = (t + 1) * self.gradient(self.theta, x, y) - t * self.gradient(self.theta_prev, x, y)
+        self.grad_sum += g
+        d = self.grad_sum / (t + 1)
+        v = self.domain.lmo(d)
+        eta = 1.0 / (t + 1)
+        self.theta_prev, self.theta = self.theta, self.theta + eta * (v - self.theta)
+        self.t = t
+        return self.theta.copy()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "t": self.t,
+            "theta_prev": self.theta_prev.copy(),
+            "theta": self.theta.copy(),
+            "grad_sum": self.grad_sum.copy(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.t = int(state["t"])
+        for k in ("theta_prev", "theta", "grad_sum"):
+            setattr(self, k, np.array(state[k], dtype=float))
