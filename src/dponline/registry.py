@@ -12,6 +12,7 @@ import numpy as np
 from dponline.bandits.exp2 import DPEXP2
 from dponline.bandits.scrible import DPSCRiBLe
 from dponline.domains.barriers import BallBarrier, BoxBarrier
+from dponline.domains.lp_ball import LpBall
 from dponline.environments import (
     BanditEnvironment,
     ExpertsEnvironment,
@@ -23,10 +24,13 @@ from dponline.environments import (
 )
 from dponline.environments.bandit_linear import BanditLinearEnvironment
 from dponline.environments.linear import LinearLossEnvironment
+from dponline.environments.streams import LinearRegressionStream
 from dponline.online.ftpl import DPFTPL
 from dponline.online.ftrl import DPFTRL, EuclideanBall, EuclideanCube
 from dponline.privacy.bounds import NormBall
 from dponline.protocol import Learner
+from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe
+from dponline.stochastic.private_frank_wolfe import PrivateStreamingFrankWolfe
 
 __all__ = [
     "ENVIRONMENTS",
@@ -177,6 +181,47 @@ def _scrible(
     return DPSCRiBLe(env.barrier, env.horizon, epsilon=None, replicas=replicas, rng=rng, **options)
 
 
+def _private_fw(
+    env: Any,
+    *,
+    epsilon: float | None,
+    calibration: str,
+    replicas: int,
+    rng: np.random.Generator,
+    p: float = 1.5,
+    delta: float | None = None,
+    **options: Any,
+) -> Learner:
+    p = float(p)
+    delta = 1.0 / env.horizon if delta is None else float(delta)
+    if p == 1.0:
+        return NoisyMinFrankWolfe(
+            env.dim,
+            env.horizon,
+            x_bound=env.x_bound(np.inf),
+            y_bound=env.y_bound,
+            epsilon=epsilon,
+            delta=delta,
+            calibration=calibration,
+            replicas=replicas,
+            rng=rng,
+            **options,
+        )
+    ball = LpBall(env.dim, p)
+    return PrivateStreamingFrankWolfe(
+        ball,
+        env.horizon,
+        x_bound=env.x_bound(ball.q),
+        y_bound=env.y_bound,
+        epsilon=epsilon,
+        delta=delta,
+        calibration=calibration,
+        replicas=replicas,
+        rng=rng,
+        **options,
+    )
+
+
 def _dp_exp2(
     env: Any,
     *,
@@ -259,6 +304,35 @@ LEARNERS: dict[str, LearnerEntry] = {
             calibrations=(),
             private=False,
             environments=("experts", "online linear optimisation"),
+        ),
+        LearnerEntry(
+            "dp-frank-wolfe",
+            _private_fw,
+            paper="Han et al., Algorithm 1 (1 < p <= inf, tree with generalized Gaussian noise) "
+            "and Algorithm 2 (p = 1, report-noisy-min)",
+            setting="streaming stochastic convex optimisation (squared loss, l_p ball)",
+            guarantee=(
+                "(epsilon, delta)-DP (default delta = 1/T) for every released iterate, over "
+                "datasets differing in one sample (continual release)"
+            ),
+            calibrations=("paper", "tight"),
+            private=True,
+            environments=("stochastic optimisation",),
+            options={"p": "the l_p ball (default 1.5; 1 runs Algorithm 2)", "delta": "1/T"},
+        ),
+        LearnerEntry(
+            "frank-wolfe",
+            lambda env, *, epsilon, calibration, replicas, rng, **options: _private_fw(
+                env, epsilon=None, calibration="tight", replicas=replicas, rng=rng, **options
+            ),
+            paper="Streaming Frank-Wolfe with recursive gradients (Xie et al. 2020); the "
+            "non-private counterpart of dp-frank-wolfe",
+            setting="streaming stochastic convex optimisation (squared loss, l_p ball)",
+            guarantee="none (non-private reference)",
+            calibrations=(),
+            private=False,
+            environments=("stochastic optimisation",),
+            options={"p": "the l_p ball (default 1.5)"},
         ),
         LearnerEntry(
             "dp-exp2",
@@ -414,6 +488,18 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "bandit linear optimisation",
             "drifting random losses in the unit l2 ball, decisions in the unit ball or the "
             "cube [-1, 1]^dim, bandit feedback",
+        ),
+        EnvironmentEntry(
+            "regression_stream",
+            lambda horizon, rng, dim=5, noise=0.1: LinearRegressionStream(
+                np.r_[0.5, -0.3, np.zeros(dim - 2)] if dim >= 2 else np.array([0.5]),
+                horizon,
+                noise=noise,
+                rng=rng,
+            ),
+            "stochastic optimisation",
+            "x uniform on [-1, 1]^dim, y = <x, theta*> + uniform noise; regret = cumulative "
+            "excess risk (exact)",
         ),
         EnvironmentEntry(
             "bernoulli_bandit",

@@ -123,3 +123,12 @@ def test_audit(calibration):
     kw = dict(claim=claim, trials=50_000, pilot_trials=10_000, rng=2)
     assert not audit(_sampler(calibration, 1.0), a, b, **kw).refuted
     assert audit(_sampler(calibration, 0.02), a, b, **kw).refuted
+
+
+def test_large_epsilon_uses_exact_gaussian_accounting_and_paper_refuses():
+    tight = PrivateStreamingFrankWolfe(LpBall(5, 1.5), 1000, epsilon=30.0, delta=1e-3)
+    assert tight.privacy.epsilon <= 30.0 and "Gaussian" in tight.privacy.derivation
+    with pytest.raises(ValueError, match="Lemma 2.7"):
+        PrivateStreamingFrankWolfe(
+            LpBall(5, 1.5), 1000, epsilon=30.0, delta=1e-3, calibration="paper"
+        )

@@ -49,6 +49,15 @@ class LinearRegressionStream:
     def dim(self) -> int:
         return int(self.theta_star.size)
 
+    def x_bound(self, q: float) -> float:
+        """sup ||x||_q over the cube [-1, 1]^d: d^(1/q) (1 for q = inf)."""
+        return 1.0 if q == np.inf else float(self.dim ** (1.0 / q))
+
+    @property
+    def y_bound(self) -> float:
+        """sup |y| = ||theta*||_1 + s."""
+        return float(np.abs(self.theta_star).sum() + self.noise)
+
     def sample(self, n: int = 1) -> tuple[np.ndarray, np.ndarray]:
         x = self._gen.uniform(-1.0, 1.0, size=(n, self.dim))
         y = x @ self.theta_star + self._gen.uniform(-self.noise, self.noise, size=n)
