@@ -128,7 +128,7 @@ def test_audit(calibration):
 def test_large_epsilon_uses_exact_gaussian_accounting_and_paper_refuses():
     tight = PrivateStreamingFrankWolfe(LpBall(5, 1.5), 1000, epsilon=30.0, delta=1e-3)
     assert tight.privacy.epsilon <= 30.0 and "Gaussian" in tight.privacy.derivation
-    with pytest.raises(ValueError, match="Lemma 2.7"):
+    with pytest.raises(ValueError, match=r"Lemma 2\.7"):
         PrivateStreamingFrankWolfe(
             LpBall(5, 1.5), 1000, epsilon=30.0, delta=1e-3, calibration="paper"
         )
