@@ -158,3 +158,10 @@ def test_regret_within_theorem_4_1_on_an_adversarial_sequence(eps):
         cum += loss
     regret = env.regret(np.broadcast_to(cum[:, None], (R, T)))[:, -1]
     assert regret.mean() <= exp2_regret_bound(N, T, lr.laplace_scale)
+
+
+def test_complex_loss_is_refused():
+    lr = DPEXP2(3, 10, epsilon=1.0, rng=0)
+    lr.act()
+    with pytest.raises(TypeError, match="real"):
+        lr.observe(BanditFeedback(np.array([0.5 + 1j])))

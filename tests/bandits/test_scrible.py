@@ -168,3 +168,41 @@ def test_regret_within_theorem_4_5_on_an_adversarial_sequence(epsilon):
     regret = (cum - barrier.min_linear(L.sum(axis=0))).mean()
     y1 = NormBall(1.0, 2, N).max_norm(1)
     assert regret <= scrible_regret_bound(barrier.nu, N, T, lr.m, barrier.max_norm(), y1, epsilon)
+
+
+def test_value_check_uses_the_attainable_interval_of_a_lopsided_box():
+    """Box(0, 1) losses at a positive point give values in [0, <1, y>]: a negative value could
+    come from no loss in Y and would double the sensitivity, so it is refused."""
+    from dponline.privacy.bounds import Box
+
+    lr = DPSCRiBLe(
+        BoxBarrier(1, low=10.0, high=11.0), 10, epsilon=1.0, loss_bounds=Box(0.0, 1.0, dim=1), rng=0
+    )
+    y = lr.act()
+    with pytest.raises(ValueError, match="outside the declared bounds"):
+        lr.observe(BanditFeedback(-y[:, 0] * 0.5))
+    lr.observe(BanditFeedback(y[:, 0] * 0.5))  # inside [0, y]
+
+
+def test_huge_step_is_a_clear_error_not_nan():
+    lr = DPSCRiBLe(BARRIERS["ball"], 100, epsilon=1.0, eta=1e12, rng=0)
+    with pytest.raises(ValueError, match="eta"):
+        for _ in range(100):
+            y = lr.act()
+            lr.observe(BanditFeedback(y @ np.ones(3) / np.sqrt(3)))
+
+
+def test_state_from_another_barrier_or_replica_count_is_refused():
+    a = DPSCRiBLe(BARRIERS["ball"], 10, epsilon=1.0, replicas=2, rng=0)
+    with pytest.raises(ValueError, match="different"):
+        DPSCRiBLe(BARRIERS["box"], 10, epsilon=1.0, replicas=2, rng=0).load_state_dict(
+            a.state_dict()
+        )
+    with pytest.raises(ValueError, match="different"):
+        DPSCRiBLe(BARRIERS["ball"], 10, epsilon=1.0, replicas=1, rng=0).load_state_dict(
+            a.state_dict()
+        )
+    poly = BARRIERS["polytope"]
+    p1 = DPSCRiBLe(poly, 10, epsilon=1.0, rng=0)
+    p2 = DPSCRiBLe(PolytopeBarrier(poly.a.copy(), poly.b.copy()), 10, epsilon=1.0, rng=0)
+    p2.load_state_dict(p1.state_dict())  # equal polytopes are the same configuration

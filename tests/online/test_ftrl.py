@@ -159,12 +159,17 @@ def test_polytope_domain_matches_closed_forms():
     L = rng.normal(size=(4, N)) * 3
     cube = PolytopeDomain(np.r_[np.eye(N), -np.eye(N)], np.ones(2 * N))
     np.testing.assert_allclose(cube.argmin(0.7, L), EuclideanCube().argmin(0.7, L), atol=1e-5)
-    simplex = PolytopeDomain(
-        np.r_[-np.eye(N), np.ones((1, N)), -np.ones((1, N))], np.r_[np.zeros(N), 1.0, -1.0]
-    )
-    got = simplex.argmin(0.9, L)
+    # the corner simplex {x >= 0, sum x <= 1}: clip at 0, or the probability simplex
+    corner = PolytopeDomain(np.r_[-np.eye(N), np.ones((1, N))], np.r_[np.zeros(N), 1.0])
+    got = corner.argmin(0.9, L)
     for row, c in zip(got, L, strict=True):
-        np.testing.assert_allclose(row, _project_simplex(-0.9 * c / 2), atol=1e-5)
+        v = -0.9 * c / 2
+        expected = np.maximum(v, 0) if np.maximum(v, 0).sum() <= 1 else _project_simplex(v)
+        np.testing.assert_allclose(row, expected, atol=1e-5)
+    with pytest.raises(ValueError, match="interior"):
+        PolytopeDomain(
+            np.r_[-np.eye(N), np.ones((1, N)), -np.ones((1, N))], np.r_[np.zeros(N), 1.0, -1.0]
+        )
     assert cube.range_of_regulariser(N) == pytest.approx(3.0)
     with pytest.raises(ValueError, match="bounded"):
         PolytopeDomain(np.array([[1.0, 0.0]]), np.array([1.0]))
@@ -206,3 +211,15 @@ def test_dp_ftrl_on_a_general_polytope():
     best_loss = linprog(L.sum(axis=0), A_ub=a, b_ub=b, bounds=[(None, None)] * 2).fun
     regret = (cum - best_loss).mean()
     assert regret <= lr.regret_bound(L, samples=300)["explicit"]
+
+
+def test_polytope_projection_is_always_feasible_and_stateless():
+    from dponline.online import PolytopeDomain
+
+    simplex = PolytopeDomain(np.r_[-np.eye(3), np.ones((1, 3))], np.r_[np.zeros(3), 1.0])
+    rng = np.random.default_rng(0)
+    for scale in (1.0, 1e3, 1e6, 1e8):
+        x = simplex.argmin(1.0, rng.normal(size=(50, 3)) * scale)
+        assert np.all(x @ simplex.a.T <= simplex.b)
+    c = rng.normal(size=(4, 3))
+    np.testing.assert_array_equal(simplex.argmin(0.5, c), simplex.argmin(0.5, c))

@@ -104,3 +104,14 @@ def test_audit_not_refuted_and_a_hundredth_of_the_noise_refuted():
     assert not ok.refuted, str(ok)  # false refutation chance <= 1e-3
     bad = audit(_sampler(0.01), a, b, **kw)
     assert bad.refuted, str(bad)
+
+
+def test_origin_must_be_in_the_hull_and_state_must_match():
+    with pytest.raises(ValueError, match="origin"):
+        NoisyMinFrankWolfe(2, 10, vertices=np.array([[10.0, 0.0], [10.0, 1.0]]))
+    a = NoisyMinFrankWolfe(3, 10, x_bound=2.0, y_bound=2.0, epsilon=1.0)
+    b = NoisyMinFrankWolfe(3, 10, x_bound=1.0, y_bound=1.0, epsilon=1.0)
+    with pytest.raises(ValueError, match="different noise"):
+        b.load_state_dict(a.state_dict())
+    with pytest.raises(ValueError, match="shape"):
+        b.observe(SampleFeedback(np.zeros((2, 3)), np.zeros(2)))

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.privacy.bounds import Box
+from dponline.privacy.bounds import Box, check_finite
 from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyNotion, PrivacyWarning
 from dponline.privacy.noise import LaplaceNoise
 from dponline.protocol import BanditFeedback, Feedback, FeedbackKind
@@ -184,7 +184,7 @@ class DPEXP2:
             raise TypeError(f"DPEXP2 observes BanditFeedback, got {type(feedback).__name__}")
         if not self._acted:
             raise ValueError("observe() must follow act(): no arm was played this round")
-        loss = np.asarray(feedback.loss, dtype=float)
+        loss = check_finite(feedback.loss, "bandit loss")
         if loss.shape != (self.replicas,):
             raise ValueError(f"bandit loss must have shape ({self.replicas},), got {loss.shape}")
         loss = self.bounds.check(loss[:, None], clip=self.clip, what="bandit loss")[:, 0]

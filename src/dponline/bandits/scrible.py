@@ -39,8 +39,8 @@ from dponline.rng import RngLike, as_generator, generator_from_state, generator_
 __all__ = ["DPSCRiBLe", "scrible_regret_bound"]
 
 
-def _support(bounds: InputBounds, y: np.ndarray) -> np.ndarray:
-    """sup_{l in Y} |<l, y>| per replica, for a norm ball or a box loss set."""
+def _value_range(bounds: InputBounds, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[min, max] of <l, y> over l in the loss set Y, per replica (a norm ball or a box)."""
     from dponline.privacy.bounds import Box
 
     if isinstance(bounds, NormBall):
@@ -49,14 +49,12 @@ def _support(bounds: InputBounds, y: np.ndarray) -> np.ndarray:
         norm = (
             np.abs(y).max(axis=-1)
             if dual == math.inf
-            else ((np.abs(y) ** dual).sum(axis=-1) ** (1.0 / dual))
+            else (np.abs(y) ** dual).sum(axis=-1) ** (1.0 / dual)
         )
-        return bounds.radius * norm
+        return -bounds.radius * norm, bounds.radius * norm
     if isinstance(bounds, Box):
         lo, hi = bounds._lo, bounds._hi
-        upper = np.maximum(lo * y, hi * y).sum(axis=-1)
-        lower = np.minimum(lo * y, hi * y).sum(axis=-1)
-        return np.maximum(np.abs(upper), np.abs(lower))
+        return np.minimum(lo * y, hi * y).sum(axis=-1), np.maximum(lo * y, hi * y).sum(axis=-1)
     raise TypeError(f"loss set must be a NormBall or a Box, got {type(bounds).__name__}")
 
 
@@ -164,14 +162,29 @@ class DPSCRiBLe:
     def _ftrl_point(self) -> None:
         """Damped Newton on eta <L~, x> + R(x), warm-started at the previous point."""
         x = self._x
+        dec = np.full(self.replicas, np.inf)
         for _ in range(100):
             g = self.eta * self._cum + self.barrier.gradient(x)
             h = self.barrier.hessian(x)
             step = np.linalg.solve(h, g[..., None])[..., 0]
             dec = np.sqrt(np.maximum((g * step).sum(axis=-1), 0.0))
-            x = x - step / (1.0 + dec)[:, None]
+            new = x - step / (1.0 + dec)[:, None]
+            # a damped Newton step stays inside for a self-concordant barrier; guard against
+            # rounding when eta * |L~| is huge
+            bad = ~(np.isfinite(new).all(axis=1) & self.barrier.contains(new))
+            if np.any(bad):
+                raise ValueError(
+                    "DP-SCRiBLe's FTRL point left the decision set in floating point: eta times "
+                    "the cumulative loss estimate is too large (use a smaller eta)"
+                )
+            x = new
             if dec.max() < self.newton_tol:
                 break
+        if not dec.max() < 1e-6:
+            raise ValueError(
+                f"DP-SCRiBLe's Newton iterations did not converge (decrement {dec.max():.3g}); "
+                "eta times the cumulative loss estimate is too large for double precision"
+            )
         self._x = x
 
     def act(self) -> np.ndarray:
@@ -194,15 +207,18 @@ class DPSCRiBLe:
         value = check_finite(feedback.loss, "bandit loss")
         if value.shape != (self.replicas,):
             raise ValueError(f"bandit loss must have shape ({self.replicas},), got {value.shape}")
-        cap = _support(self.bounds, self._played) * (1 + 1e-12)
-        if np.any(np.abs(value) > cap):
+        low, high = _value_range(self.bounds, self._played)
+        slack = 1e-12 * np.maximum(np.abs(low), np.abs(high))
+        inside = (value >= low - slack) & (value <= high + slack)
+        if not np.all(inside):
             if not self.clip:
-                j = int(np.argmax(np.abs(value) > cap))
+                j = int(np.argmin(inside))
                 raise ValueError(
                     f"bandit loss {value[j]!r} of replica {j} is outside the declared bounds: "
-                    f"no loss in the loss set gives more than {cap[j]:.6g} at the point played"
+                    f"losses in the loss set give values in [{low[j]:.6g}, {high[j]:.6g}] at "
+                    "the point played"
                 )
-            value = np.clip(value, -cap, cap)
+            value = np.clip(value, low, high)
         noisy = value + (
             self.noise.sample(self._rng, (self.replicas, self.dim)) * self._played
         ).sum(axis=-1)
@@ -216,6 +232,9 @@ class DPSCRiBLe:
             "config": {
                 "noise": repr(self.noise),
                 "bounds": repr(self.bounds),
+                "barrier": repr(self.barrier),
+                "replicas": self.replicas,
+                "horizon": self.horizon,
                 "eta": self.eta,
                 "privacy": None if self.privacy is None else self.privacy.to_dict(),
             },

@@ -142,6 +142,9 @@ class PolytopeBarrier(SelfConcordantBarrier):
         self.nu = float(self.a.shape[0])
         self._center = self._compute_center()
 
+    def __repr__(self) -> str:
+        return f"PolytopeBarrier(a={self.a.tolist()!r}, b={self.b.tolist()!r})"
+
     def slack(self, x: np.ndarray) -> np.ndarray:
         return self.b - x @ self.a.T
 

@@ -254,13 +254,16 @@ class PolytopeDomain:
     R(x) = ||x||^2, the FTRL step solved numerically (Corollary 3.2's general case).
 
     Each argmin is the Euclidean projection of -eta L / 2 onto the polytope, a convex quadratic
-    programme solved per replica by SLSQP with exact gradients, warm-started at the previous
-    solution. Exact for small problems; it costs a QP per replica and round.
+    programme solved per replica by SLSQP (scaled by the target's size so that its tolerance is
+    relative), started from the Chebyshev centre (so the result does not depend on history and
+    a resumed run is bit for bit). A result that violates a constraint in floating point is
+    pulled back towards the strictly interior centre by bisection, so every decision is
+    feasible. It costs a QP per replica and round.
     """
 
     name: ClassVar[str] = "polytope"
 
-    def __init__(self, a: np.ndarray, b: np.ndarray, tol: float = 1e-10) -> None:
+    def __init__(self, a: np.ndarray, b: np.ndarray, tol: float = 1e-12) -> None:
         from scipy.optimize import linprog
 
         self.a = np.asarray(a, dtype=float)
@@ -269,55 +272,73 @@ class PolytopeDomain:
             raise ValueError(f"need A (m, N) and b (m,), got {self.a.shape} and {self.b.shape}")
         self.dim = self.a.shape[1]
         self.tol = float(tol)
+        free = [(None, None)] * self.dim
         lo, hi = [], []
         for e in np.eye(self.dim):
-            r1 = linprog(e, A_ub=self.a, b_ub=self.b, bounds=[(None, None)] * self.dim)
-            r2 = linprog(-e, A_ub=self.a, b_ub=self.b, bounds=[(None, None)] * self.dim)
+            r1 = linprog(e, A_ub=self.a, b_ub=self.b, bounds=free)
+            r2 = linprog(-e, A_ub=self.a, b_ub=self.b, bounds=free)
             if r1.status != 0 or r2.status != 0:
                 raise ValueError("the polytope {A x <= b} must be bounded and non-empty")
             lo.append(r1.fun)
             hi.append(-r2.fun)
         self._box = (np.array(lo), np.array(hi))
-        self._warm: np.ndarray | None = None
+        norms = np.linalg.norm(self.a, axis=1)
+        cheb = linprog(
+            np.r_[np.zeros(self.dim), -1.0],
+            A_ub=np.c_[self.a, norms],
+            b_ub=self.b,
+            bounds=[*free, (0, None)],
+        )
+        if cheb.status != 0 or cheb.x[-1] <= 0:
+            raise ValueError("the polytope {A x <= b} must have a non-empty interior")
+        self.centre = cheb.x[:-1]
 
-    def _project(self, target: np.ndarray, start: np.ndarray) -> np.ndarray:
+    def __repr__(self) -> str:
+        return f"PolytopeDomain(a={self.a.tolist()!r}, b={self.b.tolist()!r})"
+
+    def _feasible(self, x: np.ndarray) -> bool:
+        return bool(np.all(self.a @ x <= self.b))
+
+    def _project(self, target: np.ndarray) -> np.ndarray:
         from scipy.optimize import minimize
 
+        scale = 1.0 + float(np.abs(target).max())
+        t = target / scale  # solve in units of the target's size: relative tolerance
+        a, b = self.a, self.b / scale
         res = minimize(
-            lambda x: float(((x - target) ** 2).sum()),
-            start,
-            jac=lambda x: 2.0 * (x - target),
-            constraints=[
-                {"type": "ineq", "fun": lambda x: self.b - self.a @ x, "jac": lambda x: -self.a}
-            ],
+            lambda z: float(((z - t) ** 2).sum()),
+            self.centre / scale,
+            jac=lambda z: 2.0 * (z - t),
+            constraints=[{"type": "ineq", "fun": lambda z: b - a @ z, "jac": lambda z: -a}],
             method="SLSQP",
-            options={"ftol": self.tol, "maxiter": 200},
+            options={"ftol": self.tol, "maxiter": 500},
         )
-        x = res.x
-        # SLSQP may end a hair outside; pull back along the segment to the box centre
-        centre = (self._box[0] + self._box[1]) / 2.0
-        for _ in range(60):
-            if np.all(self.a @ x <= self.b + 1e-12):
-                break
-            x = centre + (x - centre) * (1 - 1e-9)
-        return x
+        x = res.x * scale
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"the projection onto the polytope failed: {res.message}")
+        if self._feasible(x):
+            return x
+        # bisection on the segment from the strictly interior centre to x
+        lo, hi = 0.0, 1.0
+        for _ in range(80):
+            mid = (lo + hi) / 2.0
+            if self._feasible(self.centre + mid * (x - self.centre)):
+                lo = mid
+            else:
+                hi = mid
+        return self.centre + lo * (x - self.centre)
 
     def argmin(self, eta: float, cumulative: np.ndarray) -> np.ndarray:
         """argmin_{A x <= b} eta <x, L> + ||x||^2 = projection of -eta L / 2, row by row."""
         cum = np.atleast_2d(cumulative)
-        if self._warm is None or self._warm.shape != cum.shape:
-            self._warm = np.broadcast_to((self._box[0] + self._box[1]) / 2.0, cum.shape).copy()
-        out = np.array(
-            [self._project(-eta * c / 2.0, w) for c, w in zip(cum, self._warm, strict=True)]
-        )
-        self._warm = out
+        out = np.array([self._project(-eta * c / 2.0) for c in cum])
         return out.reshape(np.shape(cumulative))
 
     def range_of_regulariser(self, dim: int) -> float:
         """max ||x||^2 - min ||x||^2 over the set (the max bounded by the bounding box)."""
         lo, hi = self._box
         max_sq = float((np.maximum(np.abs(lo), np.abs(hi)) ** 2).sum())
-        min_sq = float((self._project(np.zeros(self.dim), (lo + hi) / 2.0) ** 2).sum())
+        min_sq = float((self._project(np.zeros(self.dim)) ** 2).sum())
         return max_sq - min_sq
 
     def max_local_dual_norm_sq(self, loss: np.ndarray) -> np.ndarray:

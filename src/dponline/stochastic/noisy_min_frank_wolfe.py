@@ -51,6 +51,22 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
+def _require_origin_in_hull(vertices: np.ndarray) -> None:
+    """theta_0 = 0 must lie in the polytope (the sensitivity bound uses ||theta_t -
+    theta_{t-1}||_1 <= D / t, which needs every iterate in it): an LP feasibility check."""
+    from scipy.optimize import linprog
+
+    k = len(vertices)
+    res = linprog(
+        np.zeros(k),
+        A_eq=np.vstack([vertices.T, np.ones((1, k))]),
+        b_eq=np.r_[np.zeros(vertices.shape[1]), 1.0],
+        bounds=[(0, None)] * k,
+    )
+    if res.status != 0:
+        raise ValueError("the origin (theta_0 = 0) must lie in the convex hull of the vertices")
+
+
 class NoisyMinFrankWolfe:
     """Han et al. Algorithm 2 over the convex hull of ``vertices`` (default the unit l_1 ball)."""
 
@@ -80,6 +96,7 @@ class NoisyMinFrankWolfe:
         )
         if self.vertices.ndim != 2 or self.vertices.shape[1] != self.dim:
             raise ValueError(f"vertices must be (k, {self.dim}), got {self.vertices.shape}")
+        _require_origin_in_hull(self.vertices)
         if calibration not in ("tight", "paper"):
             raise ValueError(f"calibration must be 'tight' or 'paper', got {calibration!r}")
         self.x_bound, self.y_bound, self.clip = float(x_bound), float(y_bound), bool(clip)
@@ -158,7 +175,13 @@ class NoisyMinFrankWolfe:
                 f"built for {self.horizon} samples; sample {self.t + 1} would void its guarantee"
             )
         x = check_finite(feedback.x, "sample x")
-        y = float(check_finite(feedback.y, "sample y"))
+        y_arr = check_finite(feedback.y, "sample y")
+        if x.shape != (self.dim,) or y_arr.shape != ():
+            raise ValueError(
+                f"a sample is x of shape ({self.dim},) and a scalar y, shared by all "
+                f"replicas; got {x.shape} and {y_arr.shape}"
+            )
+        y = float(y_arr)
         nx = float(np.abs(x).max())
         if nx > self.x_bound or abs(y) > self.y_bound:
             if not self.clip:
@@ -184,8 +207,21 @@ class NoisyMinFrankWolfe:
         self.theta_prev, self.theta = self.theta, self.theta + (v - self.theta) / (t + 1)
         self.t = t
 
+    def _config(self) -> dict[str, Any]:
+        return {
+            "scales": self._scales.tolist(),
+            "x_bound": self.x_bound,
+            "y_bound": self.y_bound,
+            "vertices": self.vertices.tolist(),
+            "replicas": self.replicas,
+            "horizon": self.horizon,
+            "clip": self.clip,
+            "privacy": None if self.privacy is None else self.privacy.to_dict(),
+        }
+
     def state_dict(self) -> dict[str, Any]:
         return {
+            "config": self._config(),
             "t": self.t,
             "theta": self.theta.copy(),
             "theta_prev": self.theta_prev.copy(),
@@ -195,9 +231,11 @@ class NoisyMinFrankWolfe:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        mine = None if self.privacy is None else self.privacy.to_dict()
-        if state.get("privacy") != mine:
-            raise ValueError("state was saved with a different guarantee")
+        if state.get("config") != self._config():
+            raise ValueError(
+                "state was saved from a learner with different noise, bounds, "
+                "vertices, shape or guarantee; it cannot continue this one"
+            )
         self.t = int(state["t"])
         for k in ("theta", "theta_prev", "grad_sum"):
             setattr(self, k, np.array(state[k], dtype=float))

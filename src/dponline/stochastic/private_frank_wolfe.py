@@ -189,7 +189,13 @@ class PrivateStreamingFrankWolfe:
 
     def _check(self, x: np.ndarray, y: float) -> tuple[np.ndarray, float]:
         x = check_finite(x, "sample x")
-        y = float(check_finite(y, "sample y"))
+        y_arr = check_finite(y, "sample y")
+        if x.shape != (self.dim,) or y_arr.shape != ():
+            raise ValueError(
+                f"a sample is x of shape ({self.dim},) and a scalar y, shared by all "
+                f"replicas; got {x.shape} and {y_arr.shape}"
+            )
+        y = float(y_arr)
         nx = (
             float(LpBall(self.dim, self.q).norm(x))
             if self.q != math.inf
