@@ -50,3 +50,43 @@ class CountingNoise(NoiseDistribution):
 
     def scaled(self, factor: float) -> CountingNoise:
         return self
+
+
+def with_noise_fraction(learner, fraction: float, rng: np.random.Generator):
+    """Swap a counter-based learner's counter for the same mechanism with ``fraction`` of its
+    noise (the deliberately under-noised version the audits must catch)."""
+    if fraction != 1.0:
+        c = learner.counter
+        learner.counter = type(c)(
+            c.horizon,
+            c.dim,
+            c.noise.scaled(fraction),
+            replicas=c.replicas,
+            rng=rng,
+            bounds=c.bounds,
+        )
+        if hasattr(learner, "_cumulative"):
+            learner._cumulative = learner.counter.initial_release()
+    return learner
+
+
+def first_coordinate_decisions(learner, losses: np.ndarray) -> np.ndarray:
+    """Run a full-information learner over ``losses`` and return its first decision coordinate
+    each round, shape (replicas, T): the output an audit compares."""
+    from dponline.protocol import LossVectorFeedback
+
+    out = []
+    for loss in losses:
+        out.append(learner.act()[:, 0])
+        learner.observe(LossVectorFeedback(loss))
+    return np.stack(out, axis=1)
+
+
+def label_flip_pair(n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two streams of n samples (x, y) rows: x = e_1 everywhere, y = 0, except sample 1's label,
+    +1 in the first stream and -1 in the second (datasets differing in one sample)."""
+    a = np.zeros((n, d + 1))
+    a[:, 0] = 1.0
+    b = a.copy()
+    a[0, d], b[0, d] = 1.0, -1.0
+    return a, b

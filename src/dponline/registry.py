@@ -70,6 +70,15 @@ class LearnerEntry:
         }
 
 
+def _without_noise(factory: Callable[..., Learner]) -> Callable[..., Learner]:
+    """The non-private counterpart of a private learner's factory (epsilon=None)."""
+
+    def build(env: Any, **kw: Any) -> Learner:
+        return factory(env, **{**kw, "epsilon": None, "calibration": "tight"})
+
+    return build
+
+
 def _ftrl_geometry(env: Any) -> dict[str, Any]:
     """Decision set and loss set of Agarwal & Singh's Corollary 3.2 for an environment."""
     domain = getattr(env, "domain", "simplex")
@@ -80,118 +89,36 @@ def _ftrl_geometry(env: Any) -> dict[str, Any]:
     return {}
 
 
-def _dp_ftrl(
-    env: Any,
-    *,
-    epsilon: float | None,
-    calibration: str,
-    replicas: int,
-    rng: np.random.Generator,
-    **options: Any,
-) -> Learner:
-    noise = options.pop("noise", "laplace")
-    delta = float(options.pop("delta", 0.0 if noise == "laplace" else 1e-6))
-    return DPFTRL(
-        env.dim,
-        env.horizon,
-        epsilon=epsilon,
-        delta=delta,
-        noise=noise,
-        calibration=calibration,
-        replicas=replicas,
-        rng=rng,
-        **_ftrl_geometry(env),
-        **options,
-    )
+# Every factory takes (env, *, epsilon, calibration, replicas, rng, **options); those four
+# keywords are the learners' own constructor keywords, so they pass straight through.
 
 
-def _ftrl(
-    env: Any,
-    *,
-    epsilon: float | None,
-    calibration: str,
-    replicas: int,
-    rng: np.random.Generator,
-    **options: Any,
-) -> Learner:
-    return DPFTRL(
-        env.dim,
-        env.horizon,
-        epsilon=None,
-        replicas=replicas,
-        rng=rng,
-        **_ftrl_geometry(env),
-        **options,
-    )
+def _dp_ftrl(env: Any, **kw: Any) -> Learner:
+    noise = kw.pop("noise", "laplace")
+    delta = float(kw.pop("delta", 0.0 if noise == "laplace" else 1e-6))
+    return DPFTRL(env.dim, env.horizon, noise=noise, delta=delta, **_ftrl_geometry(env), **kw)
 
 
-def _dp_ftpl(
-    env: Any,
-    *,
-    epsilon: float | None,
-    calibration: str,
-    replicas: int,
-    rng: np.random.Generator,
-    **options: Any,
-) -> Learner:
-    domain = getattr(env, "domain", "simplex")
-    radius = getattr(env, "radius", 1.0)
+def _dp_ftpl(env: Any, **kw: Any) -> Learner:
     return DPFTPL(
         env.dim,
         env.horizon,
-        epsilon=epsilon,
-        calibration=calibration,
-        domain=domain,
-        radius=radius,
-        replicas=replicas,
-        rng=rng,
-        **options,
+        domain=getattr(env, "domain", "simplex"),
+        radius=getattr(env, "radius", 1.0),
+        **kw,
     )
 
 
-def _dp_scrible(
-    env: Any,
-    *,
-    epsilon: float | None,
-    calibration: str,
-    replicas: int,
-    rng: np.random.Generator,
-    **options: Any,
-) -> Learner:
-    return DPSCRiBLe(
-        env.barrier,
-        env.horizon,
-        epsilon=epsilon,
-        calibration=calibration,
-        replicas=replicas,
-        rng=rng,
-        **options,
-    )
+def _dp_scrible(env: Any, **kw: Any) -> Learner:
+    return DPSCRiBLe(env.barrier, env.horizon, **kw)
 
 
-def _scrible(
-    env: Any,
-    *,
-    epsilon: float | None,
-    calibration: str,
-    replicas: int,
-    rng: np.random.Generator,
-    **options: Any,
-) -> Learner:
-    return DPSCRiBLe(env.barrier, env.horizon, epsilon=None, replicas=replicas, rng=rng, **options)
+def _dp_exp2(env: Any, **kw: Any) -> Learner:
+    return DPEXP2(env.dim, env.horizon, **kw)
 
 
-def _private_fw(
-    env: Any,
-    *,
-    epsilon: float | None,
-    calibration: str,
-    replicas: int,
-    rng: np.random.Generator,
-    p: float = 1.5,
-    delta: float | None = None,
-    **options: Any,
-) -> Learner:
+def _private_fw(env: Any, *, p: float = 1.5, delta: float | None = None, **kw: Any) -> Learner:
+    """Algorithm 2 for p = 1, Algorithm 1 otherwise, with the stream's input bounds."""
     p = float(p)
     delta = 1.0 / env.horizon if delta is None else float(delta)
     if p == 1.0:
@@ -200,58 +127,13 @@ def _private_fw(
             env.horizon,
             x_bound=env.x_bound(np.inf),
             y_bound=env.y_bound,
-            epsilon=epsilon,
             delta=delta,
-            calibration=calibration,
-            replicas=replicas,
-            rng=rng,
-            **options,
+            **kw,
         )
     ball = LpBall(env.dim, p)
     return PrivateStreamingFrankWolfe(
-        ball,
-        env.horizon,
-        x_bound=env.x_bound(ball.q),
-        y_bound=env.y_bound,
-        epsilon=epsilon,
-        delta=delta,
-        calibration=calibration,
-        replicas=replicas,
-        rng=rng,
-        **options,
+        ball, env.horizon, x_bound=env.x_bound(ball.q), y_bound=env.y_bound, delta=delta, **kw
     )
-
-
-def _dp_exp2(
-    env: Any,
-    *,
-    epsilon: float | None,
-    calibration: str,
-    replicas: int,
-    rng: np.random.Generator,
-    **options: Any,
-) -> Learner:
-    return DPEXP2(
-        env.dim,
-        env.horizon,
-        epsilon=epsilon,
-        calibration=calibration,
-        replicas=replicas,
-        rng=rng,
-        **options,
-    )
-
-
-def _exp2(
-    env: Any,
-    *,
-    epsilon: float | None,
-    calibration: str,
-    replicas: int,
-    rng: np.random.Generator,
-    **options: Any,
-) -> Learner:
-    return DPEXP2(env.dim, env.horizon, epsilon=None, replicas=replicas, rng=rng, **options)
 
 
 LEARNERS: dict[str, LearnerEntry] = {
@@ -294,9 +176,7 @@ LEARNERS: dict[str, LearnerEntry] = {
         ),
         LearnerEntry(
             "ftpl",
-            lambda env, *, epsilon, calibration, replicas, rng, **options: _dp_ftpl(
-                env, epsilon=None, calibration="tight", replicas=replicas, rng=rng, **options
-            ),
+            _without_noise(_dp_ftpl),
             paper="Follow-the-Perturbed-Leader with Gaussian perturbations (Abernethy et al. "
             "2014); the non-private counterpart of dp-ftpl (Theorem 3.5's regret term only)",
             setting="experts; online linear optimisation over the ball or cube",
@@ -322,9 +202,7 @@ LEARNERS: dict[str, LearnerEntry] = {
         ),
         LearnerEntry(
             "frank-wolfe",
-            lambda env, *, epsilon, calibration, replicas, rng, **options: _private_fw(
-                env, epsilon=None, calibration="tight", replicas=replicas, rng=rng, **options
-            ),
+            _without_noise(_private_fw),
             paper="Streaming Frank-Wolfe with recursive gradients (Xie et al. 2020); the "
             "non-private counterpart of dp-frank-wolfe",
             setting="streaming stochastic convex optimisation (squared loss, l_p ball)",
@@ -369,7 +247,7 @@ LEARNERS: dict[str, LearnerEntry] = {
         ),
         LearnerEntry(
             "scrible",
-            _scrible,
+            _without_noise(_dp_scrible),
             paper="SCRiBLe (Abernethy, Hazan & Rakhlin 2012); the non-private counterpart of "
             "dp-scrible",
             setting="bandit linear optimisation over a set with a self-concordant barrier",
@@ -381,7 +259,7 @@ LEARNERS: dict[str, LearnerEntry] = {
         ),
         LearnerEntry(
             "exp2",
-            _exp2,
+            _without_noise(_dp_exp2),
             paper="EXP2 with uniform exploration (Bubeck et al. 2012); the non-private "
             "counterpart of dp-exp2",
             setting="multi-armed bandit",
@@ -393,7 +271,7 @@ LEARNERS: dict[str, LearnerEntry] = {
         ),
         LearnerEntry(
             "ftrl",
-            _ftrl,
+            _without_noise(_dp_ftrl),
             paper="Follow-the-Regularized-Leader with entropy (Hedge); the non-private "
             "counterpart of dp-ftrl",
             setting="experts; online linear optimisation over the ball or cube",

@@ -41,19 +41,13 @@ def test_table_is_tidy_and_regret_is_exact():
     tasks = make_tasks(**SMALL)
     assert len(tasks) == 1 + 2 * 2  # non-private once, private x eps x calibrations
     table = run_sweep(tasks, backend="serial", progress=False)
-    assert list(table.columns) == [
-        "learner",
-        "label",
-        "environment",
-        "calibration",
-        "epsilon",
-        "proven_epsilon",
-        "delta",
-        "seed",
-        "t",
-        "cumulative_loss",
-        "regret",
-    ]
+    assert (
+        list(table.columns)
+        == (
+            "learner label environment calibration epsilon proven_epsilon delta seed t "
+            "cumulative_loss regret"
+        ).split()
+    )
     assert len(table) == len(tasks) * 3 * 30
     # regret = cumulative loss - best cumulative loss of a fixed expert (recomputed here)
     from dponline.environments import switching_best_losses

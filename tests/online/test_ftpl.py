@@ -11,6 +11,7 @@ from scipy.optimize import linprog
 from dponline.online.ftpl import DPFTPL, ftpl_sigma_paper, linear_oracle
 from dponline.privacy.accounting import gaussian_epsilon
 from dponline.protocol import LossVectorFeedback
+from tests.helpers import first_coordinate_decisions, with_noise_fraction
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -76,17 +77,7 @@ def _ftpl_sampler(fraction):
 
     def sample(losses, n, rng):
         lr = DPFTPL(N, T, epsilon=1.0, delta=1e-5, replicas=n, rng=rng)
-        if fraction != 1.0:  # the same learner on a counter with a fraction of the noise
-            c = lr.counter
-            lr.counter = type(c)(
-                T, N, c.noise.scaled(fraction), replicas=n, rng=rng, bounds=c.bounds
-            )
-            lr._cumulative = lr.counter.initial_release()
-        out = []
-        for t in range(T):
-            out.append(lr.act()[:, 0])
-            lr.observe(LossVectorFeedback(losses[t]))
-        return np.stack(out, axis=1)
+        return first_coordinate_decisions(with_noise_fraction(lr, fraction, rng), losses)
 
     return sample
 

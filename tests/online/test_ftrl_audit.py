@@ -9,7 +9,7 @@ import pytest
 
 from dponline.online import DPFTRL
 from dponline.privacy.audit import audit
-from dponline.protocol import LossVectorFeedback
+from tests.helpers import first_coordinate_decisions, with_noise_fraction
 
 T, N = 8, 2
 A = np.zeros((T, N))
@@ -25,18 +25,8 @@ def _learner(noise, n, rng):
 
 def _sampler(noise, fraction):
     def sample(losses, n, rng):
-        lr = _learner(noise, n, rng)
-        if fraction != 1.0:  # the same learner on a counter with a fraction of the noise
-            c = lr.counter
-            lr.counter = type(c)(
-                T, N, c.noise.scaled(fraction), replicas=n, rng=rng, bounds=c.bounds
-            )
-            lr._cumulative = lr.counter.initial_release()
-        out = []
-        for t in range(T):
-            out.append(lr.act()[:, 0])
-            lr.observe(LossVectorFeedback(losses[t]))
-        return np.stack(out, axis=1)
+        lr = with_noise_fraction(_learner(noise, n, rng), fraction, rng)
+        return first_coordinate_decisions(lr, losses)
 
     return sample
 

@@ -14,6 +14,7 @@ from dponline.stochastic.noisy_min_frank_wolfe import (
     l1_ball_vertices,
     zcdp_epsilon,
 )
+from tests.helpers import label_flip_pair
 
 
 def test_vertices_and_zcdp_conversion():
@@ -94,10 +95,7 @@ def test_audit_not_refuted_and_a_hundredth_of_the_noise_refuted():
     allows for non-monotone scores (2 s / b): a tenth of the noise gives a lower bound of only
     ~0.16 here, a hundredth is refuted. A pair that attains the bound is still to be found."""
     n, d = 4, 2
-    a = np.zeros((n, d + 1))
-    a[:, 0] = 1.0
-    b = a.copy()
-    a[0, d], b[0, d] = 1.0, -1.0
+    a, b = label_flip_pair(n, d)
     claim = NoisyMinFrankWolfe(d, n, epsilon=1.0, delta=1e-5).privacy
     kw = dict(claim=claim, trials=50_000, pilot_trials=10_000, rng=4)
     ok = audit(_sampler(1.0), a, b, **kw)

@@ -14,6 +14,7 @@ from dponline.privacy.generalized_gaussian import lq_regularity
 from dponline.protocol import SampleFeedback
 from dponline.stochastic import StreamingFrankWolfe
 from dponline.stochastic.private_frank_wolfe import PrivateStreamingFrankWolfe
+from tests.helpers import label_flip_pair, with_noise_fraction
 
 
 def test_without_noise_it_is_the_streaming_frank_wolfe():
@@ -89,8 +90,7 @@ def _sampler(calibration, fraction, n=8, d=2):
             replicas=m,
             rng=rng,
         )
-        if fraction != 1.0:
-            lr.counter = type(lr.counter)(n, d, lr.noise.scaled(fraction), replicas=m, rng=rng)
+        with_noise_fraction(lr, fraction, rng)
         out = []
         for t in range(n):
             lr.observe(SampleFeedback(data[t, :d], data[t, d]))
@@ -107,10 +107,7 @@ def test_audit(calibration):
     the audit needs a fiftieth of the noise to refute (a tenth gives a lower bound of ~0.9 for
     tight and ~0.3 for paper)."""
     n, d = 8, 2
-    a = np.zeros((n, d + 1))
-    a[:, 0] = 1.0
-    b = a.copy()
-    a[0, d], b[0, d] = 1.0, -1.0
+    a, b = label_flip_pair(n, d)
     claim = PrivateStreamingFrankWolfe(
         LpBall(d, 1.5),
         n,

@@ -23,13 +23,12 @@ gamma = eta N sqrt(1 + 2 lambda^2 log NT).
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.privacy.bounds import Box, check_finite
-from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyNotion, PrivacyWarning
+from dponline.privacy.calibration import reduction_laplace
 from dponline.privacy.noise import LaplaceNoise
 from dponline.protocol import BanditFeedback, Feedback, FeedbackKind
 from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
@@ -105,42 +104,14 @@ class DPEXP2:
         low, high = (float(v) for v in loss_range)
         self.bounds = Box(low, high, dim=1)
         self.clip = bool(clip)
-        if calibration not in ("tight", "paper"):
-            raise ValueError(f"calibration must be 'tight' or 'paper', got {calibration!r}")
-        if epsilon is None:
-            lam = 0.0
-            self.privacy: PrivacyGuarantee | None = None
-        else:
-            if not (epsilon > 0 and math.isfinite(epsilon)):
-                raise ValueError(f"epsilon must be a finite positive number, got {epsilon!r}")
-            width = high - low
-            if calibration == "paper":
-                lam = max(abs(low), abs(high)) / epsilon
-                how = (
-                    f"Agarwal & Singh (2017) Thm 4.1 / Lemma 4.2: Laplace({lam:.6g}) on each "
-                    f"observed loss; loss values move by up to {width:g}"
-                )
-            else:
-                lam = width / epsilon
-                how = (
-                    f"Laplace mechanism on each observed loss (Lemma 4.2) with its exact "
-                    f"sensitivity {width:g} (width of the loss interval)"
-                )
-            proven = width / lam if lam > 0 else math.inf
-            self.privacy = PrivacyGuarantee(
-                epsilon=proven,
-                delta=0.0,
-                notion=PrivacyNotion.EVENT_LEVEL_DP,
-                derivation=how,
-                requested_epsilon=float(epsilon),
-                requested_delta=0.0,
-            )
-            if not self.privacy.meets_request:
-                warnings.warn(
-                    f"DP-EXP2 with calibration='paper' proves only epsilon={proven:.4g}: {how}",
-                    PrivacyWarning,
-                    stacklevel=2,
-                )
+        # a loss value moves by at most the width of the loss interval
+        lam, self.privacy = reduction_laplace(
+            high - low,
+            max(abs(low), abs(high)),
+            epsilon,
+            calibration,
+            "Agarwal & Singh (2017) Thm 4.1 (lambda = ||l||_inf / epsilon)",
+        )
         self.laplace_scale = lam
         self.noise = LaplaceNoise(lam)
         default_eta, default_gamma = exp2_parameters(self.n_arms, self.horizon, lam)

@@ -24,14 +24,13 @@ M = sup |<l, x>| over Y x K (bounded here by sup ||l||_2 sup ||x||_2).
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.domains.barriers import SelfConcordantBarrier
 from dponline.privacy.bounds import InputBounds, NormBall, check_finite
-from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
+from dponline.privacy.calibration import reduction_laplace
 from dponline.privacy.noise import LaplaceNoise
 from dponline.protocol import BanditFeedback, Feedback, FeedbackKind
 from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
@@ -113,36 +112,14 @@ class DPSCRiBLe:
             raise ValueError(f"loss_bounds has dimension {self.bounds.dim}, expected {self.dim}")
         self.clip = bool(clip)
         self.newton_tol = float(newton_tol)
-        if calibration not in ("tight", "paper"):
-            raise ValueError(f"calibration must be 'tight' or 'paper', got {calibration!r}")
-        diam1 = self.bounds.diameter(1)
-        if epsilon is None:
-            lam = 0.0
-            self.privacy: PrivacyGuarantee | None = None
-        else:
-            if not (epsilon > 0 and math.isfinite(epsilon)):
-                raise ValueError(f"epsilon must be a finite positive number, got {epsilon!r}")
-            if calibration == "paper":
-                lam = self.bounds.max_norm(1) / epsilon
-                how = f"Agarwal & Singh (2017) Thm 4.5: Lap^N(||Y||_1 / eps = {lam:.6g})"
-            else:
-                lam = diam1 / epsilon
-                how = f"Lap^N(diam_1(Y) / eps = {lam:.6g}), exact sensitivity in Lemma 4.2"
-            self.privacy = PrivacyGuarantee(
-                epsilon=diam1 / lam,
-                delta=0.0,
-                derivation=how + "; the fictitious-loss argument of Lemma 4.2 with l1 "
-                f"sensitivity diam_1(Y) = {diam1:.6g}",
-                requested_epsilon=float(epsilon),
-                requested_delta=0.0,
-            )
-            if not self.privacy.meets_request:
-                warnings.warn(
-                    f"DP-SCRiBLe with calibration='paper' proves only epsilon="
-                    f"{self.privacy.epsilon:.4g}: {how}",
-                    PrivacyWarning,
-                    stacklevel=2,
-                )
+        # the fictitious-loss argument of Lemma 4.2: l1 sensitivity diam_1(Y)
+        lam, self.privacy = reduction_laplace(
+            self.bounds.diameter(1),
+            self.bounds.max_norm(1),
+            epsilon,
+            calibration,
+            "Agarwal & Singh (2017) Thm 4.5 (lambda = ||Y||_1 / epsilon)",
+        )
         self.laplace_scale = lam
         self.noise = LaplaceNoise(lam)
         x_norm = barrier.max_norm()

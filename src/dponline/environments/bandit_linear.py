@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dponline.domains.barriers import SelfConcordantBarrier
-from dponline.privacy.bounds import check_finite
+from dponline.environments.oblivious import ObliviousLosses
 from dponline.protocol import BanditFeedback, FeedbackKind
 
 __all__ = ["BanditLinearEnvironment"]
 
 
 @dataclass
-class BanditLinearEnvironment:
+class BanditLinearEnvironment(ObliviousLosses):
     """Oblivious loss vectors ``losses`` (T, N) over the set of ``barrier``."""
 
     losses: np.ndarray
@@ -26,19 +26,9 @@ class BanditLinearEnvironment:
     setting: str = field(default="bandit linear optimisation", init=False)
 
     def __post_init__(self) -> None:
-        self.losses = check_finite(self.losses, f"losses of {self.name!r}")
-        if self.losses.ndim != 2 or self.losses.shape[1] != self.barrier.dim:
-            raise ValueError(f"losses must be (T, {self.barrier.dim}), got {self.losses.shape}")
+        self._validate_losses(dim=self.barrier.dim)
         cum = np.cumsum(self.losses, axis=0)
         self._best = np.array([self.barrier.min_linear(c) for c in cum])
-
-    @property
-    def horizon(self) -> int:
-        return int(self.losses.shape[0])
-
-    @property
-    def dim(self) -> int:
-        return int(self.losses.shape[1])
 
     def round(self, t: int, action: np.ndarray) -> tuple[BanditFeedback, np.ndarray]:
         y = np.asarray(action, dtype=float)
@@ -46,6 +36,3 @@ class BanditLinearEnvironment:
             raise ValueError(f"round {t + 1}: a played point lies outside the decision set")
         value = y @ self.losses[t]
         return BanditFeedback(value), value
-
-    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
-        return cumulative_loss - self._best

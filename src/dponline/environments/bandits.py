@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from dponline.privacy.bounds import check_finite
+from dponline.environments.oblivious import ObliviousLosses
 from dponline.protocol import BanditFeedback, FeedbackKind
 from dponline.rng import generator_from_state, generator_state
 
@@ -27,7 +27,7 @@ def _arms(action: np.ndarray, k: int) -> np.ndarray:
 
 
 @dataclass
-class BanditEnvironment:
+class BanditEnvironment(ObliviousLosses):
     """Adversarial (oblivious) bandit over a loss matrix ``losses`` (T, K) in [0, 1]."""
 
     losses: np.ndarray
@@ -36,29 +36,12 @@ class BanditEnvironment:
     setting: str = field(default="bandit", init=False)
 
     def __post_init__(self) -> None:
-        self.losses = check_finite(self.losses, f"losses of {self.name!r}")
-        if self.losses.ndim != 2:
-            raise ValueError(f"losses must be a (T, K) matrix, got shape {self.losses.shape}")
-        if self.losses.min() < 0 or self.losses.max() > 1:
-            raise ValueError(
-                f"bandit losses must lie in [0, 1], got [{self.losses.min()}, {self.losses.max()}]"
-            )
+        self._validate_losses(0.0, 1.0)
         self._best = np.cumsum(self.losses, axis=0).min(axis=1)
-
-    @property
-    def horizon(self) -> int:
-        return int(self.losses.shape[0])
-
-    @property
-    def dim(self) -> int:
-        return int(self.losses.shape[1])
 
     def round(self, t: int, action: np.ndarray) -> tuple[BanditFeedback, np.ndarray]:
         loss = self.losses[t, _arms(action, self.dim)]
         return BanditFeedback(loss), loss
-
-    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
-        return cumulative_loss - self._best
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dponline.privacy.bounds import check_finite
+from dponline.environments.oblivious import ObliviousLosses
 from dponline.protocol import FeedbackKind, LossVectorFeedback
 
 __all__ = [
@@ -26,7 +26,7 @@ __all__ = [
 
 
 @dataclass
-class ExpertsEnvironment:
+class ExpertsEnvironment(ObliviousLosses):
     """Full-information experts over a fixed (oblivious) loss matrix ``losses`` (T, N)."""
 
     losses: np.ndarray
@@ -37,36 +37,13 @@ class ExpertsEnvironment:
     setting: str = field(default="experts", init=False)
 
     def __post_init__(self) -> None:
-        self.losses = check_finite(self.losses, f"losses of {self.name!r}")
-        if self.losses.ndim != 2 or min(self.losses.shape) < 1:
-            raise ValueError(f"losses must be a (T, N) matrix, got shape {self.losses.shape}")
-        if self.losses.min() < self.low or self.losses.max() > self.high:
-            raise ValueError(
-                f"losses of {self.name!r} lie in [{self.losses.min()}, {self.losses.max()}], "
-                f"outside the declared [{self.low}, {self.high}]"
-            )
+        self._validate_losses(self.low, self.high)
         self._best = np.cumsum(self.losses, axis=0).min(axis=1)
-
-    @property
-    def horizon(self) -> int:
-        return int(self.losses.shape[0])
-
-    @property
-    def dim(self) -> int:
-        return int(self.losses.shape[1])
 
     def round(self, t: int, action: np.ndarray) -> tuple[LossVectorFeedback, np.ndarray]:
         """Round t (0-indexed): the feedback and each replica's loss <p, l_t>."""
         loss = self.losses[t]
         return LossVectorFeedback(loss), np.asarray(action) @ loss
-
-    def best_cumulative_loss(self) -> np.ndarray:
-        """min_i sum_{s<=t} l_s(i) for t = 1..T."""
-        return self._best
-
-    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
-        """Regret curves from cumulative losses (..., T)."""
-        return cumulative_loss - self._best
 
 
 def alternating_losses(horizon: int, n_experts: int) -> np.ndarray:

@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dponline.privacy.bounds import check_finite
+from dponline.environments.oblivious import ObliviousLosses
 from dponline.protocol import FeedbackKind, LossVectorFeedback
 
 __all__ = ["LinearLossEnvironment"]
 
 
 @dataclass
-class LinearLossEnvironment:
+class LinearLossEnvironment(ObliviousLosses):
     """Oblivious loss vectors ``losses`` (T, d) against decisions in ``domain``."""
 
     losses: np.ndarray
@@ -29,9 +29,7 @@ class LinearLossEnvironment:
     setting: str = field(default="online linear optimisation", init=False)
 
     def __post_init__(self) -> None:
-        self.losses = check_finite(self.losses, f"losses of {self.name!r}")
-        if self.losses.ndim != 2:
-            raise ValueError(f"losses must be a (T, d) matrix, got shape {self.losses.shape}")
+        self._validate_losses()
         cum = np.cumsum(self.losses, axis=0)
         if self.domain == "ball":
             self._best = -self.radius * np.linalg.norm(cum, axis=1)
@@ -40,17 +38,6 @@ class LinearLossEnvironment:
         else:
             raise ValueError(f"domain must be 'ball' or 'cube', got {self.domain!r}")
 
-    @property
-    def horizon(self) -> int:
-        return int(self.losses.shape[0])
-
-    @property
-    def dim(self) -> int:
-        return int(self.losses.shape[1])
-
     def round(self, t: int, action: np.ndarray) -> tuple[LossVectorFeedback, np.ndarray]:
         loss = self.losses[t]
         return LossVectorFeedback(loss), np.asarray(action) @ loss
-
-    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
-        return cumulative_loss - self._best

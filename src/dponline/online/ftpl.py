@@ -20,18 +20,19 @@ counter. Either way the guarantee reported is what the sigma actually used prove
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from dponline.continual.base import ContinualCounter
 from dponline.continual.registry import get_mechanism
+from dponline.online.counter_learner import CounterLearner
 from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma, zcdp_rho
 from dponline.privacy.bounds import Box, InputBounds
 from dponline.privacy.calibration import paper_log
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise
-from dponline.protocol import Feedback, FeedbackKind, LossVectorFeedback
+from dponline.protocol import FeedbackKind
 from dponline.rng import RngLike
 
 __all__ = ["DPFTPL", "ftpl_sigma_paper", "linear_oracle"]
@@ -60,7 +61,7 @@ def ftpl_sigma_paper(y2_norm: float, dim: int, horizon: int, epsilon: float, del
     return max(regret_term, privacy_term)
 
 
-class DPFTPL:
+class DPFTPL(CounterLearner):
     """Private FTPL (Agarwal & Singh 2017, Algorithm 3) with Gaussian tree noise.
 
     Parameters
@@ -173,21 +174,3 @@ class DPFTPL:
     def act(self) -> np.ndarray:
         """x_t = argmin_{x in X} <x, L~_{t-1}>, shape (replicas, dim)."""
         return linear_oracle(self.domain, self._cumulative, self.radius)
-
-    def observe(self, feedback: Feedback) -> None:
-        if not isinstance(feedback, LossVectorFeedback):
-            raise TypeError(f"DPFTPL observes LossVectorFeedback, got {type(feedback).__name__}")
-        self._cumulative = self.counter.step(feedback.loss)
-        self.t += 1
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "t": self.t,
-            "cumulative": self._cumulative.copy(),
-            "counter": self.counter.state_dict(),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.counter.load_state_dict(state["counter"])
-        self._cumulative = np.array(state["cumulative"], dtype=float)
-        self.t = int(state["t"])

@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from dponline.continual import BinaryTreeCounter, ContinualCounter, make_counter
+from dponline.online.counter_learner import CounterLearner
 from dponline.privacy.bounds import Box, InputBounds
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise
-from dponline.protocol import Feedback, FeedbackKind, LossVectorFeedback
+from dponline.protocol import FeedbackKind
 from dponline.rng import RngLike
 
 __all__ = ["DPFTRL", "EntropicSimplex", "EuclideanBall", "EuclideanCube", "PolytopeDomain"]
@@ -105,7 +106,7 @@ class EuclideanCube:
         return 2.0 * np.abs(z).sum(axis=-1)
 
 
-class DPFTRL:
+class DPFTRL(CounterLearner):
     """Private FTRL (Agarwal & Singh 2017, Algorithm 1) on a continual counter.
 
     Parameters
@@ -229,24 +230,6 @@ class DPFTRL:
     def act(self) -> np.ndarray:
         """x_t = argmin eta <x, L~_{t-1}> + R(x), shape (replicas, dim)."""
         return self.domain.argmin(self.eta, self._cumulative)
-
-    def observe(self, feedback: Feedback) -> None:
-        if not isinstance(feedback, LossVectorFeedback):
-            raise TypeError(f"DPFTRL observes LossVectorFeedback, got {type(feedback).__name__}")
-        self._cumulative = self.counter.step(feedback.loss)
-        self.t += 1
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "t": self.t,
-            "cumulative": self._cumulative.copy(),
-            "counter": self.counter.state_dict(),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.counter.load_state_dict(state["counter"])
-        self._cumulative = np.array(state["cumulative"], dtype=float)
-        self.t = int(state["t"])
 
 
 class PolytopeDomain:

@@ -54,6 +54,8 @@ __all__ = [
     "generalized_gaussian_sigma",
     "han_sigma_plus",
     "paper_log",
+    "proven_guarantee",
+    "reduction_laplace",
 ]
 
 CALIBRATIONS = ("tight", "paper")
@@ -206,7 +208,7 @@ def han_sigma_plus(
 
 
 # ---------------------------------------------------------------- counters
-def _guarantee(
+def proven_guarantee(
     epsilon: float,
     delta: float,
     derivation: str,
@@ -214,7 +216,10 @@ def _guarantee(
     requested: tuple[float, float],
     rho: float | None = None,
     neighbouring: Neighbouring = Neighbouring.ONE_ROUND,
+    stacklevel: int = 3,
 ) -> PrivacyGuarantee:
+    """The guarantee a noise proves, with what was requested; warns (PrivacyWarning) when the
+    proof gives less than the request, so that no calibration overstates its privacy."""
     g = PrivacyGuarantee(
         epsilon=float(epsilon),
         delta=float(delta),
@@ -230,7 +235,7 @@ def _guarantee(
             f"this calibration proves only epsilon={g.epsilon:.4g}, delta={g.delta:.3g}, "
             f"not the requested ({requested[0]:.4g}, {requested[1]:.3g}): {derivation}",
             PrivacyWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
     return g
 
@@ -312,7 +317,7 @@ def calibrate_counter(
                 f"of the input set: scale = {l1f:g} * {d1:g} / epsilon"
             )
         return Calibration(
-            LaplaceNoise(b), _guarantee(eps, 0.0, how, requested=req), calibration, cls.name
+            LaplaceNoise(b), proven_guarantee(eps, 0.0, how, requested=req), calibration, cls.name
         )
 
     if noise == "gaussian":
@@ -331,7 +336,7 @@ def calibrate_counter(
         )
         return Calibration(
             GaussianNoise(sigma),
-            _guarantee(eps, delta, how, requested=req, rho=zcdp_rho(total, sigma)),
+            proven_guarantee(eps, delta, how, requested=req, rho=zcdp_rho(total, sigma)),
             calibration,
             cls.name,
         )
@@ -363,4 +368,38 @@ def calibrate_counter(
     how += f"; l_{regular_norm:g} diameter {dq:.6g}, kappa {kappa:.6g}, smooth l_{reg.r:g} norm"
     # density exp(-(s ||z||_r)^2 / (2 sigma_+^2)) is the l_r generalized Gaussian at sigma_+/s.
     gg = GeneralizedGaussianNoise(sigma_plus / reg.norm_scale, reg.r)
-    return Calibration(gg, _guarantee(epsilon, delta, how, requested=req), calibration, cls.name)
+    return Calibration(
+        gg, proven_guarantee(epsilon, delta, how, requested=req), calibration, cls.name
+    )
+
+
+def reduction_laplace(
+    sensitivity: float,
+    paper_numerator: float,
+    epsilon: float | None,
+    calibration: str,
+    paper_source: str,
+) -> tuple[float, PrivacyGuarantee | None]:
+    """Laplace scale and guarantee for Agarwal & Singh's Algorithm 4 (Lemma 4.2): noise added
+    to every observed loss value, each value used once.
+
+    ``"paper"``: lambda = ``paper_numerator`` / epsilon (the paper's ||Y||); ``"tight"``:
+    lambda = ``sensitivity`` / epsilon with the exact sensitivity. Either way the guarantee is
+    sensitivity / lambda (with a PrivacyWarning when that exceeds epsilon). ``epsilon=None``
+    gives (0, None): the non-private algorithm.
+    """
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    if epsilon is None:
+        return 0.0, None
+    epsilon = _pos("epsilon", epsilon)
+    if calibration == "paper":
+        lam = float(paper_numerator) / epsilon
+        how = f"{paper_source}: Laplace({lam:.6g}) on each observed loss value"
+    else:
+        lam = float(sensitivity) / epsilon
+        how = f"Laplace({lam:.6g}) on each observed loss value, exact sensitivity"
+    how += f" (Lemma 4.2; sensitivity {sensitivity:.6g})"
+    return lam, proven_guarantee(
+        sensitivity / lam, 0.0, how, requested=(epsilon, 0.0), stacklevel=4
+    )

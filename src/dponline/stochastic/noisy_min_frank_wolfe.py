@@ -32,10 +32,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.privacy.bounds import check_finite
-from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee, PrivacyWarning
-from dponline.protocol import Feedback, FeedbackKind, SampleFeedback
+from dponline.privacy.calibration import proven_guarantee
+from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
+from dponline.protocol import Feedback, FeedbackKind
 from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
+from dponline.stochastic.samples import checked_sample
 
 __all__ = ["NoisyMinFrankWolfe", "l1_ball_vertices", "zcdp_epsilon"]
 
@@ -88,7 +89,6 @@ class NoisyMinFrankWolfe:
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
-        import warnings
 
         self.dim, self.horizon, self.replicas = int(dim), int(horizon), int(replicas)
         self.vertices = (
@@ -136,24 +136,16 @@ class NoisyMinFrankWolfe:
             eps_t = 2.0 * self._sens / self._scales
             rho = float((eps_t**2).sum() / 2.0)
             proven = zcdp_epsilon(rho, delta)
-            self.privacy = PrivacyGuarantee(
-                epsilon=proven,
-                delta=delta,
-                neighbouring=Neighbouring.ONE_SAMPLE,
-                derivation=(
-                    f"{how}; step t is (2 s_t / b_t)-DP (report-noisy-min, s_t = "
-                    f"{r:.4g} x 2(beta D + L)/(t+1)), composed in zCDP: rho = {rho:.4g}"
-                ),
+            self.privacy = proven_guarantee(
+                proven,
+                delta,
+                f"{how}; step t is (2 s_t / b_t)-DP (report-noisy-min, s_t = {r:.4g} x "
+                f"2(beta D + L)/(t+1)), composed in zCDP: rho = {rho:.4g}",
+                requested=(eps, delta),
                 rho=rho,
-                requested_epsilon=eps,
-                requested_delta=delta,
+                neighbouring=Neighbouring.ONE_SAMPLE,
+                stacklevel=3,
             )
-            if not self.privacy.meets_request:
-                warnings.warn(
-                    f"Algorithm 2's noise proves only epsilon={proven:.4g}",
-                    PrivacyWarning,
-                    stacklevel=2,
-                )
         self._rng = as_generator(rng)
         self.theta_prev = np.zeros((self.replicas, self.dim))
         self.theta = np.zeros((self.replicas, self.dim))
@@ -168,29 +160,11 @@ class NoisyMinFrankWolfe:
         return self.theta.copy()
 
     def observe(self, feedback: Feedback) -> None:
-        if not isinstance(feedback, SampleFeedback):
-            raise TypeError(f"observes SampleFeedback, got {type(feedback).__name__}")
         if self.t >= self.horizon:
             raise ValueError(
                 f"built for {self.horizon} samples; sample {self.t + 1} would void its guarantee"
             )
-        x = check_finite(feedback.x, "sample x")
-        y_arr = check_finite(feedback.y, "sample y")
-        if x.shape != (self.dim,) or y_arr.shape != ():
-            raise ValueError(
-                f"a sample is x of shape ({self.dim},) and a scalar y, shared by all "
-                f"replicas; got {x.shape} and {y_arr.shape}"
-            )
-        y = float(y_arr)
-        nx = float(np.abs(x).max())
-        if nx > self.x_bound or abs(y) > self.y_bound:
-            if not self.clip:
-                raise ValueError(
-                    f"sample outside the declared bounds: ||x||_inf = {nx!r} "
-                    f"(bound {self.x_bound}), |y| = {abs(y)!r} (bound {self.y_bound})"
-                )
-            x = np.clip(x, -self.x_bound, self.x_bound)
-            y = float(np.clip(y, -self.y_bound, self.y_bound))
+        x, y = checked_sample(feedback, self.dim, math.inf, self.x_bound, self.y_bound, self.clip)
         t = self.t + 1
 
         def grad(theta: np.ndarray) -> np.ndarray:

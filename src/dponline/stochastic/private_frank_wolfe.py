@@ -33,7 +33,6 @@ import numpy as np
 from dponline.continual.binary_tree import BinaryTreeCounter, levels
 from dponline.domains.lp_ball import LpBall
 from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma, zcdp_rho
-from dponline.privacy.bounds import check_finite
 from dponline.privacy.calibration import generalized_gaussian_sigma, han_sigma_plus
 from dponline.privacy.generalized_gaussian import (
     GeneralizedGaussianNoise,
@@ -42,8 +41,9 @@ from dponline.privacy.generalized_gaussian import (
 )
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise, NoiseDistribution
-from dponline.protocol import Feedback, FeedbackKind, SampleFeedback
+from dponline.protocol import Feedback, FeedbackKind
 from dponline.rng import RngLike
+from dponline.stochastic.samples import checked_sample
 
 __all__ = ["PrivateStreamingFrankWolfe"]
 
@@ -187,35 +187,8 @@ class PrivateStreamingFrankWolfe:
         """theta_t, shape (replicas, d)."""
         return self.theta.copy()
 
-    def _check(self, x: np.ndarray, y: float) -> tuple[np.ndarray, float]:
-        x = check_finite(x, "sample x")
-        y_arr = check_finite(y, "sample y")
-        if x.shape != (self.dim,) or y_arr.shape != ():
-            raise ValueError(
-                f"a sample is x of shape ({self.dim},) and a scalar y, shared by all "
-                f"replicas; got {x.shape} and {y_arr.shape}"
-            )
-        y = float(y_arr)
-        nx = (
-            float(LpBall(self.dim, self.q).norm(x))
-            if self.q != math.inf
-            else float(np.abs(x).max())
-        )
-        if nx > self.x_bound or abs(y) > self.y_bound:
-            if not self.clip:
-                raise ValueError(
-                    f"sample outside the declared bounds: ||x||_q = {nx!r} (bound "
-                    f"{self.x_bound}), |y| = {abs(y)!r} (bound {self.y_bound})"
-                )
-            if nx > self.x_bound:
-                x = x * (self.x_bound * (1 - 1e-12) / nx)
-            y = float(np.clip(y, -self.y_bound, self.y_bound))
-        return x, y
-
     def observe(self, feedback: Feedback) -> None:
-        if not isinstance(feedback, SampleFeedback):
-            raise TypeError(f"observes SampleFeedback, got {type(feedback).__name__}")
-        x, y = self._check(np.asarray(feedback.x), feedback.y)  # type: ignore[arg-type]
+        x, y = checked_sample(feedback, self.dim, self.q, self.x_bound, self.y_bound, self.clip)
         t = self.t + 1
 
         def grad(theta: np.ndarray) -> np.ndarray:

@@ -1,0 +1,52 @@
+"""What every environment over a fixed (oblivious) loss matrix shares: validation of the matrix,
+its shape, and regret against the best fixed decision in hindsight, computed once."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dponline.privacy.bounds import check_finite
+
+__all__ = ["ObliviousLosses"]
+
+
+class ObliviousLosses:
+    """Mixin for dataclass environments with fields ``losses`` (T, N) and ``name``.
+
+    A subclass's ``__post_init__`` calls :meth:`_validate_losses` and then sets ``self._best``
+    to the best fixed decision's cumulative loss for t = 1..T (its closed form or an LP).
+    """
+
+    losses: np.ndarray
+    name: str
+    _best: np.ndarray
+
+    def _validate_losses(
+        self, low: float | None = None, high: float | None = None, dim: int | None = None
+    ) -> None:
+        self.losses = check_finite(self.losses, f"losses of {self.name!r}")
+        if self.losses.ndim != 2 or min(self.losses.shape) < 1:
+            raise ValueError(f"losses must be a (T, N) matrix, got shape {self.losses.shape}")
+        if dim is not None and self.losses.shape[1] != dim:
+            raise ValueError(f"losses must have {dim} columns, got shape {self.losses.shape}")
+        lo, hi = float(self.losses.min()), float(self.losses.max())
+        if (low is not None and lo < low) or (high is not None and hi > high):
+            raise ValueError(
+                f"losses of {self.name!r} lie in [{lo}, {hi}], outside the declared [{low}, {high}]"
+            )
+
+    @property
+    def horizon(self) -> int:
+        return int(self.losses.shape[0])
+
+    @property
+    def dim(self) -> int:
+        return int(self.losses.shape[1])
+
+    def best_cumulative_loss(self) -> np.ndarray:
+        """The best fixed decision's cumulative loss in hindsight, for t = 1..T."""
+        return self._best
+
+    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
+        """Regret curves from cumulative losses (..., T)."""
+        return cumulative_loss - self._best

@@ -1,0 +1,44 @@
+"""The input contract of the streaming squared-loss learners: a sample (x, y) with
+||x||_q <= X and |y| <= Y, which is what their Lipschitz and smoothness constants (and so their
+privacy) rest on."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dponline.domains.lp_ball import LpBall
+from dponline.privacy.bounds import check_finite
+from dponline.protocol import Feedback, SampleFeedback
+
+__all__ = ["checked_sample"]
+
+
+def checked_sample(
+    feedback: Feedback, dim: int, q: float, x_bound: float, y_bound: float, clip: bool
+) -> tuple[np.ndarray, float]:
+    """Validate a shared sample: x of shape (dim,), scalar y, finite, within the bounds.
+
+    Out-of-bounds samples raise ValueError naming the values and bounds, or with ``clip`` are
+    mapped into the bounds (x rescaled radially in l_q, y clipped).
+    """
+    if not isinstance(feedback, SampleFeedback):
+        raise TypeError(f"observes SampleFeedback, got {type(feedback).__name__}")
+    x = check_finite(feedback.x, "sample x")
+    y_arr = check_finite(feedback.y, "sample y")
+    if x.shape != (dim,) or y_arr.shape != ():
+        raise ValueError(
+            f"a sample is x of shape ({dim},) and a scalar y, shared by all replicas; got "
+            f"{x.shape} and {y_arr.shape}"
+        )
+    y = float(y_arr)
+    nx = float(LpBall(dim, q).norm(x))
+    if nx > x_bound or abs(y) > y_bound:
+        if not clip:
+            raise ValueError(
+                f"sample outside the declared bounds: ||x||_{q:g} = {nx!r} (bound {x_bound}), "
+                f"|y| = {abs(y)!r} (bound {y_bound})"
+            )
+        if nx > x_bound:
+            x = x * (x_bound * (1 - 1e-12) / nx)
+        y = float(np.clip(y, -y_bound, y_bound))
+    return x, y
