@@ -36,7 +36,7 @@ from dponline.privacy.calibration import proven_guarantee
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 from dponline.protocol import Feedback, FeedbackKind
 from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
-from dponline.stochastic.samples import checked_sample
+from dponline.stochastic.samples import checked_sample, squared_loss_constants
 
 __all__ = ["NoisyMinFrankWolfe", "l1_ball_vertices", "zcdp_epsilon"]
 
@@ -103,8 +103,7 @@ class NoisyMinFrankWolfe:
         r = float(np.abs(self.vertices).sum(axis=1).max())  # max_v ||v||_1
         diffs = self.vertices[:, None, :] - self.vertices[None, :, :]
         self.diameter = float(np.abs(diffs).sum(axis=-1).max())  # l_1 diameter D
-        self.lipschitz = 2.0 * (self.x_bound * r + self.y_bound) * self.x_bound
-        self.beta = 2.0 * self.x_bound**2
+        self.lipschitz, self.beta = squared_loss_constants(self.x_bound, self.y_bound, r)
         base = 2.0 * (self.beta * self.diameter + self.lipschitz)  # l_inf change of g_i
         t = np.arange(1, self.horizon + 1, dtype=float)
         self._sens = r * base / (t + 1.0)  # s_t

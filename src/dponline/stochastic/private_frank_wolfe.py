@@ -43,7 +43,7 @@ from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise, NoiseDistribution
 from dponline.protocol import Feedback, FeedbackKind
 from dponline.rng import RngLike
-from dponline.stochastic.samples import checked_sample
+from dponline.stochastic.samples import checked_sample, squared_loss_constants
 
 __all__ = ["PrivateStreamingFrankWolfe"]
 
@@ -95,8 +95,7 @@ class PrivateStreamingFrankWolfe:
         self.dim, self.q = domain.dim, domain.q
         self.x_bound, self.y_bound, self.clip = float(x_bound), float(y_bound), bool(clip)
         r, D = domain.radius, domain.diameter()
-        self.lipschitz = 2.0 * (self.x_bound * r + self.y_bound) * self.x_bound
-        self.beta = 2.0 * self.x_bound**2
+        self.lipschitz, self.beta = squared_loss_constants(self.x_bound, self.y_bound, r)
         self.sensitivity = 2.0 * (self.beta * D + self.lipschitz)  # l_q, Theorem 3.1's proof
         noise: NoiseDistribution
         if epsilon is None:

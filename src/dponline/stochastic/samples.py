@@ -10,7 +10,7 @@ from dponline.domains.lp_ball import LpBall
 from dponline.privacy.bounds import check_finite
 from dponline.protocol import Feedback, SampleFeedback
 
-__all__ = ["checked_sample"]
+__all__ = ["checked_sample", "squared_loss_constants"]
 
 
 def checked_sample(
@@ -42,3 +42,11 @@ def checked_sample(
             x = x * (x_bound * (1 - 1e-12) / nx)
         y = float(np.clip(y, -y_bound, y_bound))
     return x, y
+
+
+def squared_loss_constants(x_bound: float, y_bound: float, radius: float) -> tuple[float, float]:
+    """(L, beta) of f(theta; x, y) = (<x, theta> - y)^2 over an l_p ball of radius r for samples
+    with ||x||_q <= X, |y| <= Y (q the dual exponent): grad f = 2 (<x, theta> - y) x has
+    ||grad f||_q <= 2 (X r + Y) X = L, and ||grad f(theta) - grad f(theta')||_q
+    = 2 |<x, theta - theta'>| ||x||_q <= 2 X^2 ||theta - theta'||_p, so beta = 2 X^2."""
+    return 2.0 * (x_bound * radius + y_bound) * x_bound, 2.0 * x_bound**2
