@@ -82,11 +82,16 @@ def first_coordinate_decisions(learner, losses: np.ndarray) -> np.ndarray:
     return np.stack(out, axis=1)
 
 
-def label_flip_pair(n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+def label_flip_pair(n: int, d: int, label: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Two streams of n samples (x, y) rows: x = e_1 everywhere, y = 0, except sample 1's label,
-    +1 in the first stream and -1 in the second (datasets differing in one sample)."""
+    +label in the first stream and -label in the second (datasets differing in one sample).
+
+    For the squared loss with ||x|| <= 1 = X and |y| <= Y = label, sample 1's recursive-gradient
+    increment is grad f(0; x_1) = -2 y x_1 (theta_0 = theta_1 = 0), so the pair moves it by 4 Y,
+    against the proven bound 2 (beta D + L) = 2 (2 D + 2 (r + Y)): with a large label the pair
+    nearly attains the sensitivity (for r = 1, D = 2, Y = 100: 400 of 412)."""
     a = np.zeros((n, d + 1))
     a[:, 0] = 1.0
     b = a.copy()
-    a[0, d], b[0, d] = 1.0, -1.0
+    a[0, d], b[0, d] = label, -label
     return a, b

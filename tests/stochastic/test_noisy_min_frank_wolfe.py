@@ -77,9 +77,14 @@ def test_contract_and_resume():
         resumed.observe(SampleFeedback(x[0], y[0]))
 
 
+AUDIT_LABEL = 100.0  # Y: the label-flip pair then moves d_1 by 400 of the proven 412
+
+
 def _sampler(fraction, n=4, d=2):
     def sample(data, m, rng):
-        lr = NoisyMinFrankWolfe(d, n, epsilon=1.0, delta=1e-5, replicas=m, rng=rng)
+        lr = NoisyMinFrankWolfe(
+            d, n, y_bound=AUDIT_LABEL, epsilon=1.0, delta=1e-5, replicas=m, rng=rng
+        )
         lr._scales = lr._scales * fraction
         out = []
         for t in range(n):
@@ -90,17 +95,18 @@ def _sampler(fraction, n=4, d=2):
     return sample
 
 
-def test_audit_not_refuted_and_a_hundredth_of_the_noise_refuted():
-    """This pair moves d_1 by 4 in l_inf against the proven 2(beta D + L) = 16, and the proof
-    allows for non-monotone scores (2 s / b): a tenth of the noise gives a lower bound of only
-    ~0.16 here, a hundredth is refuted. A pair that attains the bound is still to be found."""
+def test_audit_not_refuted_and_a_tenth_of_the_noise_refuted():
+    """Sample 1's label +Y vs -Y (Y = 100) moves d_1 by 4Y = 400 in l_inf against the proven
+    2(beta D + L) = 412, and the scores <d, e_i> and <d, -e_i> move in opposite directions, the
+    non-monotone case the proof's 2 s / b covers. Measured lower bounds: 0.05 with the noise,
+    1.56 with a tenth of it."""
     n, d = 4, 2
-    a, b = label_flip_pair(n, d)
-    claim = NoisyMinFrankWolfe(d, n, epsilon=1.0, delta=1e-5).privacy
+    a, b = label_flip_pair(n, d, AUDIT_LABEL)
+    claim = NoisyMinFrankWolfe(d, n, y_bound=AUDIT_LABEL, epsilon=1.0, delta=1e-5).privacy
     kw = dict(claim=claim, trials=50_000, pilot_trials=10_000, rng=4)
     ok = audit(_sampler(1.0), a, b, **kw)
     assert not ok.refuted, str(ok)  # false refutation chance <= 1e-3
-    bad = audit(_sampler(0.01), a, b, **kw)
+    bad = audit(_sampler(0.1), a, b, **kw)
     assert bad.refuted, str(bad)
 
 
