@@ -3,7 +3,8 @@
 Every learner holds ``replicas`` independent copies along a leading axis and offers
 
 * ``act() -> np.ndarray``: this round's decision for every replica, shape ``(replicas, ...)``;
-* ``observe(feedback)``: the round's feedback (one of the classes below);
+* ``observe(feedback)``: the round's feedback (one of the classes below); in contextual bandits
+  also the round's context, before ``act``;
 * ``privacy``: the :class:`~dponline.privacy.guarantee.PrivacyGuarantee` it gives (``None`` for
   a non-private learner);
 * ``state_dict()`` / ``load_state_dict(state)``: everything needed to resume, RNG state included.
@@ -24,11 +25,13 @@ from dponline.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
     "BanditFeedback",
+    "ContextFeedback",
     "Feedback",
     "FeedbackKind",
     "Learner",
     "LossFunctionFeedback",
     "LossVectorFeedback",
+    "RewardFeedback",
     "SampleFeedback",
 ]
 
@@ -39,7 +42,8 @@ class FeedbackKind(StrEnum):
     LOSS_VECTOR = "full information: the round's loss vector"
     LOSS_FUNCTION = "full information: the round's loss function"
     BANDIT = "bandit: the loss of the action played"
-    SAMPLE = "a sample (streaming optimisation, contextual bandits)"
+    SAMPLE = "a sample (streaming optimisation)"
+    CONTEXTUAL_BANDIT = "contextual bandit: a context before acting, then the reward of the action"
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,32 @@ class SampleFeedback:
     kind: FeedbackKind = FeedbackKind.SAMPLE
 
 
-Feedback = LossVectorFeedback | LossFunctionFeedback | BanditFeedback | SampleFeedback
+@dataclass(frozen=True)
+class ContextFeedback:
+    """Contextual bandits, before acting: the round's context, shape (d,) shared by replicas or
+    (replicas, d). Environments that reveal a context expose ``context(t)`` and the runner hands
+    it to the learner through ``observe`` before calling ``act``."""
+
+    context: np.ndarray
+    kind: FeedbackKind = FeedbackKind.CONTEXTUAL_BANDIT
+
+
+@dataclass(frozen=True)
+class RewardFeedback:
+    """Contextual bandits, after acting: the reward of the arm each replica played, (replicas,)."""
+
+    reward: np.ndarray
+    kind: FeedbackKind = FeedbackKind.CONTEXTUAL_BANDIT
+
+
+Feedback = (
+    LossVectorFeedback
+    | LossFunctionFeedback
+    | BanditFeedback
+    | SampleFeedback
+    | ContextFeedback
+    | RewardFeedback
+)
 
 
 @runtime_checkable

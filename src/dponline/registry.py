@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dponline.bandits.exp2 import DPEXP2
+from dponline.bandits.glm_bandit import DPGLMBandit
 from dponline.bandits.scrible import DPSCRiBLe
 from dponline.domains.barriers import BallBarrier, BoxBarrier
 from dponline.domains.lp_ball import LpBall
@@ -23,6 +24,7 @@ from dponline.environments import (
     switching_best_losses,
 )
 from dponline.environments.bandit_linear import BanditLinearEnvironment
+from dponline.environments.contextual import DigitsBandit, SyntheticGLMBandit
 from dponline.environments.linear import LinearLossEnvironment
 from dponline.environments.streams import LinearRegressionStream
 from dponline.online.ftpl import DPFTPL
@@ -136,6 +138,21 @@ def _private_fw(env: Any, *, p: float = 1.5, delta: float | None = None, **kw: A
     )
 
 
+def _dp_glm_bandit(env: Any, *, delta: float | None = None, **kw: Any) -> Learner:
+    """Algorithm 3 with the environment's reward range, link and (synthetic) h_sub."""
+    kw.setdefault("link", getattr(env, "link", "logistic"))
+    kw.setdefault("h_sub", getattr(env, "h_sub", 0.05))
+    kw.setdefault("radius", getattr(env, "radius", 1.0))
+    return DPGLMBandit(
+        env.dim,
+        env.arms,
+        env.horizon,
+        reward_range=env.reward_range,
+        delta=1.0 / env.horizon if delta is None else float(delta),
+        **kw,
+    )
+
+
 LEARNERS: dict[str, LearnerEntry] = {
     e.name: e
     for e in (
@@ -211,6 +228,39 @@ LEARNERS: dict[str, LearnerEntry] = {
             private=False,
             environments=("stochastic optimisation",),
             options={"p": "the l_p ball (default 1.5)"},
+        ),
+        LearnerEntry(
+            "dp-glm-bandit",
+            _dp_glm_bandit,
+            paper="Han et al., Algorithm 3 (forced sampling, pre-selection, greedy choice, "
+            "synthetic updates, Algorithm 2 per arm), Theorem 4.6",
+            setting="contextual generalized linear bandit (linear or logistic link)",
+            guarantee=(
+                "(epsilon, delta)-joint DP (default delta = 1/T) over user streams differing "
+                "in one user's context and rewards, for ||x||_inf <= 1 and rewards in the "
+                "environment's range"
+            ),
+            calibrations=("paper", "tight"),
+            private=True,
+            environments=("contextual bandit",),
+            options={
+                "warmup": "t_0 per arm (default log(dT) log(T) / epsilon^2)",
+                "h_sub": "pre-selection gap (default: the environment's)",
+                "link": "linear | logistic (default: the environment's)",
+            },
+        ),
+        LearnerEntry(
+            "glm-bandit",
+            _without_noise(_dp_glm_bandit),
+            paper="Han et al., Algorithm 3 without noise (the forced-sampling greedy GLM bandit "
+            "of Bastani & Bayati 2020 with Frank-Wolfe estimators); the non-private "
+            "counterpart of dp-glm-bandit",
+            setting="contextual generalized linear bandit (linear or logistic link)",
+            guarantee="none (non-private reference)",
+            calibrations=(),
+            private=False,
+            environments=("contextual bandit",),
+            options={"warmup": "t_0 per arm", "h_sub": "pre-selection gap"},
         ),
         LearnerEntry(
             "dp-exp2",
@@ -378,6 +428,22 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "stochastic optimisation",
             "x uniform on [-1, 1]^dim, y = <x, theta*> + uniform noise; regret = cumulative "
             "excess risk (exact)",
+        ),
+        EnvironmentEntry(
+            "glm_bandit",
+            lambda horizon, rng, dim=10, link="logistic", noise=0.5: SyntheticGLMBandit(
+                dim, horizon or 10_000, link=link, noise=noise, rng=rng
+            ),
+            "contextual bandit",
+            "3 sparse GLM arms in R^dim (one never optimal), contexts (1, U[-1, 1]^(dim-1)), "
+            "logistic (Bernoulli) or linear (uniform noise) rewards; meets Assumptions 4.2-4.5",
+        ),
+        EnvironmentEntry(
+            "digits_bandit",
+            lambda horizon, rng: DigitsBandit(horizon or 10_000, rng=rng),
+            "contextual bandit",
+            "real data: UCI handwritten digits (shipped), arms = the 10 digits, reward 1 for "
+            "the right one; regret = mistakes",
         ),
         EnvironmentEntry(
             "bernoulli_bandit",

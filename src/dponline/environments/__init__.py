@@ -2,6 +2,7 @@
 decision in hindsight."""
 
 from dponline.environments.bandits import BanditEnvironment, StochasticBandit
+from dponline.environments.contextual import DigitsBandit, SyntheticGLMBandit
 from dponline.environments.experts import (
     ExpertsEnvironment,
     alternating_losses,
@@ -14,10 +15,12 @@ from dponline.environments.streams import LinearRegressionStream
 
 __all__ = [
     "BanditEnvironment",
+    "DigitsBandit",
     "ExpertsEnvironment",
     "LinearLossEnvironment",
     "LinearRegressionStream",
     "StochasticBandit",
+    "SyntheticGLMBandit",
     "alternating_losses",
     "stochastic_losses",
     "stock_losses",

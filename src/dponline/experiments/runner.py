@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from dponline.privacy.guarantee import PrivacyWarning
+from dponline.protocol import ContextFeedback
 from dponline.registry import LEARNERS, build_environment, build_learner
 
 __all__ = ["BACKENDS", "Task", "make_tasks", "run_sweep", "run_task"]
@@ -215,7 +216,10 @@ def run_task(
         recorded_t, recorded_loss = state["recorded_t"], state["recorded_loss"]
         start = state["t"]
 
+    reveals_context = hasattr(env, "context")
     for t in range(start, horizon):
+        if reveals_context:
+            learner.observe(ContextFeedback(env.context(t)))
         action = learner.act()
         feedback, loss = env.round(t, action)
         learner.observe(feedback)

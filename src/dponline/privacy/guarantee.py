@@ -29,6 +29,9 @@ class Neighbouring(StrEnum):
     #: Two datasets that differ in one sample; every released iterate is output
     #: (Han et al., Section 2.2, continual release).
     ONE_SAMPLE = "datasets differing in one sample"
+    #: Two streams of users that differ in one user's context and rewards; the output is every
+    #: other user's action (Han et al., Definition 4.1, joint DP).
+    ONE_USER = "streams differing in one user's context and rewards"
 
 
 class PrivacyNotion(StrEnum):

@@ -1,5 +1,5 @@
 """Private streaming Frank-Wolfe for p = 1: Han et al., Algorithm 2 (report-noisy-min over the
-vertices of a polytope, Laplace noise), for the squared loss f(theta; x, y) = (<x, theta> - y)^2.
+vertices of a polytope), for the squared loss f(theta; x, y) = (<x, theta> - y)^2 or a GLM's loss.
 
 Each round the recursive gradient d_t (the sum form of Eq. (1), which the privacy proof,
 Appendix A.6, analyses; the text's start d_1 = grad f(theta_1; x_1) would double sample 1's
@@ -16,13 +16,20 @@ these are not), so step t is pure eps_t-DP with eps_t = 2 s_t / b_t, and the n a
 compose in zCDP: rho = sum_t eps_t^2 / 2 (Bun & Steinke 2016, Prop. 1.4), giving
 (rho + 2 sqrt(rho log(1/delta)), delta)-DP (Prop. 1.3).
 
-``calibration="paper"``: b_t = 4 D (beta D + L) sqrt(log n log(1/delta)) / (epsilon sqrt t)
-(Algorithm 2, line 7), with the epsilon the argument above proves for it. ``"tight"``: the same
-1/sqrt(t) shape (b_t proportional to s_t sqrt(t)), scaled so that the zCDP bound is exactly
-epsilon.
+``calibration="paper"``: Laplace noise, b_t = 4 D (beta D + L) sqrt(log n log(1/delta)) /
+(epsilon sqrt t) (Algorithm 2, line 7), with the epsilon the argument above proves for it.
+``"tight"``: Gumbel noise instead of Laplace. Report-noisy-min with Gumbel(b) noise is exactly the
+exponential mechanism with epsilon_t = 2 s_t / b_t (the Gumbel-max trick), which is
+epsilon_t-bounded-range (Durfee & Rogers 2019) and hence epsilon_t^2 / 8-zCDP (Cesar & Rogers
+2021) -- a quarter of the zCDP of the pure-DP bound used for Laplace, so half the noise scale for
+the same rho. Scales keep the paper's 1/sqrt(t) shape (b_t proportional to s_t sqrt(t)) and are
+set so that the composed zCDP bound gives exactly epsilon.
 
 Input contract: ||x||_inf <= X and |y| <= Y; L = 2 (X r + Y) X and beta = 2 X^2 with
-r = max_v ||v||_1 (Lipschitz and smoothness in l_1 -> l_inf).
+r = max_v ||v||_1 (Lipschitz and smoothness in l_1 -> l_inf). With ``loss=GLMLoss(...)`` the
+loss is a GLM's negative log-likelihood instead, rewards must lie in its ``reward_range`` and
+(L, beta) are its constants (:mod:`dponline.stochastic.glm_losses`); this is the per-arm
+estimator of Algorithm 3.
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ from dponline.privacy.calibration import proven_guarantee
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 from dponline.protocol import Feedback, FeedbackKind
 from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
-from dponline.stochastic.samples import checked_sample, squared_loss_constants
+from dponline.stochastic.glm_losses import GLMLoss, SquaredLoss
+from dponline.stochastic.samples import checked_sample
 
 __all__ = ["NoisyMinFrankWolfe", "l1_ball_vertices", "zcdp_epsilon"]
 
@@ -88,8 +96,8 @@ class NoisyMinFrankWolfe:
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
+        loss: GLMLoss | None = None,
     ) -> None:
-
         self.dim, self.horizon, self.replicas = int(dim), int(horizon), int(replicas)
         self.vertices = (
             l1_ball_vertices(self.dim) if vertices is None else np.asarray(vertices, dtype=float)
@@ -100,15 +108,17 @@ class NoisyMinFrankWolfe:
         if calibration not in ("tight", "paper"):
             raise ValueError(f"calibration must be 'tight' or 'paper', got {calibration!r}")
         self.x_bound, self.y_bound, self.clip = float(x_bound), float(y_bound), bool(clip)
+        self.loss: GLMLoss | SquaredLoss = SquaredLoss(self.y_bound) if loss is None else loss
         r = float(np.abs(self.vertices).sum(axis=1).max())  # max_v ||v||_1
         diffs = self.vertices[:, None, :] - self.vertices[None, :, :]
         self.diameter = float(np.abs(diffs).sum(axis=-1).max())  # l_1 diameter D
-        self.lipschitz, self.beta = squared_loss_constants(self.x_bound, self.y_bound, r)
+        self.lipschitz, self.beta = self.loss.constants(self.x_bound, r)
         base = 2.0 * (self.beta * self.diameter + self.lipschitz)  # l_inf change of g_i
         t = np.arange(1, self.horizon + 1, dtype=float)
         self._sens = r * base / (t + 1.0)  # s_t
         if epsilon is None:
             self._scales = np.zeros(self.horizon)
+            self.noise = "none"
             self.privacy: PrivacyGuarantee | None = None
         else:
             eps, delta = float(epsilon), float(delta)
@@ -126,20 +136,25 @@ class NoisyMinFrankWolfe:
                 )
                 how = "Han et al. Algorithm 2, line 7"
             else:
-                # b_t = lam s_t sqrt(t): eps_t = 2 / (lam sqrt t), rho = 2 H_n / lam^2
+                # b_t = lam s_t sqrt(t): eps_t = 2 / (lam sqrt t), rho = H_n / (2 lam^2)
                 ln_d = math.log(1 / delta)
                 rho_target = (math.sqrt(ln_d + eps) - math.sqrt(ln_d)) ** 2
-                lam = math.sqrt(2.0 * harmonic / rho_target) * (1 + 1e-12)
+                lam = math.sqrt(harmonic / (2.0 * rho_target)) * (1 + 1e-12)
                 self._scales = lam * self._sens * np.sqrt(t)
-                how = "report-noisy-min, Laplace scales proportional to s_t sqrt(t)"
+                how = (
+                    "report-noisy-min with Gumbel noise (exponential mechanism), scales s_t sqrt(t)"
+                )
+            self.noise = "laplace" if calibration == "paper" else "gumbel"
             eps_t = 2.0 * self._sens / self._scales
-            rho = float((eps_t**2).sum() / 2.0)
+            # pure eps_t-DP is eps_t^2/2-zCDP; eps_t-bounded range is eps_t^2/8-zCDP
+            rho = float((eps_t**2).sum()) / (2.0 if self.noise == "laplace" else 8.0)
             proven = zcdp_epsilon(rho, delta)
             self.privacy = proven_guarantee(
                 proven,
                 delta,
                 f"{how}; step t is (2 s_t / b_t)-DP (report-noisy-min, s_t = {r:.4g} x "
-                f"2(beta D + L)/(t+1)), composed in zCDP: rho = {rho:.4g}",
+                f"2(beta D + L)/(t+1)), {'pure' if self.noise == 'laplace' else 'bounded range'}"
+                f", composed in zCDP: rho = {rho:.4g}",
                 requested=(eps, delta),
                 rho=rho,
                 neighbouring=Neighbouring.ONE_SAMPLE,
@@ -152,7 +167,7 @@ class NoisyMinFrankWolfe:
         self.t = 0
 
     def noise_scale(self, t: int) -> float:
-        """b_t, the Laplace scale of round t (1-indexed)."""
+        """b_t, the Laplace or Gumbel scale of round t (1-indexed)."""
         return float(self._scales[t - 1])
 
     def act(self) -> np.ndarray:
@@ -163,19 +178,68 @@ class NoisyMinFrankWolfe:
             raise ValueError(
                 f"built for {self.horizon} samples; sample {self.t + 1} would void its guarantee"
             )
-        x, y = checked_sample(feedback, self.dim, math.inf, self.x_bound, self.y_bound, self.clip)
+        if isinstance(self.loss, GLMLoss):
+            x, _ = checked_sample(feedback, self.dim, math.inf, self.x_bound, math.inf, self.clip)
+            y = self.loss.check_reward(feedback.y, self.clip)  # type: ignore[union-attr]
+        else:
+            x, y = checked_sample(
+                feedback, self.dim, math.inf, self.x_bound, self.y_bound, self.clip
+            )
+        self._step(x, y)
+
+    def observe_each(self, x: np.ndarray, y: np.ndarray) -> None:
+        """One sample per replica: x of shape (replicas, d), y of shape (replicas,) (Algorithm 3
+        feeds every replica the sample its own bandit run produced). Same contract as observe."""
+        if self.t >= self.horizon:
+            raise ValueError(
+                f"built for {self.horizon} samples; sample {self.t + 1} would void its guarantee"
+            )
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if x.shape != (self.replicas, self.dim) or y.shape != (self.replicas,):
+            raise ValueError(
+                f"need x of shape {(self.replicas, self.dim)} and y of shape "
+                f"({self.replicas},), got {x.shape} and {y.shape}"
+            )
+        if not np.all(np.isfinite(x)):
+            raise ValueError("samples x must be finite")
+        norms = np.abs(x).max(axis=1)
+        if np.any(norms > self.x_bound):
+            if not self.clip:
+                raise ValueError(
+                    f"sample outside the declared bounds: ||x||_inf = {norms.max()!r} "
+                    f"(bound {self.x_bound})"
+                )
+            scale = np.minimum(1.0, self.x_bound * (1 - 1e-12) / np.maximum(norms, 1e-300))
+            x = x * scale[:, None]
+        if isinstance(self.loss, GLMLoss):
+            y = self.loss.check_reward(y, self.clip)
+        elif np.any(~np.isfinite(y)) or np.any(np.abs(y) > self.y_bound):
+            if not self.clip or np.any(~np.isfinite(y)):
+                raise ValueError(
+                    f"labels must be finite with |y| <= {self.y_bound}, got max |y| = "
+                    f"{np.abs(y).max()!r}"
+                )
+            y = np.clip(y, -self.y_bound, self.y_bound)
+        self._step(x, y)
+
+    def _step(self, x: np.ndarray, y: np.ndarray | float) -> None:
+        """Lines 4-9 of Algorithm 2 for validated samples (shared or one per replica)."""
         t = self.t + 1
 
         def grad(theta: np.ndarray) -> np.ndarray:
-            return 2.0 * ((theta @ x) - y)[:, None] * x[None, :]
+            return self.loss.gradient(theta, x, np.asarray(y, dtype=float))
 
         self.grad_sum += (t + 1) * grad(self.theta) - t * grad(self.theta_prev)
         d = self.grad_sum / (t + 1)
         scores = d @ self.vertices.T  # (replicas, k)
         b = self._scales[t - 1]
         if b > 0:
-            e = self._rng.standard_exponential(size=(2, *scores.shape))
-            scores = scores + b * (e[0] - e[1])
+            if self.noise == "laplace":
+                e = self._rng.standard_exponential(size=(2, *scores.shape))
+                scores = scores + b * (e[0] - e[1])
+            else:  # argmin(score - Gumbel) samples prop. to exp(-score / b)
+                scores = scores - b * self._rng.gumbel(size=scores.shape)
         v = self.vertices[np.argmin(scores, axis=1)]
         self.theta_prev, self.theta = self.theta, self.theta + (v - self.theta) / (t + 1)
         self.t = t
@@ -189,6 +253,8 @@ class NoisyMinFrankWolfe:
             "replicas": self.replicas,
             "horizon": self.horizon,
             "clip": self.clip,
+            "loss": self.loss.to_dict(),
+            "noise": self.noise,
             "privacy": None if self.privacy is None else self.privacy.to_dict(),
         }
 

@@ -1,0 +1,269 @@
+"""Differentially private high-dimensional generalized linear bandit: Han et al., Algorithm 3.
+
+K arms with unknown parameters theta*_i in an l_1 ball; at round t a user arrives with context
+X_t (||X_t||_inf <= X), the learner plays an arm a_t and receives r_t with
+E[r_t | X_t] = zeta(X_t' theta*_{a_t}). Every arm keeps an estimator run by Algorithm 2 (private
+streaming Frank-Wolfe with report-noisy-min over the l_1 ball's vertices) on the GLM loss
+(:class:`~dponline.stochastic.glm_losses.GLMLoss`):
+
+1. warm-up (lines 3-10): arm i is pulled for t_0 rounds in turn and only its estimator is updated;
+   theta_{t_0, i} is the forced-sampling estimator;
+2. afterwards (lines 11-18): pre-select K_t = {i : zeta(X_t' theta_{t_0, i}) >
+   max_j zeta(X_t' theta_{t_0, j}) - h_sub / 2}, play the greedy a_t = argmax_{i in K_t}
+   zeta(X_t' theta_{t, i}), add (X_t, r_t) to arm a_t's stream and the synthetic sample
+   (0, zeta(0)) -- zero gradient -- to every other arm's, and advance every estimator one step.
+
+Each arm's estimator therefore sees exactly one sample per round after the warm-up, so its
+number of samples is n = t_0 + T - K t_0, fixed in advance, which Algorithm 2's noise needs.
+
+Privacy (Theorem 4.6, joint DP, Definition 4.1). Neighbouring inputs differ in one user's context
+and rewards. The actions of every other user are functions of their own context and of the
+released estimators, so it suffices that the estimators of all arms are (epsilon, delta)-DP.
+Changing user t changes the arms' streams in one of two ways: if both inputs play the same arm,
+that arm's sample changes (sensitivity 2 (beta D + L), as in Algorithm 2); if they play
+different arms a and a', each of the two streams changes from a real sample to the synthetic
+zero, whose gradient is zero, so its recursive-gradient increment moves by at most
+||(t+1) grad f(theta_t) - t grad f(theta_{t-1})||_inf <= L + beta D, half the one-arm bound.
+Every arm runs Algorithm 2 calibrated for (epsilon, delta), which is rho-zCDP for sensitivity
+2 (beta D + L); its zCDP is quadratic in the sensitivity, so the two-arm case costs
+2 (1/2)^2 rho = rho / 2 <= rho. Hence the released estimators, and so Algorithm 3, are
+(epsilon, delta)-JDP with each arm's own guarantee, as Theorem 4.6 states (its proof in Appendix
+B writes the ratio over the two arms without this step). ``calibration="paper"`` uses Algorithm
+2's Laplace noise, ``"tight"`` its Gumbel (exponential mechanism) calibration.
+
+Input contract: ||x||_inf <= X (``x_bound``) and rewards in ``reward_range``; the true parameters
+should lie in the l_1 ball of radius ``radius`` for the estimators to be consistent (privacy does
+not depend on it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee, PrivacyNotion
+from dponline.protocol import ContextFeedback, Feedback, FeedbackKind, RewardFeedback
+from dponline.rng import RngLike, as_generator
+from dponline.stochastic.glm_losses import GLMLoss
+from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe, l1_ball_vertices
+
+__all__ = ["DPGLMBandit", "default_warmup"]
+
+
+def default_warmup(dim: int, horizon: int, epsilon: float | None, arms: int = 1) -> int:
+    """t_0 = ceil(log(d T) log(T) / epsilon^2) (epsilon = 1 without privacy): the order that
+    Theorem 4.8 requires, t_0 = O(log(dT/alpha) log(T) / epsilon^2), with constant 1; capped so
+    that the warm-up of all ``arms`` takes at most half the horizon."""
+    eps = 1.0 if epsilon is None else min(float(epsilon), 1.0)
+    t0 = math.ceil(math.log(dim * horizon) * math.log(horizon) / eps**2)
+    return max(1, min(t0, horizon // (2 * arms)))
+
+
+class DPGLMBandit:
+    """Han et al. Algorithm 3 (see the module docstring).
+
+    Parameters
+    ----------
+    dim, arms, horizon:
+        d, K and T.
+    warmup:
+        t_0, the forced-sampling rounds per arm (T must exceed K t_0); default
+        :func:`default_warmup` for ``arms``.
+    h_sub:
+        The pre-selection gap of Assumption 4.2 (on the scale of zeta).
+    link:
+        "linear" or "logistic".
+    reward_range:
+        (lo, hi) bounds on rewards; zeta(0) must lie inside.
+    x_bound, radius:
+        X and the l_1 radius R of the parameter set.
+    epsilon, delta, calibration:
+        The joint-DP budget (``epsilon=None``: the non-private bandit, no noise).
+    """
+
+    feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.CONTEXTUAL_BANDIT
+    paper: ClassVar[str] = "Han et al., Algorithm 3 and Theorem 4.6"
+
+    def __init__(
+        self,
+        dim: int,
+        arms: int,
+        horizon: int,
+        *,
+        h_sub: float,
+        warmup: int | None = None,
+        link: str = "logistic",
+        reward_range: tuple[float, float] = (0.0, 1.0),
+        x_bound: float = 1.0,
+        radius: float = 1.0,
+        epsilon: float | None = 1.0,
+        delta: float = 1e-6,
+        calibration: str = "tight",
+        replicas: int = 1,
+        rng: RngLike = None,
+        clip: bool = False,
+    ) -> None:
+        self.dim, self.arms, self.horizon = int(dim), int(arms), int(horizon)
+        self.replicas = int(replicas)
+        self.warmup = (
+            default_warmup(dim, horizon, epsilon, self.arms) if warmup is None else int(warmup)
+        )
+        if self.arms < 2:
+            raise ValueError(f"need at least 2 arms, got {arms!r}")
+        if self.warmup < 1 or self.horizon <= self.arms * self.warmup:
+            raise ValueError(
+                f"need warmup >= 1 and horizon > arms * warmup, got warmup={self.warmup!r}, "
+                f"arms={arms!r}, horizon={horizon!r}"
+            )
+        self.h_sub = float(h_sub)
+        if not self.h_sub > 0:
+            raise ValueError(f"h_sub must be positive, got {h_sub!r}")
+        self.loss = GLMLoss.named(link, reward_range)
+        self.zero_reward = float(self.loss.link(np.float64(0.0)))
+        per_arm = self.warmup + self.horizon - self.arms * self.warmup
+        gen = as_generator(rng)
+        vertices = l1_ball_vertices(self.dim, radius)
+        self.estimators = [
+            NoisyMinFrankWolfe(
+                self.dim,
+                per_arm,
+                vertices=vertices,
+                x_bound=x_bound,
+                epsilon=epsilon,
+                delta=delta,
+                calibration=calibration,
+                replicas=self.replicas,
+                rng=child,
+                clip=clip,
+                loss=self.loss,
+            )
+            for child in gen.spawn(self.arms)
+        ]
+        arm_privacy = self.estimators[0].privacy
+        self.privacy: PrivacyGuarantee | None = (
+            None
+            if arm_privacy is None
+            else dataclasses.replace(
+                arm_privacy,
+                notion=PrivacyNotion.JOINT_DP,
+                neighbouring=Neighbouring.ONE_USER,
+                derivation=(
+                    "Theorem 4.6: other users' actions are post-processing of the released "
+                    "estimators; one user changes one arm's sample, or two arms' samples to "
+                    "or from the zero-gradient synthetic one (half the sensitivity each); "
+                    + arm_privacy.derivation
+                ),
+            )
+        )
+        self.forced = np.zeros((self.arms, self.replicas, self.dim))  # theta_{t_0, i}
+        self.t = 0
+        self._context: np.ndarray | None = None
+        self._action: np.ndarray | None = None
+
+    # --- the protocol -------------------------------------------------------------------------
+
+    def observe(self, feedback: Feedback) -> None:
+        if isinstance(feedback, ContextFeedback):
+            self._see(feedback.context)
+        elif isinstance(feedback, RewardFeedback):
+            self._reward(feedback.reward)
+        else:
+            raise TypeError(
+                f"observes ContextFeedback then RewardFeedback, got {type(feedback).__name__}"
+            )
+
+    def act(self) -> np.ndarray:
+        """The arm each replica plays (int array of shape (replicas,))."""
+        if self._context is None:
+            raise ValueError("act() needs this round's context first (observe ContextFeedback)")
+        if self._action is None:
+            self._action = self._choose(self._context)
+        return self._action.copy()
+
+    # --- Algorithm 3 --------------------------------------------------------------------------
+
+    @property
+    def in_warmup(self) -> bool:
+        return self.t < self.arms * self.warmup
+
+    def scores(self, context: np.ndarray, thetas: np.ndarray) -> np.ndarray:
+        """zeta(X' theta_i) for every arm and replica: (replicas, arms)."""
+        z = np.einsum("krd,rd->rk", thetas, np.broadcast_to(context, (self.replicas, self.dim)))
+        return self.loss.link(z)
+
+    def _choose(self, context: np.ndarray) -> np.ndarray:
+        if self.in_warmup:  # lines 3-6: arm i for rounds i t_0 + 1, ..., (i + 1) t_0
+            return np.full(self.replicas, self.t // self.warmup, dtype=int)
+        forced = self.scores(context, self.forced)  # line 13
+        keep = forced > forced.max(axis=1, keepdims=True) - self.h_sub / 2.0
+        current = np.stack([e.theta for e in self.estimators])
+        greedy = np.where(keep, self.scores(context, current), -np.inf)  # line 14
+        return np.argmax(greedy, axis=1)
+
+    def _see(self, context: np.ndarray) -> None:
+        if self.t >= self.horizon:
+            raise ValueError(f"built for {self.horizon} rounds; round {self.t + 1} would void it")
+        x = np.asarray(context, dtype=float)
+        if x.shape not in ((self.dim,), (self.replicas, self.dim)):
+            raise ValueError(
+                f"a context has shape ({self.dim},) or ({self.replicas}, {self.dim}), got {x.shape}"
+            )
+        if not np.all(np.isfinite(x)):
+            raise ValueError("contexts must be finite")
+        self._context, self._action = x, None
+
+    def _reward(self, reward: np.ndarray) -> None:
+        if self._context is None:
+            raise ValueError("a reward arrives after a context and an action")
+        action = self.act()
+        r = np.asarray(reward, dtype=float)
+        if r.shape != (self.replicas,):
+            raise ValueError(f"rewards have shape ({self.replicas},), got {r.shape}")
+        x = np.broadcast_to(self._context, (self.replicas, self.dim))
+        if self.in_warmup:  # lines 7-8: only the pulled arm learns
+            self.estimators[int(action[0])].observe_each(x, r)
+            if self.t + 1 == self.arms * self.warmup:
+                self.forced = np.stack([e.theta for e in self.estimators])
+        else:  # lines 16-17: the played arm gets (X, r), the others (0, zeta(0))
+            for i, est in enumerate(self.estimators):
+                played = action == i
+                est.observe_each(
+                    np.where(played[:, None], x, 0.0), np.where(played, r, self.zero_reward)
+                )
+        self.t += 1
+        self._context, self._action = None, None
+
+    # --- checkpoints --------------------------------------------------------------------------
+
+    def _config(self) -> dict[str, Any]:
+        return {
+            "dim": self.dim,
+            "arms": self.arms,
+            "horizon": self.horizon,
+            "warmup": self.warmup,
+            "h_sub": self.h_sub,
+            "replicas": self.replicas,
+            "loss": self.loss.to_dict(),
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        if self._context is not None:
+            raise ValueError("save between rounds, not after a context was revealed")
+        return {
+            "config": self._config(),
+            "t": self.t,
+            "forced": self.forced.copy(),
+            "estimators": [e.state_dict() for e in self.estimators],
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("config") != self._config():
+            raise ValueError("state was saved from a differently configured bandit")
+        for est, s in zip(self.estimators, state["estimators"], strict=True):
+            est.load_state_dict(s)
+        self.t = int(state["t"])
+        self.forced = np.array(state["forced"], dtype=float)
+        self._context, self._action = None, None
