@@ -7,6 +7,7 @@
     dponline mechanisms    continual-counting mechanisms with their max and mean variance
     dponline calibrate     noise of every mechanism and calibration for a privacy budget
     dponline audit         empirical privacy audit of every continual-counting mechanism
+    dponline reproduce     regenerate a paper's experiment (han2024: Han et al. Tables 2-4)
 
 Each command takes ``--json`` for machine-readable output.
 """
@@ -174,6 +175,39 @@ def _cmd_counting(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from dponline.experiments import han2024
+
+    runs = args.runs if args.runs is not None else (3 if args.quick else 10)
+    header = han2024.describe(runs=runs, quick=args.quick, workers=args.workers)
+    print("\n".join(header), file=sys.stderr if args.json else sys.stdout, flush=True)
+    result = han2024.reproduce_han2024(
+        runs=runs,
+        quick=args.quick,
+        out=args.out,
+        workers=args.workers,
+        seed=args.seed,
+        progress=True,
+    )
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    for calibration in han2024.CALIBRATIONS:
+        print(f"\n{han2024.TABLE_TITLES[calibration]}\n")
+        _print_table(han2024.table_rows(result, calibration), han2024.TABLE_COLUMNS)
+    print()
+    for note in result["footnotes"]:
+        print(f"- {note}")
+    print(f"\nPlot: {result['plot']} (data: {result['curves_csv']})")
+    print(
+        f"Wall time {result['wall_seconds']:.1f} s on {result['workers']} worker "
+        f"process{'es' if result['workers'] > 1 else ''}; compute by algorithm: "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in result["cpu_seconds_by_algorithm"].items())
+        + "."
+    )
+    return 0
+
+
 _SUMMARY_COLUMNS = [
     ("environment", "environment", ""),
     ("label", "learner", ""),
@@ -334,6 +368,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_audit)
+
+    p = sub.add_parser(
+        "reproduce", help="regenerate a paper's experiment: han2024 (Han et al. Tables 2-4)"
+    )
+    p.add_argument("experiment", choices=["han2024"], help="which experiment")
+    p.add_argument(
+        "--runs",
+        type=_positive_int,
+        default=None,
+        help="runs per cell (default: 10; 3 with --quick)",
+    )
+    p.add_argument(
+        "--out",
+        default="dponline-report/han2024",
+        help="folder for the plot (default: %(default)s)",
+    )
+    p.add_argument("--quick", action="store_true", help="a small smoke version (seconds)")
+    p.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        help="worker processes (default: the number of cores; 1 with --quick)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of data and noise (default: 0)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_reproduce)
     return parser
 
 
