@@ -95,3 +95,16 @@ def label_flip_pair(n: int, d: int, label: float = 1.0) -> tuple[np.ndarray, np.
     b = a.copy()
     a[0, d], b[0, d] = label, -label
     return a, b
+
+
+def iterates_on_stream(learner, data: np.ndarray) -> np.ndarray:
+    """Feed rows (x, y) of ``data`` (shape (n, d + 1)) to a streaming learner as shared samples
+    and return every released iterate, shape (replicas, n, d): the output an audit compares."""
+    from dponline.protocol import SampleFeedback
+
+    d = data.shape[1] - 1
+    out = []
+    for row in data:
+        learner.observe(SampleFeedback(row[:d], row[d]))
+        out.append(learner.act())
+    return np.stack(out, axis=1)

@@ -255,24 +255,29 @@ def test_private_bandit_learns_the_synthetic_instance():
 AUDIT_REWARD = 100.0
 
 
+def _audit_bandit(horizon, replicas=1, rng=None):
+    """2 arms in d = 2, t_0 = 1, linear link, rewards in [-100, 100], (1, 1e-5)-JDP."""
+    return DPGLMBandit(
+        2,
+        2,
+        horizon,
+        warmup=1,
+        h_sub=1.0,
+        link="linear",
+        reward_range=(-AUDIT_REWARD, AUDIT_REWARD),
+        epsilon=1.0,
+        delta=1e-5,
+        replicas=replicas,
+        rng=rng,
+    )
+
+
 def _audit_sampler(fraction, horizon=5):
     """Datasets: rows (x_t, r_t(arm 0), r_t(arm 1)); output: every arm's estimator after every
-    round (what the JDP proof releases), for 2 arms in d = 2, t_0 = 1."""
+    round (what the JDP proof releases)."""
 
     def sample(data, m, rng):
-        b = DPGLMBandit(
-            2,
-            2,
-            horizon,
-            warmup=1,
-            h_sub=1.0,
-            link="linear",
-            reward_range=(-AUDIT_REWARD, AUDIT_REWARD),
-            epsilon=1.0,
-            delta=1e-5,
-            replicas=m,
-            rng=rng,
-        )
+        b = _audit_bandit(horizon, m, rng)
         for est in b.estimators:
             est._scales = est._scales * fraction
         out = []
@@ -296,17 +301,7 @@ def test_audit_joint_dp():
     a[:, 0] = 1.0
     b = a.copy()
     a[2, 2:], b[2, 2:] = AUDIT_REWARD, -AUDIT_REWARD
-    claim = DPGLMBandit(
-        2,
-        2,
-        horizon,
-        warmup=1,
-        h_sub=1.0,
-        link="linear",
-        reward_range=(-AUDIT_REWARD, AUDIT_REWARD),
-        epsilon=1.0,
-        delta=1e-5,
-    ).privacy
+    claim = _audit_bandit(horizon).privacy
     kw = dict(claim=claim, trials=50_000, pilot_trials=10_000, rng=6)
     ok = audit(_audit_sampler(1.0), a, b, **kw)
     assert not ok.refuted, str(ok)

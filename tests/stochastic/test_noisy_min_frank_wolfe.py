@@ -15,7 +15,7 @@ from dponline.stochastic.noisy_min_frank_wolfe import (
     l1_ball_vertices,
     zcdp_epsilon,
 )
-from tests.helpers import label_flip_pair
+from tests.helpers import iterates_on_stream, label_flip_pair
 
 
 def test_vertices_and_zcdp_conversion():
@@ -94,11 +94,7 @@ def _sampler(fraction, n=4, d=2, calibration="tight"):
             rng=rng,
         )
         lr._scales = lr._scales * fraction
-        out = []
-        for t in range(n):
-            lr.observe(SampleFeedback(data[t, :d], data[t, d]))
-            out.append(lr.act())
-        return np.stack(out, axis=1)
+        return iterates_on_stream(lr, data)
 
     return sample
 

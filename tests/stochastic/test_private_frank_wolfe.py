@@ -14,7 +14,7 @@ from dponline.privacy.generalized_gaussian import lq_regularity
 from dponline.protocol import SampleFeedback
 from dponline.stochastic import StreamingFrankWolfe
 from dponline.stochastic.private_frank_wolfe import PrivateStreamingFrankWolfe
-from tests.helpers import label_flip_pair, with_noise_fraction
+from tests.helpers import iterates_on_stream, label_flip_pair, with_noise_fraction
 
 
 def test_without_noise_it_is_the_streaming_frank_wolfe():
@@ -94,11 +94,7 @@ def _sampler(calibration, fraction, n=4, d=2):
             rng=rng,
         )
         with_noise_fraction(lr, fraction, rng)
-        out = []
-        for t in range(n):
-            lr.observe(SampleFeedback(data[t, :d], data[t, d]))
-            out.append(lr.act())
-        return np.stack(out, axis=1)
+        return iterates_on_stream(lr, data)
 
     return sample
 
