@@ -27,6 +27,7 @@ import numpy as np
 from dponline.bandits import DPEXP2
 from dponline.environments import StochasticBandit, stochastic_losses
 from dponline.online import DPFTRL
+from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import LossVectorFeedback
 
 
@@ -64,26 +65,26 @@ def main() -> None:
     print(f"1. tight vs paper at (1, 1e-6), T = {T}, N = {n}, {seeds} seeds (mean regret)")
     rows = {}
     for name, opts in {
-        "gaussian tight (honaker)": dict(epsilon=1.0, delta=1e-6, noise="gaussian"),
+        "gaussian tight (honaker)": dict(budget=PrivacyBudget(1.0, 1e-6), noise="gaussian"),
         "gaussian paper (A.1, padded tree)": dict(
-            epsilon=1.0, delta=1e-6, noise="gaussian", calibration="paper"
+            budget=PrivacyBudget(1.0, 1e-6, "paper", allow_weaker=True), noise="gaussian"
         ),
-        "laplace tight (honaker)": dict(epsilon=1.0, noise="laplace"),
+        "laplace tight (honaker)": dict(budget=PrivacyBudget(1.0), noise="laplace"),
         "laplace paper (Thm 3.1, padded tree)": dict(
-            epsilon=1.0, noise="laplace", calibration="paper"
+            budget=PrivacyBudget(1.0, 0.0, "paper", allow_weaker=True), noise="laplace"
         ),
-        "non-private": dict(epsilon=None),
+        "non-private": dict(budget=None),
     }.items():
         rows[name], secs = mean_regret(T, n, seeds, **opts)
         print(f"   {name:40s} {rows[name]:9.1f}   ({secs:.1f} s)")
     for name, opts in {
         "gaussian paper (A.1, padded tree)": dict(
-            epsilon=1.0, delta=1e-6, noise="gaussian", calibration="paper"
+            budget=PrivacyBudget(1.0, 1e-6, "paper", allow_weaker=True), noise="gaussian"
         ),
         "laplace paper (Thm 3.1, padded tree)": dict(
-            epsilon=1.0, noise="laplace", calibration="paper"
+            budget=PrivacyBudget(1.0, 0.0, "paper", allow_weaker=True), noise="laplace"
         ),
-        "non-private": dict(epsilon=None),
+        "non-private": dict(budget=None),
     }.items():
         b = paper_bound(T, n, **opts)
         print(
@@ -113,7 +114,7 @@ def main() -> None:
     _, secs = mean_regret(T, n, 100, epsilon=1.0, noise="laplace")
     print(f"   DP-FTRL (laplace tight), N = 10: {secs:.1f} s")
     env = StochasticBandit(np.r_[0.45, np.full(9, 0.5)], T, rng=0)
-    bandit = DPEXP2(10, T, epsilon=1.0, replicas=100, rng=1)
+    bandit = DPEXP2(10, T, budget=PrivacyBudget(1.0), replicas=100, rng=1)
     start = time.perf_counter()
     for t in range(T):
         fb, _ = env.round(t, bandit.act())

@@ -71,6 +71,7 @@ import numpy as np
 
 from dponline.continual import ContinualCounter, DoublingCounter, make_counter
 from dponline.privacy.bounds import Box
+from dponline.privacy.budget import PrivacyBudget
 
 ALL_MECHANISMS: tuple[str, ...] = ("binary_tree", "padded_tree", "honaker", "sqrt_factorization")
 FULL_DIMS: tuple[int, ...] = (10, 1000)
@@ -114,8 +115,7 @@ def build_counter(mechanism: str, dim: int, horizon: int, seed: int) -> Continua
         mechanism,
         horizon=horizon,
         bounds=Box(0.0, 1.0, dim=dim),
-        epsilon=EPSILON,
-        delta=DELTA,
+        budget=PrivacyBudget(EPSILON, DELTA),
         noise="gaussian",
         rng=seed,
     )

@@ -23,6 +23,7 @@ import numpy as np
 
 from dponline.bandits.glm_bandit import DPGLMBandit
 from dponline.environments.contextual import SyntheticGLMBandit
+from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import ContextFeedback
 
 
@@ -39,9 +40,9 @@ def mean_regret(
             h_sub=env.h_sub,
             link=link,
             reward_range=env.reward_range,
-            epsilon=epsilon,
-            delta=1.0 / horizon,
-            calibration=calibration,
+            budget=None
+            if epsilon is None
+            else PrivacyBudget(epsilon, 1.0 / horizon, calibration, allow_weaker=True),
             replicas=seeds,
             rng=1,
         )

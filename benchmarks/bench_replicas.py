@@ -20,15 +20,16 @@ from pathlib import Path
 import numpy as np
 
 from dponline.online import DPFTRL
+from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import LossVectorFeedback
 
 SETTINGS = [
-    ("ftrl (non-private)", dict(epsilon=None)),
-    ("dp-ftrl laplace tight (honaker)", dict(epsilon=1.0, noise="laplace")),
-    ("dp-ftrl gaussian tight (honaker)", dict(epsilon=1.0, delta=1e-6, noise="gaussian")),
+    ("ftrl (non-private)", dict(budget=None)),
+    ("dp-ftrl laplace tight (honaker)", dict(budget=PrivacyBudget(1.0), noise="laplace")),
+    ("dp-ftrl gaussian tight (honaker)", dict(budget=PrivacyBudget(1.0, 1e-6), noise="gaussian")),
     (
         "dp-ftrl laplace paper (padded tree)",
-        dict(epsilon=1.0, noise="laplace", calibration="paper"),
+        dict(budget=PrivacyBudget(1.0, 0.0, "paper", allow_weaker=True), noise="laplace"),
     ),
 ]
 

@@ -6,7 +6,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.noise import NoiseDistribution
+
+
+def maybe_budget(
+    epsilon: float | None, delta: float = 0.0, calibration: str = "tight", **kw
+) -> PrivacyBudget | None:
+    """``PrivacyBudget(epsilon, delta, calibration)``, or ``None`` when epsilon is None (the
+    non-private counterpart), for tests parametrised over both. A ``paper`` calibration is a
+    reproduction here, so it may prove less than asked (``allow_weaker`` unless given)."""
+    if epsilon is None:
+        return None
+    kw.setdefault("allow_weaker", calibration == "paper")
+    return PrivacyBudget(epsilon, delta, calibration, **kw)
 
 
 @dataclass(frozen=True)
@@ -52,21 +65,11 @@ class CountingNoise(NoiseDistribution):
         return self
 
 
-def with_noise_fraction(learner, fraction: float, rng: np.random.Generator):
-    """Swap a counter-based learner's counter for the same mechanism with ``fraction`` of its
-    noise (the deliberately under-noised version the audits must catch)."""
+def with_noise_fraction(learner, fraction: float, rng: np.random.Generator | None = None):
+    """The learner with ``fraction`` of its calibrated noise, through its public handle
+    (the deliberately under-noised version the audits must catch)."""
     if fraction != 1.0:
-        c = learner.counter
-        learner.counter = type(c)(
-            c.horizon,
-            c.dim,
-            c.noise.scaled(fraction),
-            replicas=c.replicas,
-            rng=rng,
-            bounds=c.bounds,
-        )
-        if hasattr(learner, "_cumulative"):
-            learner._cumulative = learner.counter.initial_release()
+        learner.scale_noise(fraction)
     return learner
 
 
@@ -104,7 +107,8 @@ def iterates_on_stream(learner, data: np.ndarray) -> np.ndarray:
 
     d = data.shape[1] - 1
     out = []
-    for row in data:
+    learner.act()  # theta_0
+    for i, row in enumerate(data):
         learner.observe(SampleFeedback(row[:d], row[d]))
-        out.append(learner.act())
+        out.append(learner.theta.copy() if i + 1 == len(data) else learner.act())
     return np.stack(out, axis=1)

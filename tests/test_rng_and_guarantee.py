@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from dponline.experiments.checkpoints import load_state, save_state
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 from dponline.rng import as_generator, generator_from_state, generator_state
 
@@ -17,6 +18,30 @@ def test_generator_state_round_trip_continues_the_stream():
     state = json.loads(json.dumps(generator_state(g)))  # JSON-serialisable
     expected = g.normal(size=10)
     np.testing.assert_array_equal(generator_from_state(state).normal(size=10), expected)
+
+
+@pytest.mark.parametrize("name", ["PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"])
+def test_every_numpy_bit_generator_round_trips_through_a_checkpoint(name, tmp_path):
+    g = np.random.Generator(getattr(np.random, name)(5))
+    g.random(3)
+    save_state(tmp_path / "rng.ckpt.npz", generator_state(g), task="t")  # arrays for MT19937
+    state = load_state(tmp_path / "rng.ckpt.npz", task="t")
+    expected = g.random(4)
+    restored = generator_from_state(state)
+    assert type(restored.bit_generator).__name__ == name
+    np.testing.assert_array_equal(restored.random(4), expected)
+
+
+@pytest.mark.parametrize(
+    "name", ["RandomState", "Generator", "SeedSequence", "BitGenerator", "default_rng", "x", 3]
+)
+def test_generator_from_state_builds_numpy_bit_generators_only(name):
+    """A state read from a file names the class to build: only BitGenerator subclasses."""
+    state = {"bit_generator": name, "state": {"state": 1, "inc": 1}}
+    with pytest.raises(ValueError, match=r"unknown bit generator .*BitGenerator subclass"):
+        generator_from_state(state)
+    with pytest.raises(TypeError, match="must be a dict"):
+        generator_from_state([("bit_generator", "PCG64")])  # type: ignore[arg-type]
 
 
 def test_as_generator_accepts_seeds_and_generators_only():

@@ -9,18 +9,28 @@ Every learner holds ``replicas`` independent copies along a leading axis and off
   a non-private learner);
 * ``state_dict()`` / ``load_state_dict(state)``: everything needed to resume, RNG state included.
 
-The runner, the audit and the reports only use this interface, so a new learner needs no code
-anywhere else.
+A private learner takes one :class:`~dponline.privacy.budget.PrivacyBudget` (``budget=None``
+runs the non-private algorithm it privatises) and offers :meth:`NoiseHandle.scale_noise`, the
+public handle through which an audit multiplies its calibrated noise (a tenth of the noise must
+be caught). :func:`checked_budget` and :func:`checked_count` are the argument checks every
+learner shares.
+
+The runner, the audit and the reports only use this interface; a learner module declares its
+registry entry (:mod:`dponline.registry`) and the common battery of tests covers it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import numbers
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
@@ -31,8 +41,11 @@ __all__ = [
     "Learner",
     "LossFunctionFeedback",
     "LossVectorFeedback",
+    "NoiseHandle",
     "RewardFeedback",
     "SampleFeedback",
+    "checked_budget",
+    "checked_count",
 ]
 
 
@@ -123,3 +136,65 @@ class Learner(Protocol):
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+def checked_count(name: str, value: Any) -> int:
+    """A positive integer (numpy integers accepted, bools and floats refused), else an error
+    naming the argument: horizons, dimensions, replicas."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    if int(value) < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def checked_budget(budget: Any) -> PrivacyBudget | None:
+    """``budget`` if it is a :class:`PrivacyBudget` or ``None`` (the non-private algorithm)."""
+    if budget is not None and not isinstance(budget, PrivacyBudget):
+        raise TypeError(
+            "budget must be a dponline.privacy.PrivacyBudget (or None for the non-private "
+            f"algorithm), got {budget!r}"
+        )
+    return budget
+
+
+class NoiseHandle:
+    """Mixin: the public handle on a private learner's noise.
+
+    :meth:`scale_noise` multiplies every noise scale the learner draws with by ``factor``, before
+    the first round. It exists for audits: a factor below 1 voids the calibrated guarantee, and
+    ``privacy`` then says so (epsilon = inf, the calibrated derivation kept). Subclasses
+    implement ``_scale_noise(factor)``; ``noise_multiplier`` reports the product applied so far.
+    """
+
+    privacy: PrivacyGuarantee | None
+    t: int
+    noise_multiplier: float = 1.0
+
+    def _scale_noise(self, factor: float) -> None:
+        raise TypeError(f"{type(self).__name__} draws no noise to scale")
+
+    def scale_noise(self, factor: float) -> None:
+        """Multiply the calibrated noise by ``factor`` (> 0) before the first round."""
+        f = float(factor)
+        if not (math.isfinite(f) and f > 0):
+            raise ValueError(f"factor must be a finite positive number, got {factor!r}")
+        if self.privacy is None:
+            raise ValueError(f"{type(self).__name__} is non-private: it has no noise to scale")
+        if self.t != 0:
+            raise ValueError(
+                f"scale the noise before the first round (this learner is at round {self.t}): "
+                "noise already released cannot change"
+            )
+        self._scale_noise(f)
+        self.noise_multiplier *= f
+        if self.noise_multiplier < 1.0:
+            self.privacy = dataclasses.replace(
+                self.privacy,
+                epsilon=math.inf,
+                rho=None,
+                derivation=(
+                    f"noise multiplied by {self.noise_multiplier:g} after calibration: no "
+                    f"guarantee (for audits). As calibrated: {self.privacy.derivation}"
+                ),
+            )

@@ -30,6 +30,7 @@ from dponline.environments.streams import LinearRegressionStream
 from dponline.online.ftpl import DPFTPL
 from dponline.online.ftrl import DPFTRL, EuclideanBall, EuclideanCube
 from dponline.privacy.bounds import NormBall
+from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import Learner
 from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe
 from dponline.stochastic.private_frank_wolfe import PrivateStreamingFrankWolfe
@@ -81,6 +82,18 @@ def _without_noise(factory: Callable[..., Learner]) -> Callable[..., Learner]:
     return build
 
 
+def _budget(kw: dict[str, Any], delta: float) -> PrivacyBudget | None:
+    """Pop the runner's (epsilon, calibration, allow_weaker) and the learner's delta option from
+    ``kw`` and build the budget (``None`` for epsilon=None, the non-private counterpart)."""
+    epsilon = kw.pop("epsilon")
+    calibration = kw.pop("calibration")
+    allow_weaker = bool(kw.pop("allow_weaker", False))
+    delta = float(kw.pop("delta", delta))
+    if epsilon is None:
+        return None
+    return PrivacyBudget(epsilon, delta, calibration, allow_weaker=allow_weaker)
+
+
 def _ftrl_geometry(env: Any) -> dict[str, Any]:
     """Decision set and loss set of Agarwal & Singh's Corollary 3.2 for an environment."""
     domain = getattr(env, "domain", "simplex")
@@ -97,14 +110,15 @@ def _ftrl_geometry(env: Any) -> dict[str, Any]:
 
 def _dp_ftrl(env: Any, **kw: Any) -> Learner:
     noise = kw.pop("noise", "laplace")
-    delta = float(kw.pop("delta", 0.0 if noise == "laplace" else 1e-6))
-    return DPFTRL(env.dim, env.horizon, noise=noise, delta=delta, **_ftrl_geometry(env), **kw)
+    budget = _budget(kw, 0.0 if noise == "laplace" else 1e-6)
+    return DPFTRL(env.dim, env.horizon, budget=budget, noise=noise, **_ftrl_geometry(env), **kw)
 
 
 def _dp_ftpl(env: Any, **kw: Any) -> Learner:
     return DPFTPL(
         env.dim,
         env.horizon,
+        budget=_budget(kw, 1e-6),
         domain=getattr(env, "domain", "simplex"),
         radius=getattr(env, "radius", 1.0),
         **kw,
@@ -112,34 +126,35 @@ def _dp_ftpl(env: Any, **kw: Any) -> Learner:
 
 
 def _dp_scrible(env: Any, **kw: Any) -> Learner:
-    return DPSCRiBLe(env.barrier, env.horizon, **kw)
+    return DPSCRiBLe(env.barrier, env.horizon, budget=_budget(kw, 0.0), **kw)
 
 
 def _dp_exp2(env: Any, **kw: Any) -> Learner:
-    return DPEXP2(env.dim, env.horizon, **kw)
+    return DPEXP2(env.dim, env.horizon, budget=_budget(kw, 0.0), **kw)
 
 
-def _private_fw(env: Any, *, p: float = 1.5, delta: float | None = None, **kw: Any) -> Learner:
+def _private_fw(env: Any, *, p: float = 1.5, **kw: Any) -> Learner:
     """Algorithm 2 for p = 1, Algorithm 1 otherwise, with the stream's input bounds."""
     p = float(p)
-    delta = 1.0 / env.horizon if delta is None else float(delta)
+    budget = _budget(kw, 1.0 / env.horizon)
     if p == 1.0:
         return NoisyMinFrankWolfe(
             env.dim,
             env.horizon,
             x_bound=env.x_bound(np.inf),
             y_bound=env.y_bound,
-            delta=delta,
+            budget=budget,
             **kw,
         )
     ball = LpBall(env.dim, p)
     return PrivateStreamingFrankWolfe(
-        ball, env.horizon, x_bound=env.x_bound(ball.q), y_bound=env.y_bound, delta=delta, **kw
+        ball, env.horizon, x_bound=env.x_bound(ball.q), y_bound=env.y_bound, budget=budget, **kw
     )
 
 
-def _dp_glm_bandit(env: Any, *, delta: float | None = None, **kw: Any) -> Learner:
+def _dp_glm_bandit(env: Any, **kw: Any) -> Learner:
     """Algorithm 3 with the environment's reward range, link and (synthetic) h_sub."""
+    budget = _budget(kw, 1.0 / env.horizon)
     kw.setdefault("link", getattr(env, "link", "logistic"))
     kw.setdefault("h_sub", getattr(env, "h_sub", 0.05))
     kw.setdefault("radius", getattr(env, "radius", 1.0))
@@ -148,7 +163,7 @@ def _dp_glm_bandit(env: Any, *, delta: float | None = None, **kw: Any) -> Learne
         env.arms,
         env.horizon,
         reward_range=env.reward_range,
-        delta=1.0 / env.horizon if delta is None else float(delta),
+        budget=budget,
         **kw,
     )
 

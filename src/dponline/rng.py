@@ -38,11 +38,25 @@ def generator_state(gen: np.random.Generator) -> dict[str, Any]:
 
 
 def generator_from_state(state: dict[str, Any]) -> np.random.Generator:
-    """Rebuild a Generator whose next draws are exactly those of the saved one."""
+    """Rebuild a Generator whose next draws are exactly those of the saved one.
+
+    ``state["bit_generator"]`` must name a :class:`numpy.random.BitGenerator` subclass in
+    :mod:`numpy.random` (``PCG64``, ``MT19937``, ...): saved states are read from files, so
+    nothing else named there is ever called.
+    """
+    if not isinstance(state, dict):
+        raise TypeError(f"an RNG state must be a dict, got {type(state).__name__}")
     name = state.get("bit_generator")
-    bit_gen_cls = getattr(np.random, str(name), None)
-    if bit_gen_cls is None or not isinstance(bit_gen_cls, type):
-        raise ValueError(f"unknown bit generator {name!r} in saved RNG state")
+    bit_gen_cls = getattr(np.random, name, None) if isinstance(name, str) else None
+    if not (
+        isinstance(bit_gen_cls, type)
+        and issubclass(bit_gen_cls, np.random.BitGenerator)
+        and bit_gen_cls is not np.random.BitGenerator  # the abstract base
+    ):
+        raise ValueError(
+            f"unknown bit generator {name!r} in saved RNG state; expected the name of a "
+            "numpy.random.BitGenerator subclass such as 'PCG64'"
+        )
     bit_gen = bit_gen_cls()
     bit_gen.state = copy.deepcopy(state)
     return np.random.Generator(bit_gen)

@@ -11,8 +11,10 @@ from dponline.bandits import DPEXP2, exp2_parameters
 from dponline.bandits.exp2 import exp2_regret_bound
 from dponline.environments import BanditEnvironment, StochasticBandit
 from dponline.privacy.audit import audit
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.protocol import BanditFeedback
+from tests.helpers import maybe_budget
 
 
 def test_theorem_4_1_parameters_by_hand():
@@ -22,12 +24,12 @@ def test_theorem_4_1_parameters_by_hand():
     eta, gamma = exp2_parameters(n, t, lam)
     assert eta == pytest.approx(math.sqrt(math.log(n) / (2 * n * t * spread)))
     assert gamma == pytest.approx(eta * n * math.sqrt(spread))
-    lr = DPEXP2(n, t, epsilon=eps, calibration="paper", rng=0)
+    lr = DPEXP2(n, t, budget=maybe_budget(eps, 0.0, "paper"), rng=0)
     assert lr.laplace_scale == lam and lr.eta == pytest.approx(eta)
 
 
 def test_probabilities_mix_exploration_and_update_uses_importance_weights():
-    lr = DPEXP2(4, 100, epsilon=None, eta=0.5, gamma=0.2, replicas=3, rng=0)
+    lr = DPEXP2(4, 100, budget=None, eta=0.5, gamma=0.2, replicas=3, rng=0)
     np.testing.assert_allclose(lr.probabilities(), 0.25)
     arms = lr.act()
     p = lr.probabilities()[np.arange(3), arms]
@@ -43,24 +45,30 @@ def test_probabilities_mix_exploration_and_update_uses_importance_weights():
 def test_loss_estimate_is_unbiased():
     """E[l~_t] = l_t under i_t ~ p_t: Monte Carlo over 200,000 replicas."""
     R = 200_000
-    lr = DPEXP2(3, 10, epsilon=None, gamma=0.3, replicas=R, rng=1)
+    lr = DPEXP2(3, 10, budget=None, gamma=0.3, replicas=R, rng=1)
     loss = np.array([0.2, 0.5, 0.9])
     arms = lr.act()
-    est = lr.loss_estimate(loss[arms])
+    est = lr.algorithm.loss_estimate(loss[arms])
     # each coordinate's estimate has sd <= max l / sqrt(p) / sqrt(R) ~ 0.004; 6 sd margin
     np.testing.assert_allclose(est.mean(axis=0), loss, atol=0.025)
 
 
 def test_privacy_guarantees_tight_and_paper():
-    tight = DPEXP2(5, 100, epsilon=0.5, rng=0)
+    tight = DPEXP2(5, 100, budget=PrivacyBudget(0.5), rng=0)
     assert tight.laplace_scale == 2.0 and tight.privacy.epsilon == 0.5
     with pytest.warns(PrivacyWarning, match="proves only"):
-        paper = DPEXP2(5, 100, epsilon=0.5, calibration="paper", loss_range=(-1, 1), rng=0)
+        paper = DPEXP2(
+            5,
+            100,
+            budget=PrivacyBudget(0.5, 0.0, "paper", allow_weaker=True),
+            loss_range=(-1, 1),
+            rng=0,
+        )
     assert paper.laplace_scale == 2.0 and paper.privacy.epsilon == pytest.approx(1.0)
 
 
 def test_input_contract():
-    lr = DPEXP2(3, 10, epsilon=1.0, rng=0)
+    lr = DPEXP2(3, 10, budget=PrivacyBudget(1.0), rng=0)
     with pytest.raises(ValueError, match="must follow act"):
         lr.observe(BanditFeedback(np.array([0.5])))
     lr.act()
@@ -83,10 +91,10 @@ def test_resume_bit_for_bit():
             lr.observe(BanditFeedback(env_losses[t, a]))
         return out
 
-    full = run(DPEXP2(4, 30, epsilon=1.0, replicas=5, rng=3), 0, 30)
-    part = DPEXP2(4, 30, epsilon=1.0, replicas=5, rng=3)
+    full = run(DPEXP2(4, 30, budget=PrivacyBudget(1.0), replicas=5, rng=3), 0, 30)
+    part = DPEXP2(4, 30, budget=PrivacyBudget(1.0), replicas=5, rng=3)
     run(part, 0, 12)
-    resumed = DPEXP2(4, 30, epsilon=1.0, replicas=5, rng=3)
+    resumed = DPEXP2(4, 30, budget=PrivacyBudget(1.0), replicas=5, rng=3)
     resumed.load_state_dict(part.state_dict())
     for a, b in zip(run(resumed, 12, 30), full[12:], strict=True):
         np.testing.assert_array_equal(a, b)
@@ -97,7 +105,7 @@ def test_regret_within_theorem_4_1_bound(eps):
     """Mean pseudo-regret over 200 seeds on a Bernoulli bandit stays below the bound."""
     T, N, R = 2000, 5, 200
     env = StochasticBandit(np.r_[0.2, np.full(N - 1, 0.5)], T, rng=0)
-    lr = DPEXP2(N, T, epsilon=eps, replicas=R, rng=1)
+    lr = DPEXP2(N, T, budget=maybe_budget(eps), replicas=R, rng=1)
     cum = np.zeros(R)
     for t in range(T):
         fb, expected = env.round(t, lr.act())
@@ -113,7 +121,7 @@ def _arm_sampler(laplace_factor):
     """Two rounds, two arms, a large step so one loss visibly moves the next arm."""
 
     def sample(losses, n, rng):
-        lr = DPEXP2(2, 2, epsilon=1.0, eta=3.0, gamma=0.2, replicas=n, rng=rng)
+        lr = DPEXP2(2, 2, budget=PrivacyBudget(1.0), eta=3.0, gamma=0.2, replicas=n, rng=rng)
         lr.noise = lr.noise.scaled(laplace_factor)
         env = BanditEnvironment(losses)
         out = []
@@ -131,7 +139,7 @@ def test_audit_does_not_refute_dp_exp2_and_refutes_a_tenth_of_its_noise():
     # neighbouring sequences differ in round 1's losses: 0 vs 1 for both arms
     a = np.array([[0.0, 0.0], [0.5, 0.5]])
     b = np.array([[1.0, 1.0], [0.5, 0.5]])
-    claim = DPEXP2(2, 2, epsilon=1.0).privacy
+    claim = DPEXP2(2, 2, budget=PrivacyBudget(1.0)).privacy
 
     def same_arm(out):  # round 1's loss decides whether round 2 repeats round 1's arm
         return (out[:, 0] == out[:, 1]).astype(float)
@@ -150,7 +158,7 @@ def test_regret_within_theorem_4_1_on_an_adversarial_sequence(eps):
 
     T, N, R = 2000, 5, 100
     env = BanditEnvironment(switching_best_losses(T, N, switches=3, gap=0.3, rng=1))
-    lr = DPEXP2(N, T, epsilon=eps, replicas=R, rng=2)
+    lr = DPEXP2(N, T, budget=maybe_budget(eps), replicas=R, rng=2)
     cum = np.zeros(R)
     for t in range(T):
         fb, loss = env.round(t, lr.act())
@@ -161,7 +169,7 @@ def test_regret_within_theorem_4_1_on_an_adversarial_sequence(eps):
 
 
 def test_complex_loss_is_refused():
-    lr = DPEXP2(3, 10, epsilon=1.0, rng=0)
+    lr = DPEXP2(3, 10, budget=PrivacyBudget(1.0), rng=0)
     lr.act()
     with pytest.raises(TypeError, match="real"):
         lr.observe(BanditFeedback(np.array([0.5 + 1j])))

@@ -12,10 +12,12 @@ from dponline.environments.contextual import (
     synthetic_glm_parameters,
 )
 from dponline.privacy.audit import audit
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import Neighbouring, PrivacyNotion
 from dponline.protocol import ContextFeedback, RewardFeedback
 from dponline.stochastic.glm_losses import GLMLoss
 from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe
+from tests.helpers import maybe_budget
 
 
 def _loss_value(link, theta, x, y):
@@ -97,8 +99,7 @@ def test_warmup_schedule_synthetic_updates_and_sample_counts():
         h_sub=env.h_sub,
         link="linear",
         reward_range=env.reward_range,
-        epsilon=1.0,
-        delta=1e-3,
+        budget=PrivacyBudget(1.0, 1e-3),
         replicas=3,
         rng=0,
     )
@@ -131,7 +132,7 @@ def test_preselection_and_greedy_choice_by_hand():
         h_sub=0.4,
         link="linear",
         reward_range=(-2.0, 2.0),
-        epsilon=None,
+        budget=None,
         replicas=1,
         rng=0,
     )
@@ -147,7 +148,7 @@ def test_preselection_and_greedy_choice_by_hand():
 
 def test_privacy_statement_and_contract():
     env = SyntheticGLMBandit(5, 200, rng=0)
-    tight = DPGLMBandit(5, 3, 200, h_sub=env.h_sub, epsilon=1.0, delta=1e-3, rng=0)
+    tight = DPGLMBandit(5, 3, 200, h_sub=env.h_sub, budget=PrivacyBudget(1.0, 1e-3), rng=0)
     assert tight.privacy.notion is PrivacyNotion.JOINT_DP
     assert tight.privacy.neighbouring is Neighbouring.ONE_USER
     assert tight.privacy.epsilon == pytest.approx(1.0, rel=1e-6)
@@ -155,7 +156,12 @@ def test_privacy_statement_and_contract():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the paper's noise proves more than asked: no warning
         paper = DPGLMBandit(
-            5, 3, 200, h_sub=env.h_sub, epsilon=1.0, delta=1e-3, calibration="paper", rng=0
+            5,
+            3,
+            200,
+            h_sub=env.h_sub,
+            budget=PrivacyBudget(1.0, 1e-3, "paper", allow_weaker=True),
+            rng=0,
         )
     assert paper.privacy.epsilon < 1.0
     # tight noise (Gumbel, bounded range) is smaller than the paper's Laplace noise
@@ -166,19 +172,25 @@ def test_privacy_statement_and_contract():
         tight.act()
     with pytest.raises(ValueError, match="shape"):
         tight.observe(ContextFeedback(np.ones(4)))
-    tight.observe(ContextFeedback(np.r_[1.0, 2.0, 0, 0, 0]))
-    with pytest.raises(ValueError, match="bounds"):
-        tight.observe(RewardFeedback(np.array([1.0])))  # ||x||_inf = 2 > 1
+    with pytest.raises(ValueError, match=r"\|\|x\|\|_inf = 2.0 exceeds x_bound = 1.0"):
+        tight.observe(ContextFeedback(np.r_[1.0, 2.0, 0, 0, 0]))  # refused before any update
     tight.observe(ContextFeedback(np.ones(5)))
+    with pytest.raises(ValueError, match="after a context and an action"):
+        tight.observe(RewardFeedback(np.array([1.0])))  # no act() yet
+    tight.act()
+    before = [e.state_dict() for e in tight.estimators]
     with pytest.raises(ValueError, match="outside"):
         tight.observe(RewardFeedback(np.array([2.0])))  # reward outside [0, 1]
+    for est, saved in zip(tight.estimators, before, strict=True):  # every arm still in step
+        assert est.t == saved["t"]
+        np.testing.assert_array_equal(est.theta, saved["theta"])
     with pytest.raises(ValueError, match="horizon > arms"):
-        DPGLMBandit(5, 3, 30, warmup=10, h_sub=0.1)
+        DPGLMBandit(5, 3, 30, budget=PrivacyBudget(1.0, 1e-6), warmup=10, h_sub=0.1)
 
 
 def test_state_dict_resumes_the_same_run():
     env_a, env_b = SyntheticGLMBandit(5, 300, rng=1), SyntheticGLMBandit(5, 300, rng=1)
-    kw = dict(warmup=10, h_sub=env_a.h_sub, epsilon=1.0, delta=1e-3, replicas=4)
+    kw = dict(warmup=10, h_sub=env_a.h_sub, budget=PrivacyBudget(1.0, 1e-3), replicas=4)
     ref = DPGLMBandit(5, 3, 300, rng=7, **kw)
     ref_actions, _ = _play(ref, env_a, 300)
     first = DPGLMBandit(5, 3, 300, rng=7, **kw)
@@ -242,8 +254,7 @@ def test_private_bandit_learns_the_synthetic_instance():
             h_sub=env.h_sub,
             link="linear",
             reward_range=env.reward_range,
-            epsilon=eps,
-            delta=1 / horizon,
+            budget=maybe_budget(eps, 1 / horizon),
             replicas=8,
             rng=1,
         )
@@ -265,8 +276,7 @@ def _audit_bandit(horizon, replicas=1, rng=None):
         h_sub=1.0,
         link="linear",
         reward_range=(-AUDIT_REWARD, AUDIT_REWARD),
-        epsilon=1.0,
-        delta=1e-5,
+        budget=PrivacyBudget(1.0, 1e-5),
         replicas=replicas,
         rng=rng,
     )
@@ -314,13 +324,13 @@ def test_noisy_min_observe_each_matches_shared_samples():
     rng = np.random.default_rng(3)
     x = rng.uniform(-1, 1, size=(6, 3, 2))
     y = rng.uniform(-1, 1, size=(6, 3))
-    together = NoisyMinFrankWolfe(2, 6, epsilon=None, replicas=3)
+    together = NoisyMinFrankWolfe(2, 6, budget=None, replicas=3)
     for t in range(6):
         together.observe_each(x[t], y[t])
     for r in range(3):
-        alone = NoisyMinFrankWolfe(2, 6, epsilon=None)
+        alone = NoisyMinFrankWolfe(2, 6, budget=None)
         for t in range(6):
             alone.observe_each(x[t, r : r + 1], y[t, r : r + 1])
         np.testing.assert_allclose(alone.theta[0], together.theta[r])
     with pytest.raises(ValueError, match="shape"):
-        NoisyMinFrankWolfe(2, 6, epsilon=None, replicas=3).observe_each(x[0, :2], y[0])
+        NoisyMinFrankWolfe(2, 6, budget=None, replicas=3).observe_each(x[0, :2], y[0])

@@ -9,8 +9,10 @@ from dponline.bandits.scrible import DPSCRiBLe, scrible_regret_bound
 from dponline.domains import BallBarrier, BoxBarrier, PolytopeBarrier
 from dponline.privacy.audit import audit
 from dponline.privacy.bounds import NormBall
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.protocol import BanditFeedback
+from tests.helpers import maybe_budget
 
 BARRIERS = {
     "ball": BallBarrier(3),
@@ -30,42 +32,44 @@ def _losses(T, N, seed=0):
 @pytest.mark.parametrize("name", BARRIERS)
 def test_dikin_points_stay_inside_and_ftrl_point_is_optimal(name):
     barrier = BARRIERS[name]
-    lr = DPSCRiBLe(barrier, 200, epsilon=1.0, replicas=8, rng=0)
+    lr = DPSCRiBLe(barrier, 200, budget=PrivacyBudget(1.0), replicas=8, rng=0)
     L = _losses(200, 3)
     for t in range(200):
         y = lr.act()
         assert barrier.contains(y).all()
         lr.observe(BanditFeedback(y @ L[t]))
     # x_t minimises eta <L~, x> + R(x): the gradient vanishes
-    g = lr.eta * lr._cum + barrier.gradient(lr._x)
+    g = lr.eta * lr.algorithm._cum + barrier.gradient(lr.algorithm._x)
     np.testing.assert_allclose(g, 0.0, atol=1e-6)
 
 
 def test_loss_estimate_is_unbiased():
     """E[N <l, y> s lambda_i^{1/2} e_i] = l: Monte Carlo over 400,000 replicas."""
     R = 400_000
-    lr = DPSCRiBLe(BARRIERS["box"], 10, epsilon=None, replicas=R, rng=2)
-    lr._x = np.tile([0.3, -0.2, 0.5], (R, 1))  # an off-centre point
+    lr = DPSCRiBLe(BARRIERS["box"], 10, budget=None, replicas=R, rng=2)
+    lr.algorithm._x = np.tile([0.3, -0.2, 0.5], (R, 1))  # an off-centre point
     loss = np.array([0.5, -0.3, 0.2])
     y = lr.act()
-    est = lr.dim * (y @ loss)[:, None] * lr._direction
+    est = lr.dim * (y @ loss)[:, None] * lr.algorithm._direction
     # per-coordinate sd of the mean <= ~0.01 here; 0.05 is > 5 sd
     np.testing.assert_allclose(est.mean(axis=0), loss, atol=0.05)
 
 
 def test_privacy_tight_and_paper():
-    tight = DPSCRiBLe(BARRIERS["ball"], 100, epsilon=0.5, rng=0)
+    tight = DPSCRiBLe(BARRIERS["ball"], 100, budget=PrivacyBudget(0.5), rng=0)
     # unit l2 ball of losses: l1 diameter 2 sqrt(3)
     assert tight.laplace_scale == pytest.approx(2 * np.sqrt(3) / 0.5)
     assert tight.privacy.epsilon == pytest.approx(0.5)
     with pytest.warns(PrivacyWarning, match="proves only"):
-        paper = DPSCRiBLe(BARRIERS["ball"], 100, epsilon=0.5, calibration="paper", rng=0)
+        paper = DPSCRiBLe(
+            BARRIERS["ball"], 100, budget=PrivacyBudget(0.5, 0.0, "paper", allow_weaker=True), rng=0
+        )
     assert paper.laplace_scale == pytest.approx(np.sqrt(3) / 0.5)  # ||Y||_1 / eps
     assert paper.privacy.epsilon == pytest.approx(1.0)
 
 
 def test_input_contract():
-    lr = DPSCRiBLe(BARRIERS["ball"], 10, epsilon=1.0, rng=0)
+    lr = DPSCRiBLe(BARRIERS["ball"], 10, budget=PrivacyBudget(1.0), rng=0)
     with pytest.raises(ValueError, match="must follow act"):
         lr.observe(BanditFeedback(np.array([0.1])))
     y = lr.act()
@@ -81,7 +85,7 @@ def test_input_contract():
 def test_regret_within_theorem_4_5(name, epsilon):
     barrier, T, R = BARRIERS[name], 2000, 10
     L = _losses(T, 3)
-    lr = DPSCRiBLe(barrier, T, epsilon=epsilon, replicas=R, rng=1)
+    lr = DPSCRiBLe(barrier, T, budget=maybe_budget(epsilon), replicas=R, rng=1)
     cum = np.zeros(R)
     for t in range(T):
         y = lr.act()
@@ -104,14 +108,14 @@ def test_resume_bit_for_bit():
             lr.observe(BanditFeedback(y @ L[t]))
         return out
 
-    full = run(DPSCRiBLe(BARRIERS["box"], 30, epsilon=1.0, replicas=3, rng=5), 0, 30)
-    part = DPSCRiBLe(BARRIERS["box"], 30, epsilon=1.0, replicas=3, rng=5)
+    full = run(DPSCRiBLe(BARRIERS["box"], 30, budget=PrivacyBudget(1.0), replicas=3, rng=5), 0, 30)
+    part = DPSCRiBLe(BARRIERS["box"], 30, budget=PrivacyBudget(1.0), replicas=3, rng=5)
     run(part, 0, 11)
-    resumed = DPSCRiBLe(BARRIERS["box"], 30, epsilon=1.0, replicas=3, rng=5)
+    resumed = DPSCRiBLe(BARRIERS["box"], 30, budget=PrivacyBudget(1.0), replicas=3, rng=5)
     resumed.load_state_dict(part.state_dict())
     for a, b in zip(run(resumed, 11, 30), full[11:], strict=True):
         np.testing.assert_array_equal(a, b)
-    other = DPSCRiBLe(BARRIERS["box"], 30, epsilon=2.0, replicas=3, rng=5)
+    other = DPSCRiBLe(BARRIERS["box"], 30, budget=PrivacyBudget(2.0), replicas=3, rng=5)
     with pytest.raises(ValueError, match="different noise"):
         other.load_state_dict(part.state_dict())
 
@@ -124,7 +128,7 @@ def _sampler(fraction):
         lr = DPSCRiBLe(
             BoxBarrier(1),
             2,
-            epsilon=1.0,
+            budget=PrivacyBudget(1.0),
             eta=3.0,
             replicas=n,
             rng=rng,
@@ -144,7 +148,9 @@ def _sampler(fraction):
 def test_audit_not_refuted_and_a_tenth_of_the_noise_refuted():
     a = np.array([[-1.0], [0.0]])
     b = np.array([[1.0], [0.0]])
-    claim = DPSCRiBLe(BoxBarrier(1), 2, epsilon=1.0, loss_bounds=NormBall(1.0, 2, 1)).privacy
+    claim = DPSCRiBLe(
+        BoxBarrier(1), 2, budget=PrivacyBudget(1.0), loss_bounds=NormBall(1.0, 2, 1)
+    ).privacy
     kw = dict(claim=claim, trials=100_000, pilot_trials=20_000, rng=6)
     ok = audit(_sampler(1.0), a, b, **kw)
     assert not ok.refuted, str(ok)  # false refutation chance <= 1e-3
@@ -159,7 +165,7 @@ def test_regret_within_theorem_4_5_on_an_adversarial_sequence(epsilon):
     base = np.ones(N) / np.sqrt(N)
     L = np.array([base if (t // 250) % 2 == 0 else -0.5 * base for t in range(T)])
     barrier = BARRIERS["ball"]
-    lr = DPSCRiBLe(barrier, T, epsilon=epsilon, replicas=R, rng=4)
+    lr = DPSCRiBLe(barrier, T, budget=maybe_budget(epsilon), replicas=R, rng=4)
     cum = np.zeros(R)
     for t in range(T):
         y = lr.act()
@@ -176,7 +182,11 @@ def test_value_check_uses_the_attainable_interval_of_a_lopsided_box():
     from dponline.privacy.bounds import Box
 
     lr = DPSCRiBLe(
-        BoxBarrier(1, low=10.0, high=11.0), 10, epsilon=1.0, loss_bounds=Box(0.0, 1.0, dim=1), rng=0
+        BoxBarrier(1, low=10.0, high=11.0),
+        10,
+        budget=PrivacyBudget(1.0),
+        loss_bounds=Box(0.0, 1.0, dim=1),
+        rng=0,
     )
     y = lr.act()
     with pytest.raises(ValueError, match="outside the declared bounds"):
@@ -185,7 +195,7 @@ def test_value_check_uses_the_attainable_interval_of_a_lopsided_box():
 
 
 def test_huge_step_is_a_clear_error_not_nan():
-    lr = DPSCRiBLe(BARRIERS["ball"], 100, epsilon=1.0, eta=1e12, rng=0)
+    lr = DPSCRiBLe(BARRIERS["ball"], 100, budget=PrivacyBudget(1.0), eta=1e12, rng=0)
     with pytest.raises(ValueError, match="eta"):
         for _ in range(100):
             y = lr.act()
@@ -193,16 +203,18 @@ def test_huge_step_is_a_clear_error_not_nan():
 
 
 def test_state_from_another_barrier_or_replica_count_is_refused():
-    a = DPSCRiBLe(BARRIERS["ball"], 10, epsilon=1.0, replicas=2, rng=0)
+    a = DPSCRiBLe(BARRIERS["ball"], 10, budget=PrivacyBudget(1.0), replicas=2, rng=0)
     with pytest.raises(ValueError, match="different"):
-        DPSCRiBLe(BARRIERS["box"], 10, epsilon=1.0, replicas=2, rng=0).load_state_dict(
-            a.state_dict()
-        )
+        DPSCRiBLe(
+            BARRIERS["box"], 10, budget=PrivacyBudget(1.0), replicas=2, rng=0
+        ).load_state_dict(a.state_dict())
     with pytest.raises(ValueError, match="different"):
-        DPSCRiBLe(BARRIERS["ball"], 10, epsilon=1.0, replicas=1, rng=0).load_state_dict(
-            a.state_dict()
-        )
+        DPSCRiBLe(
+            BARRIERS["ball"], 10, budget=PrivacyBudget(1.0), replicas=1, rng=0
+        ).load_state_dict(a.state_dict())
     poly = BARRIERS["polytope"]
-    p1 = DPSCRiBLe(poly, 10, epsilon=1.0, rng=0)
-    p2 = DPSCRiBLe(PolytopeBarrier(poly.a.copy(), poly.b.copy()), 10, epsilon=1.0, rng=0)
+    p1 = DPSCRiBLe(poly, 10, budget=PrivacyBudget(1.0), rng=0)
+    p2 = DPSCRiBLe(
+        PolytopeBarrier(poly.a.copy(), poly.b.copy()), 10, budget=PrivacyBudget(1.0), rng=0
+    )
     p2.load_state_dict(p1.state_dict())  # equal polytopes are the same configuration

@@ -9,15 +9,22 @@ import pytest
 
 from dponline.continual import DoublingCounter, make_counter
 from dponline.privacy.bounds import Box, NormBall
+from dponline.privacy.budget import PrivacyBudget
 
 MECHS = ["binary_tree", "padded_tree", "honaker", "sqrt_factorization"]
 
 
 def _make(mech, T=37, **kw):
     kw.setdefault("noise", "gaussian")
-    kw.setdefault("delta", 1e-6)
+    delta = kw.pop("delta", 0.0 if kw["noise"] == "laplace" else 1e-6)
     return make_counter(
-        mech, horizon=T, bounds=Box(-1, 1, dim=3), epsilon=1.0, replicas=2, rng=123, **kw
+        mech,
+        horizon=T,
+        bounds=Box(-1, 1, dim=3),
+        budget=PrivacyBudget(1.0, delta),
+        replicas=2,
+        rng=123,
+        **kw,
     )
 
 
@@ -46,7 +53,7 @@ def test_resume_unknown_horizon_bit_for_bit():
             "binary_tree",
             horizon=None,
             bounds=Box(0, 1, dim=2),
-            epsilon=1.0,
+            budget=PrivacyBudget(1.0),
             noise="laplace",
             rng=9,
         )
@@ -94,13 +101,18 @@ def test_clipping_when_asked():
         "binary_tree",
         horizon=4,
         bounds=Box(0, 1, dim=2),
-        epsilon=1.0,
+        budget=PrivacyBudget(1.0),
         noise="laplace",
         rng=0,
         clip=True,
     )
     c0 = make_counter(
-        "binary_tree", horizon=4, bounds=Box(0, 1, dim=2), epsilon=1.0, noise="laplace", rng=0
+        "binary_tree",
+        horizon=4,
+        bounds=Box(0, 1, dim=2),
+        budget=PrivacyBudget(1.0),
+        noise="laplace",
+        rng=0,
     )
     np.testing.assert_array_equal(c.step([5.0, -3.0]), c0.step([1.0, 0.0]))
 
@@ -143,8 +155,7 @@ def test_unknown_horizon_never_refuses_and_reports_exact_variance():
         "honaker",
         horizon=None,
         bounds=Box(0, 1, dim=1),
-        epsilon=1.0,
-        delta=1e-6,
+        budget=PrivacyBudget(1.0, 1e-6),
         rng=3,
         replicas=20_000,
     )
@@ -168,7 +179,11 @@ def test_unknown_horizon_guarantee_states_the_doubling_argument():
     from dponline.privacy.guarantee import PrivacyWarning
 
     c = make_counter(
-        "binary_tree", horizon=None, bounds=Box(0, 1, dim=3), epsilon=0.5, noise="laplace"
+        "binary_tree",
+        horizon=None,
+        bounds=Box(0, 1, dim=3),
+        budget=PrivacyBudget(0.5),
+        noise="laplace",
     )
     assert c.privacy.epsilon == 0.5 and "doubling blocks" in c.privacy.derivation
     # the paper's Laplace formula on a block of length 2: 2 levels but log2(2) = 1 -> 2 eps
@@ -178,9 +193,8 @@ def test_unknown_horizon_guarantee_states_the_doubling_argument():
             "binary_tree",
             horizon=None,
             bounds=Box(0, 1, dim=3),
-            epsilon=0.5,
+            budget=PrivacyBudget(0.5, 0.0, "paper", allow_weaker=True),
             noise="laplace",
-            calibration="paper",
         )
     assert p.privacy.epsilon == pytest.approx(1.0)
     assert any(issubclass(w.category, PrivacyWarning) for w in caught)
@@ -189,23 +203,43 @@ def test_unknown_horizon_guarantee_states_the_doubling_argument():
 def test_state_from_a_differently_calibrated_counter_is_refused():
     """Reusing noise calibrated for a weaker guarantee would void this counter's guarantee."""
     weak = make_counter(
-        "sqrt_factorization", horizon=16, bounds=Box(0, 1, dim=1), epsilon=50.0, delta=1e-6, rng=0
+        "sqrt_factorization",
+        horizon=16,
+        bounds=Box(0, 1, dim=1),
+        budget=PrivacyBudget(50.0, 1e-6),
+        rng=0,
     )
     strong = make_counter(
-        "sqrt_factorization", horizon=16, bounds=Box(0, 1, dim=1), epsilon=0.1, delta=1e-6, rng=0
+        "sqrt_factorization",
+        horizon=16,
+        bounds=Box(0, 1, dim=1),
+        budget=PrivacyBudget(0.1, 1e-6),
+        rng=0,
     )
     with pytest.raises(ValueError, match="different noise"):
         strong.load_state_dict(weak.state_dict())
     wide = make_counter(
-        "binary_tree", horizon=8, bounds=Box(0, 100, dim=1), epsilon=1.0, noise="laplace"
+        "binary_tree",
+        horizon=8,
+        bounds=Box(0, 100, dim=1),
+        budget=PrivacyBudget(1.0),
+        noise="laplace",
     )
     narrow = make_counter(
-        "binary_tree", horizon=8, bounds=Box(0, 1, dim=1), epsilon=1.0, noise="laplace"
+        "binary_tree",
+        horizon=8,
+        bounds=Box(0, 1, dim=1),
+        budget=PrivacyBudget(1.0),
+        noise="laplace",
     )
     with pytest.raises(ValueError, match="bounds"):
         narrow.load_state_dict(wide.state_dict())
-    a = make_counter("honaker", horizon=None, bounds=Box(0, 1, dim=1), epsilon=1.0, noise="laplace")
-    b = make_counter("honaker", horizon=None, bounds=Box(0, 1, dim=1), epsilon=2.0, noise="laplace")
+    a = make_counter(
+        "honaker", horizon=None, bounds=Box(0, 1, dim=1), budget=PrivacyBudget(1.0), noise="laplace"
+    )
+    b = make_counter(
+        "honaker", horizon=None, bounds=Box(0, 1, dim=1), budget=PrivacyBudget(2.0), noise="laplace"
+    )
     a.step([0.5])
     with pytest.raises(ValueError, match="different guarantee"):
         b.load_state_dict(a.state_dict())
@@ -224,17 +258,25 @@ def test_complex_and_degenerate_inputs_are_refused():
     c = _make("binary_tree")
     with pytest.raises(TypeError, match="real"):
         c.step(np.array([0.0, 1j, 0.0]))
-    from dponline.privacy.calibration import calibrate_counter
+    from dponline.continual.calibration import calibrate_counter
 
     with pytest.raises(ValueError, match="horizon must be a positive integer"):
         calibrate_counter(
-            "binary_tree", horizon=0, bounds=Box(0, 1, dim=1), epsilon=1.0, noise="laplace"
+            "binary_tree",
+            horizon=0,
+            bounds=Box(0, 1, dim=1),
+            budget=PrivacyBudget(1.0),
+            noise="laplace",
         )
     with pytest.raises(ValueError, match="horizon must be a positive integer"):
         calibrate_counter(
-            "binary_tree", horizon=2.7, bounds=Box(0, 1, dim=1), epsilon=1.0, noise="laplace"
+            "binary_tree",
+            horizon=2.7,
+            bounds=Box(0, 1, dim=1),
+            budget=PrivacyBudget(1.0),
+            noise="laplace",
         )
     with pytest.raises(ValueError, match="zero diameter"):
         calibrate_counter(
-            "binary_tree", horizon=4, bounds=Box(1, 1, dim=1), epsilon=1.0, delta=1e-6
+            "binary_tree", horizon=4, bounds=Box(1, 1, dim=1), budget=PrivacyBudget(1.0, 1e-6)
         )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from dponline.environments import (
     BanditEnvironment,
+    Environment,
     ExpertsEnvironment,
     StochasticBandit,
     alternating_losses,
@@ -14,6 +17,8 @@ from dponline.environments import (
     stock_losses,
     switching_best_losses,
 )
+from dponline.experiments.checkpoints import load_state, save_state
+from dponline.registry import ENVIRONMENTS, build_environment
 
 
 def test_experts_regret_by_hand():
@@ -119,3 +124,60 @@ def test_linear_losses_best_fixed_decision_by_brute_force():
     np.testing.assert_allclose(loss, [L[0].sum()] * 2)
     with pytest.raises(ValueError, match="domain"):
         LinearLossEnvironment(L, "simplex")
+
+
+def _action(env: Environment, setting: str, t: int, replicas: int = 2) -> np.ndarray:
+    """A valid decision for each replica in round t of an environment of ``setting``."""
+    if setting == "experts":
+        return np.full((replicas, env.dim), 1.0 / env.dim)
+    if setting in ("online linear optimisation", "bandit linear optimisation"):
+        return np.full((replicas, env.dim), 0.1 * (-1) ** t)  # inside the unit ball and cube
+    if setting == "stochastic optimisation":
+        return np.full((replicas, env.dim), 0.01 * t)
+    if setting in ("bandit", "contextual bandit"):
+        arms = env.arms if setting == "contextual bandit" else env.dim
+        return (np.arange(replicas) + t) % arms
+    raise AssertionError(f"no test action for setting {setting!r}: add one")
+
+
+def _play(env: Environment, setting: str, rounds: range) -> list[np.ndarray]:
+    """Everything the environment reveals: contexts, feedback fields and losses."""
+    seen = []
+    for t in rounds:
+        if env.reveals_context:
+            seen.append(np.array(env.context(t)))
+        feedback, loss = env.round(t, _action(env, setting, t))
+        seen.append(np.asarray(loss))
+        seen += [np.asarray(getattr(feedback, f.name)) for f in dataclasses.fields(feedback)[:-1]]
+    return seen
+
+
+@pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
+def test_every_registry_environment_follows_the_protocol(name, tmp_path):
+    """An Environment whose state, saved after 5 rounds (through a checkpoint file) and loaded
+    into a freshly built copy, reveals exactly what the original reveals in rounds 6-12."""
+    setting = ENVIRONMENTS[name].setting
+    env = build_environment(name, 12, np.random.default_rng(3))
+    assert isinstance(env, Environment)
+    assert env.horizon == 12
+    assert env.reveals_context is (setting == "contextual bandit")
+    assert callable(getattr(env, "context", None)) is env.reveals_context
+    _play(env, setting, range(5))
+    save_state(tmp_path / "env.ckpt.npz", env.state_dict(), task="t")
+    expected = _play(env, setting, range(5, 12))
+
+    fresh = build_environment(name, 12, np.random.default_rng(3))
+    fresh.load_state_dict(load_state(tmp_path / "env.ckpt.npz", task="t"))
+    got = _play(fresh, setting, range(5, 12))
+    for i, (a, b) in enumerate(zip(expected, got, strict=True)):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), f"{name}: value {i}"
+
+
+def test_oblivious_environments_have_an_empty_state():
+    env = ExpertsEnvironment(np.array([[0.0, 1.0]]))
+    assert env.state_dict() == {} and not env.reveals_context
+    env.load_state_dict({})
+    with pytest.raises(ValueError, match=r"'experts' has oblivious losses.*\['rng'\]"):
+        env.load_state_dict({"rng": {}})
+    with pytest.raises(TypeError, match="state must be a dict"):
+        env.load_state_dict(None)  # type: ignore[arg-type]

@@ -79,12 +79,14 @@ def test_select_scale_takes_the_least_mean_validation_risk():
 
 
 def _fake_baseline(best_index):
-    def fit(x, y, *, step_scales, runs, rng, epsilon, delta, p=None, **kwargs):
+    def fit(x, y, *, step_scales, runs, rng, budget, p=None, **kwargs):
         d = x.shape[1]
         theta = np.zeros((runs, len(step_scales), d))
         theta[:, best_index] = han2024.true_parameter(d, p if p is not None else math.inf)
         return SimpleNamespace(
-            theta=theta, privacy=PrivacyGuarantee(epsilon, delta), parameters={"k": 1}
+            theta=theta,
+            privacy=PrivacyGuarantee(budget.epsilon, budget.delta),
+            parameters={"k": 1},
         )
 
     return lambda name: fit

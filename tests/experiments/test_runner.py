@@ -14,10 +14,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import dponline
 from dponline.cli import main
+from dponline.environments import ExpertsEnvironment
+from dponline.experiments.checkpoints import (
+    CHECKPOINT_SUFFIX,
+    RESULT_SUFFIX,
+    LegacyCheckpointWarning,
+)
 from dponline.experiments.report import summarise, write_report
 from dponline.experiments.runner import make_tasks, run_sweep, run_task
 from dponline.experiments.spec import SpecError, load_spec, parse_spec
+from tests.experiments.test_checkpoints import malicious_pickle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,15 +87,82 @@ def test_ray_backend_gives_the_local_table():
     pd.testing.assert_frame_equal(local, on_ray)
 
 
-def test_checkpoint_resume_in_process(tmp_path):
+def test_checkpoint_resume_in_process(tmp_path, monkeypatch):
+    """A run that crashes in round 171 resumes from its round-150 checkpoint (the learner's
+    noise stream included) to the uninterrupted table; a finished task is read, not rerun."""
     task = make_tasks(**SMALL)[2]
     ref = run_task(task)
-    # a first run that stops mid-way leaves a checkpoint (simulate by running with a tiny
-    # checkpoint interval and removing the final result)
-    run_task(task, tmp_path, checkpoint_every=50)
-    done = next(tmp_path.glob("*.done.pkl"))
-    done.unlink()
-    pd.testing.assert_frame_equal(run_task(task, tmp_path, checkpoint_every=50), ref)
+    original, seen, crash_at = ExpertsEnvironment.round, [], [170]
+
+    def watched_round(self, t, action):
+        seen.append(t)
+        if t in crash_at:
+            raise RuntimeError("simulated crash")
+        return original(self, t, action)
+
+    monkeypatch.setattr(ExpertsEnvironment, "round", watched_round)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run_task(task, tmp_path, checkpoint_every=50)
+    assert [p.name for p in tmp_path.iterdir()] == [task.key + CHECKPOINT_SUFFIX]
+    seen.clear()
+    crash_at.clear()
+    resumed = run_task(task, tmp_path, checkpoint_every=50)
+    assert seen[0] == 150 and seen[-1] == 299
+    pd.testing.assert_frame_equal(resumed, ref)
+    assert [p.name for p in tmp_path.iterdir()] == [task.key + RESULT_SUFFIX]
+    seen.clear()
+    pd.testing.assert_frame_equal(run_task(task, tmp_path), ref)
+    assert seen == []
+
+
+def test_resume_never_runs_a_planted_pickle(tmp_path):
+    """Legacy ``*.pkl`` files are ignored with one warning per sweep; a pickle under one of our
+    file names is refused. Unpickling the payload would create ``marker``: it never appears."""
+    tasks = make_tasks(**SMALL)[:2]
+    ref = run_sweep(tasks, backend="serial", progress=False)
+    marker = tmp_path / "marker"
+    payload = malicious_pickle(marker)
+    out = tmp_path / "legacy"
+    out.mkdir()
+    for name in ("evil.pkl", f"{tasks[0].key}.done.pkl", f"{tasks[1].key}.ckpt.pkl"):
+        (out / name).write_bytes(payload)
+    with pytest.warns(LegacyCheckpointWarning) as caught:
+        table = run_sweep(tasks, backend="serial", checkpoint_dir=out, progress=False)
+    legacy = [str(w.message) for w in caught if w.category is LegacyCheckpointWarning]
+    assert len(legacy) == 1 and legacy[0].startswith("ignoring 3 pickle file(s)")
+    pd.testing.assert_frame_equal(table, ref)
+    for suffix in (RESULT_SUFFIX, CHECKPOINT_SUFFIX):
+        ours = tmp_path / suffix.strip(".")
+        ours.mkdir()
+        (ours / f"{tasks[0].key}{suffix}").write_bytes(payload)
+        with pytest.raises(ValueError, match=r"not a dponline .* file.*pickle.*fresh output"):
+            run_task(tasks[0], ours)
+    assert not marker.exists()
+
+
+def test_results_of_two_versions_never_mix(tmp_path, monkeypatch):
+    task = make_tasks(**SMALL)[0]
+    monkeypatch.setattr(dponline, "__version__", "9.0.0")
+    old_key = task.key
+    first = run_task(task, tmp_path)
+    monkeypatch.setattr(dponline, "__version__", "9.0.1")
+    assert task.key != old_key and task.key.startswith("task0000-")
+    # the new version computes its own results instead of reading the old version's file
+    pd.testing.assert_frame_equal(run_task(task, tmp_path), first)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted([old_key + RESULT_SUFFIX, task.key + RESULT_SUFFIX])
+    # an old version's file under the new key is refused, naming both versions
+    os.replace(tmp_path / (old_key + RESULT_SUFFIX), tmp_path / (task.key + RESULT_SUFFIX))
+    with pytest.raises(ValueError, match=r"dponline '9\.0\.0', this is dponline '9\.0\.1'"):
+        run_task(task, tmp_path)
+
+
+def test_a_checkpoint_of_another_task_is_refused(tmp_path):
+    a, b = make_tasks(**SMALL)[1:3]
+    run_task(a, tmp_path, checkpoint_every=100)
+    os.replace(tmp_path / (a.key + RESULT_SUFFIX), tmp_path / (b.key + RESULT_SUFFIX))
+    with pytest.raises(ValueError, match=rf"belongs to task '{a.key}', expected task '{b.key}'"):
+        run_task(b, tmp_path)
 
 
 KILL_SPEC = """
@@ -129,14 +204,16 @@ def test_killed_run_resumes_to_the_uninterrupted_table(tmp_path):
     )
     ckpt = out / "checkpoints"
     deadline = time.time() + 120
-    while time.time() < deadline and not list(ckpt.glob("*.ckpt.pkl")):
+    while time.time() < deadline and not list(ckpt.glob("*" + CHECKPOINT_SUFFIX)):
         time.sleep(0.01)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert list(ckpt.glob("*.ckpt.pkl")), "the run finished before it could be killed"
+    assert list(ckpt.glob("*" + CHECKPOINT_SUFFIX)), "the run finished before it could be killed"
     assert not (out / "results.csv").exists()
 
     subprocess.run([*cmd, "--out", str(out)], check=True, capture_output=True, env=env)
+    assert not list(tmp_path.rglob("*.pkl"))  # nothing is pickled
+    assert len(list(ckpt.glob("*" + RESULT_SUFFIX))) == 2
     pd.testing.assert_frame_equal(
         pd.read_csv(out / "results.csv"), pd.read_csv(ref_out / "results.csv")
     )

@@ -10,8 +10,9 @@ from scipy.optimize import linprog
 
 from dponline.online.ftpl import DPFTPL, ftpl_sigma_paper, linear_oracle
 from dponline.privacy.accounting import gaussian_epsilon
+from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import LossVectorFeedback
-from tests.helpers import first_coordinate_decisions, with_noise_fraction
+from tests.helpers import first_coordinate_decisions, maybe_budget, with_noise_fraction
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -32,18 +33,18 @@ def test_theorem_3_5_sigma_by_hand():
     lt = 10.0
     expected = max(4.0 * math.sqrt(T / (4.0 * lt)), 4.0 * lt * math.log(lt / delta) / eps)
     assert ftpl_sigma_paper(4.0, N, T, eps, delta) == pytest.approx(expected)
-    lr = DPFTPL(N, T, epsilon=eps, delta=delta, calibration="paper", rng=0)
+    lr = DPFTPL(N, T, budget=maybe_budget(eps, delta, "paper"), rng=0)
     assert lr.sigma == pytest.approx(expected)  # ||Y||_2 = sqrt(16) for [0, 1]^16
     assert lr.counter.name == "padded_tree"
 
 
 def test_guarantee_is_what_sigma_proves():
-    lr = DPFTPL(10, 10_000, epsilon=1.0, delta=1e-6, calibration="tight", rng=0)
+    lr = DPFTPL(10, 10_000, budget=PrivacyBudget(1.0, 1e-6, "tight"), rng=0)
     _, l2 = lr.counter.sensitivity_factors(10_000)
     total = l2 * math.sqrt(10)
     assert lr.privacy.epsilon == pytest.approx(gaussian_epsilon(1e-6, total / lr.sigma))
     assert lr.privacy.epsilon <= 1.0 + 1e-9
-    paper = DPFTPL(10, 10_000, epsilon=1.0, delta=1e-6, calibration="paper", rng=0)
+    paper = DPFTPL(10, 10_000, budget=PrivacyBudget(1.0, 1e-6, "paper", allow_weaker=True), rng=0)
     assert paper.sigma > lr.sigma and paper.privacy.meets_request
 
 
@@ -51,7 +52,7 @@ def test_resume_and_contract():
     L = np.random.default_rng(2).uniform(size=(25, 3))
 
     def make():
-        return DPFTPL(3, 25, epsilon=1.0, replicas=3, rng=4)
+        return DPFTPL(3, 25, budget=PrivacyBudget(1.0, 1e-6), replicas=3, rng=4)
 
     full, ref = make(), []
     for t in range(25):
@@ -66,17 +67,19 @@ def test_resume_and_contract():
     for t in range(10, 25):
         np.testing.assert_array_equal(resumed.act(), ref[t])
         resumed.observe(LossVectorFeedback(L[t]))
+    fresh = make()
+    fresh.act()
     with pytest.raises(ValueError, match="outside the declared bounds"):
-        make().observe(LossVectorFeedback(np.array([0.0, 2.0, 0.0])))
+        fresh.observe(LossVectorFeedback(np.array([0.0, 2.0, 0.0])))
     with pytest.raises(ValueError, match="domain"):
-        DPFTPL(3, 25, domain="sphere")
+        DPFTPL(3, 25, budget=PrivacyBudget(1.0, 1e-6), domain="sphere")
 
 
 def _ftpl_sampler(fraction):
     T, N = 8, 2
 
     def sample(losses, n, rng):
-        lr = DPFTPL(N, T, epsilon=1.0, delta=1e-5, replicas=n, rng=rng)
+        lr = DPFTPL(N, T, budget=PrivacyBudget(1.0, 1e-5), replicas=n, rng=rng)
         return first_coordinate_decisions(with_noise_fraction(lr, fraction, rng), losses)
 
     return sample
@@ -88,7 +91,7 @@ def test_audit_not_refuted_and_a_tenth_of_the_noise_refuted():
     a = np.zeros((8, 2))
     b = a.copy()
     b[0] = [1.0, 0.0]
-    claim = DPFTPL(2, 8, epsilon=1.0, delta=1e-5).privacy
+    claim = DPFTPL(2, 8, budget=PrivacyBudget(1.0, 1e-5)).privacy
     kw = dict(claim=claim, trials=50_000, pilot_trials=10_000, rng=8)
     ok = audit(_ftpl_sampler(1.0), a, b, **kw)
     assert not ok.refuted, str(ok)  # false refutation chance <= 1e-3
@@ -105,7 +108,7 @@ def test_regret_within_the_proof_of_theorem_3_5(calibration):
     T, N, R = 2000, 5, 20
     L = stochastic_losses(T, np.r_[0.4, np.full(N - 1, 0.5)], 0)
     env = ExpertsEnvironment(L)
-    lr = DPFTPL(N, T, epsilon=1.0, delta=1e-6, calibration=calibration, replicas=R, rng=2)
+    lr = DPFTPL(N, T, budget=PrivacyBudget(1.0, 1e-6, calibration), replicas=R, rng=2)
     cum = np.zeros(R)
     for t in range(T):
         fb, loss = env.round(t, lr.act())
@@ -119,9 +122,10 @@ def test_regret_within_the_proof_of_theorem_3_5(calibration):
 
 
 def test_non_private_ftpl_keeps_only_the_perturbation():
-    lr = DPFTPL(4, 1000, epsilon=None, rng=0)
+    lr = DPFTPL(4, 1000, budget=None, rng=0)
     assert lr.privacy is None
     lt = math.log2(1000)
     assert lr.sigma == pytest.approx(2.0 * math.sqrt(1000 / (2.0 * lt)))  # ||Y||_2 = 2
+    lr.act()
     lr.observe(LossVectorFeedback(np.full(4, 0.5)))
     assert lr.act().shape == (1, 4)

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from dponline.online import DPFTRL, EntropicSimplex, EuclideanBall, EuclideanCube
 from dponline.privacy.bounds import Box
+from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import LossVectorFeedback
+from tests.helpers import maybe_budget
 
 
 @given(st.lists(st.floats(-50, 50), min_size=2, max_size=8), st.floats(0.01, 5))
@@ -37,7 +39,7 @@ def test_ball_and_cube_argmins_are_projections():
 def test_non_private_ftrl_is_hedge():
     rng = np.random.default_rng(0)
     L = rng.uniform(size=(50, 4))
-    learner = DPFTRL(4, 50, epsilon=None, eta=0.3)
+    learner = DPFTRL(4, 50, budget=None, eta=0.3)
     assert learner.privacy is None
     cum = np.zeros(4)
     for t in range(50):
@@ -49,15 +51,21 @@ def test_non_private_ftrl_is_hedge():
 
 
 def test_private_learner_states_its_guarantee_and_enforces_bounds():
-    lr = DPFTRL(5, 100, epsilon=0.5, noise="laplace", calibration="tight", rng=0)
+    lr = DPFTRL(5, 100, budget=PrivacyBudget(0.5, 0.0, "tight"), noise="laplace", rng=0)
     assert lr.privacy.epsilon == 0.5 and lr.privacy.delta == 0.0
     assert "Laplace" in lr.privacy.derivation
+    lr.act()
     with pytest.raises(ValueError, match="outside the declared bounds"):
         lr.observe(LossVectorFeedback(np.array([0, 0, 2.0, 0, 0])))
     with pytest.raises(ValueError, match="finite"):
         lr.observe(LossVectorFeedback(np.array([0, 0, np.nan, 0, 0])))
     g = DPFTRL(
-        5, 100, epsilon=1.0, delta=1e-6, noise="gaussian", rng=0, loss_bounds=Box(-1, 1, dim=5)
+        5,
+        100,
+        budget=PrivacyBudget(1.0, 1e-6),
+        noise="gaussian",
+        rng=0,
+        loss_bounds=Box(-1, 1, dim=5),
     )
     assert g.privacy.delta == 1e-6 and g.privacy.rho is not None
     with pytest.raises(TypeError, match="LossVectorFeedback"):
@@ -66,7 +74,13 @@ def test_private_learner_states_its_guarantee_and_enforces_bounds():
 
 def test_paper_calibration_uses_the_padded_tree_and_corollary_3_2_noise():
     with pytest.warns(UserWarning):  # the paper's log2 T undercounts the tree's levels
-        lr = DPFTRL(10, 1024, epsilon=1.0, noise="laplace", calibration="paper", rng=0)
+        lr = DPFTRL(
+            10,
+            1024,
+            budget=PrivacyBudget(1.0, 0.0, "paper", allow_weaker=True),
+            noise="laplace",
+            rng=0,
+        )
     assert lr.counter.name == "padded_tree"
     assert lr.counter.noise.scale == pytest.approx(10 * math.log2(1024) / 1.0)  # N log T / eps
     # L~_0 is the sum of ceil(log T) draws (Algorithm 1, lines 2-3): not zero
@@ -79,7 +93,7 @@ def test_resume_is_bit_for_bit(cut):
     L = rng.uniform(size=(40, 3))
 
     def make():
-        return DPFTRL(3, 40, epsilon=1.0, delta=1e-6, noise="gaussian", replicas=4, rng=7)
+        return DPFTRL(3, 40, budget=PrivacyBudget(1.0, 1e-6), noise="gaussian", replicas=4, rng=7)
 
     full = make()
     ref = []
@@ -98,7 +112,8 @@ def test_resume_is_bit_for_bit(cut):
 
 
 def test_replicas_differ_and_have_the_right_shape():
-    lr = DPFTRL(6, 20, epsilon=1.0, replicas=5, rng=3)
+    lr = DPFTRL(6, 20, budget=PrivacyBudget(1.0), replicas=5, rng=3)
+    lr.act()
     lr.observe(LossVectorFeedback(np.full(6, 0.5)))
     p = lr.act()
     assert p.shape == (5, 6)
@@ -131,9 +146,7 @@ def test_measured_regret_within_theorem_3_1(sequence, epsilon, noise):
     }[sequence]
     env = ExpertsEnvironment(L)
     delta = 0.0 if noise == "laplace" else 1e-6
-    lr = DPFTRL(
-        N, T, epsilon=epsilon, delta=delta, noise=noise, calibration="paper", replicas=R, rng=1
-    )
+    lr = DPFTRL(N, T, budget=maybe_budget(epsilon, delta, "paper"), noise=noise, replicas=R, rng=1)
     cum = np.zeros(R)
     for t in range(T):
         fb, loss = env.round(t, lr.act())
@@ -192,9 +205,8 @@ def test_dp_ftrl_on_a_general_polytope():
     lr = DPFTRL(
         2,
         T,
-        epsilon=1.0,
+        budget=PrivacyBudget(1.0, 0.0, "paper", allow_weaker=True),
         noise="laplace",
-        calibration="paper",
         domain=domain,
         loss_bounds=NormBall(1.0, 2, 2),
         replicas=R,

@@ -9,6 +9,7 @@ import pytest
 
 from dponline.online import DPFTRL
 from dponline.privacy.audit import audit
+from dponline.privacy.budget import PrivacyBudget
 from tests.helpers import first_coordinate_decisions, with_noise_fraction
 
 T, N = 8, 2
@@ -20,7 +21,7 @@ B[0] = [1.0, 0.0]
 def _learner(noise, n, rng):
     delta = 0.0 if noise == "laplace" else 1e-5
     # a large step so that one round visibly moves the decisions (the guarantee holds for any eta)
-    return DPFTRL(N, T, epsilon=1.0, delta=delta, noise=noise, eta=1.0, replicas=n, rng=rng)
+    return DPFTRL(N, T, budget=PrivacyBudget(1.0, delta), noise=noise, eta=1.0, replicas=n, rng=rng)
 
 
 def _sampler(noise, fraction):

@@ -18,6 +18,7 @@ from dponline.privacy.audit import (
     epsilon_lower_bound,
 )
 from dponline.privacy.bounds import Box
+from dponline.privacy.budget import PrivacyBudget
 
 T = 16
 A = np.zeros((T, 1))
@@ -41,10 +42,8 @@ def _audit_counter(mech, noise, fraction, *, calibration="tight", seed=1):
         mech,
         horizon=T,
         bounds=Box(0, 1, dim=1),
-        epsilon=1.0,
-        delta=delta,
+        budget=PrivacyBudget(1.0, delta, calibration, allow_weaker=calibration == "paper"),
         noise=noise,
-        calibration=calibration,
     )
     cls, scaled = type(ref), ref.noise.scaled(fraction)
 
@@ -146,8 +145,7 @@ def _audit_gg(mech, fraction, seed=2):
         mech,
         horizon=GG_T,
         bounds=Box(0, 1, dim=GG_D),
-        epsilon=1.0,
-        delta=1e-5,
+        budget=PrivacyBudget(1.0, 1e-5),
         noise="generalized_gaussian",
         regular_norm=np.inf,
     )

@@ -12,6 +12,7 @@ import pytest
 from dponline.continual import make_counter
 from dponline.privacy.audit import audit, counter_sampler
 from dponline.privacy.bounds import Box
+from tests.helpers import maybe_budget
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +25,7 @@ B[T // 2, 0] = 1.0  # the differing round is in the middle of the stream
 def _run(mech, noise, epsilon, fraction):
     delta = 0.0 if noise == "laplace" else 1e-5
     ref = make_counter(
-        mech, horizon=T, bounds=Box(0, 1, dim=1), epsilon=epsilon, delta=delta, noise=noise
+        mech, horizon=T, bounds=Box(0, 1, dim=1), budget=maybe_budget(epsilon, delta), noise=noise
     )
     cls, scaled = type(ref), ref.noise.scaled(fraction)
     return audit(

@@ -8,18 +8,19 @@ import warnings
 
 import pytest
 
+from dponline.bandits.ene_noise import ene_gaussian_sigma, ene_laplace_scale
 from dponline.continual import make_counter
-from dponline.privacy.accounting import gaussian_epsilon
-from dponline.privacy.bounds import Box, NormBall
-from dponline.privacy.calibration import (
+from dponline.continual.calibration import (
     agarwal_singh_gaussian_sigma,
     agarwal_singh_laplace_scale,
     calibrate_counter,
-    ene_gaussian_sigma,
-    ene_laplace_scale,
-    han_sigma_plus,
 )
+from dponline.privacy.accounting import gaussian_epsilon
+from dponline.privacy.bounds import Box, NormBall
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyWarning
+from dponline.stochastic.private_frank_wolfe import han_sigma_plus
+from tests.helpers import maybe_budget
 
 
 def test_agarwal_singh_formulas_by_hand():
@@ -61,10 +62,8 @@ def test_tight_gaussian_tree_is_at_most_a_fifth_of_theorem_A1():
             "binary_tree",
             horizon=10_000,
             bounds=Box(0, 1, dim=10),
-            epsilon=1.0,
-            delta=1e-6,
+            budget=PrivacyBudget(1.0, 1e-6, c),
             noise="gaussian",
-            calibration=c,
         )
         for c in ("tight", "paper")
     )
@@ -79,7 +78,11 @@ def test_tight_gaussian_tree_is_at_most_a_fifth_of_theorem_A1():
 
 def test_tight_laplace_uses_exact_l1_diameter_and_levels():
     cal = calibrate_counter(
-        "binary_tree", horizon=8, bounds=Box(-1, 1, dim=3), epsilon=2.0, noise="laplace"
+        "binary_tree",
+        horizon=8,
+        bounds=Box(-1, 1, dim=3),
+        budget=PrivacyBudget(2.0),
+        noise="laplace",
     )
     assert cal.noise.scale == 4 * 6 / 2.0  # 4 levels x l1 diameter 6 / eps
     assert cal.guarantee.epsilon == 2.0 and cal.guarantee.delta == 0.0
@@ -93,9 +96,8 @@ def test_paper_laplace_reports_its_real_epsilon_and_warns():
             "padded_tree",
             horizon=1024,
             bounds=Box(-1, 1, dim=5),
-            epsilon=1.0,
+            budget=PrivacyBudget(1.0, 0.0, "paper", allow_weaker=True),
             noise="laplace",
-            calibration="paper",
         )
     assert cal.guarantee.epsilon == pytest.approx(2 * 11 / 10)
     assert not cal.guarantee.meets_request
@@ -105,9 +107,8 @@ def test_paper_laplace_reports_its_real_epsilon_and_warns():
             "padded_tree",
             horizon=1023,
             bounds=Box(0, 1, dim=5),
-            epsilon=1.0,
+            budget=PrivacyBudget(1.0, 0.0, "paper", allow_weaker=True),
             noise="laplace",
-            calibration="paper",
         )
     assert cal.guarantee.epsilon == pytest.approx(10 / math.log2(1023))
 
@@ -121,9 +122,7 @@ def test_tight_is_never_noisier_than_paper():
                     "binary_tree",
                     horizon=T,
                     bounds=bounds,
-                    epsilon=epsilon,
-                    delta=1e-6,
-                    calibration=calibration,
+                    budget=maybe_budget(epsilon, 1e-6, calibration),
                 )
 
             with warnings.catch_warnings():
@@ -137,29 +136,37 @@ def test_tight_is_never_noisier_than_paper():
 
 def test_errors_name_what_is_wrong():
     b = Box(0, 1, dim=2)
-    with pytest.raises(ValueError, match="pure DP: delta must be 0"):
+    with pytest.raises(ValueError, match="pure DP: the budget's delta must be 0"):
         calibrate_counter(
-            "binary_tree", horizon=8, bounds=b, epsilon=1.0, delta=1e-5, noise="laplace"
+            "binary_tree", horizon=8, bounds=b, budget=PrivacyBudget(1.0, 1e-5), noise="laplace"
         )
     with pytest.raises(ValueError, match="only for the tree mechanisms"):
         calibrate_counter(
-            "honaker", horizon=8, bounds=b, epsilon=1.0, delta=1e-5, calibration="paper"
+            "honaker",
+            horizon=8,
+            bounds=b,
+            budget=PrivacyBudget(1.0, 1e-5, "paper", allow_weaker=True),
         )
     with pytest.raises(ValueError, match="supports noise"):
-        calibrate_counter("sqrt_factorization", horizon=8, bounds=b, epsilon=1.0, noise="laplace")
+        calibrate_counter(
+            "sqrt_factorization", horizon=8, bounds=b, budget=PrivacyBudget(1.0), noise="laplace"
+        )
     with pytest.raises(ValueError, match="unknown mechanism"):
-        calibrate_counter("tree", horizon=8, bounds=b, epsilon=1.0, delta=1e-5)
+        calibrate_counter("tree", horizon=8, bounds=b, budget=PrivacyBudget(1.0, 1e-5))
     with pytest.raises(ValueError, match="calibration must be one of"):
         calibrate_counter(
-            "binary_tree", horizon=8, bounds=b, epsilon=1.0, delta=1e-5, calibration="best"
+            "binary_tree",
+            horizon=8,
+            bounds=b,
+            budget=PrivacyBudget(1.0, 1e-5, "best"),
         )
     with pytest.raises(ValueError, match="epsilon"):
-        calibrate_counter("binary_tree", horizon=8, bounds=b, epsilon=0.0, delta=1e-5)
+        calibrate_counter("binary_tree", horizon=8, bounds=b, budget=PrivacyBudget(0.0, 1e-5))
 
 
 def test_counter_carries_guarantee_and_bounds():
     c = make_counter(
-        "sqrt_factorization", horizon=1024, bounds=Box(0, 1, dim=1), epsilon=1.0, delta=1e-6
+        "sqrt_factorization", horizon=1024, bounds=Box(0, 1, dim=1), budget=PrivacyBudget(1.0, 1e-6)
     )
     assert c.privacy.epsilon == pytest.approx(1.0)
     assert c.privacy.rho is not None
@@ -169,7 +176,7 @@ def test_counter_carries_guarantee_and_bounds():
 
 def test_lemma_2_7_at_r_2_is_a_valid_gaussian_mechanism_for_epsilon_at_most_1():
     """At r = 2 the generalized Gaussian is N(0, sigma^2 I): exact accounting checks Lemma 2.7."""
-    from dponline.privacy.calibration import generalized_gaussian_sigma
+    from dponline.privacy.generalized_gaussian import generalized_gaussian_sigma
 
     for eps in (0.01, 0.1, 0.5, 1.0):
         for delta in (1e-3, 1e-6, 1e-10):
@@ -193,11 +200,9 @@ def test_generalized_gaussian_counter_calibration_by_hand():
         "binary_tree",
         horizon=n,
         bounds=bounds,
-        epsilon=eps,
-        delta=delta,
+        budget=maybe_budget(eps, delta, "paper"),
         noise="generalized_gaussian",
         regular_norm=math.inf,
-        calibration="paper",
     )
     k = math.ceil(math.log2(n)) + 1
     expected = math.sqrt(2 * reg.kappa * math.log(k / delta)) * 1.0 * k / eps  # l_inf diam 1
@@ -205,7 +210,8 @@ def test_generalized_gaussian_counter_calibration_by_hand():
     assert cal.noise.r == pytest.approx(reg.r)
     assert cal.guarantee.epsilon == eps and cal.guarantee.meets_request
     # Eq. (2) of Theorem 3.1 is this with sensitivity 2 (beta D + L)
-    from dponline.privacy.calibration import generalized_gaussian_sigma, han_sigma_plus
+    from dponline.privacy.generalized_gaussian import generalized_gaussian_sigma
+    from dponline.stochastic.private_frank_wolfe import han_sigma_plus
 
     assert han_sigma_plus(n, reg.kappa, 1.0, 1.0, 1.0, eps, delta) == pytest.approx(
         generalized_gaussian_sigma(2 * 2.0, eps / k, delta / k, reg.kappa)
@@ -215,14 +221,13 @@ def test_generalized_gaussian_counter_calibration_by_hand():
             "binary_tree",
             horizon=n,
             bounds=bounds,
-            epsilon=eps,
-            delta=delta,
+            budget=maybe_budget(eps, delta),
             noise="generalized_gaussian",
         )
 
 
 def test_generalized_gaussian_refuses_large_delta():
-    from dponline.privacy.calibration import generalized_gaussian_sigma
+    from dponline.privacy.generalized_gaussian import generalized_gaussian_sigma
 
     with pytest.raises(ValueError, match=r"delta <= 0\.5"):
         generalized_gaussian_sigma(1.0, 1.0, 0.99, kappa=1.0)

@@ -11,10 +11,12 @@ import pytest
 from scipy import optimize
 
 from dponline.domains.lp_ball import LpBall
+from dponline.privacy.accounting import subsampled_gaussian_epsilon
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import Neighbouring, PrivacyWarning
 from dponline.stochastic import local_md
-from dponline.stochastic.baseline_fit import subsampled_gaussian_epsilon
 from dponline.stochastic.local_md import conjugate_gradient, local_md_schedule
+from tests.helpers import maybe_budget
 
 
 def basis_data(n: int, d: int, theta: np.ndarray, seed: int, noise: float = 0.01):
@@ -91,8 +93,7 @@ def test_without_noise_it_converges():
         p=1.5,
         x_bound=1.0,
         y_bound=2.0,
-        epsilon=None,
-        delta=0.01,
+        budget=None,
         step_scales=(1.0, 4096.0),
         runs=2,
         rng=0,
@@ -140,8 +141,10 @@ def reference_euclidean(x, y, gen, phases, sigmas, eta, radius):
 @pytest.mark.parametrize("epsilon", [None, 1.0])
 def test_matches_a_plain_statement_for_p_2(epsilon):
     x, y = basis_data(40, 3, np.array([0.6, -0.5, 0.3]), 3)
-    kw = dict(p=2.0, radius=0.5, x_bound=1.0, y_bound=2.0, epsilon=epsilon, delta=0.05)
-    fit = local_md(x, y, step_scales=(1.0, 3000.0), runs=2, rng=4, calibration="paper", **kw)
+    kw = dict(
+        p=2.0, radius=0.5, x_bound=1.0, y_bound=2.0, budget=maybe_budget(epsilon, 0.05, "paper")
+    )
+    fit = local_md(x, y, step_scales=(1.0, 3000.0), runs=2, rng=4, **kw)
     eps = math.inf if epsilon is None else epsilon
     phases = local_md_schedule(40, 3, eps, 1.0)
     sigmas = [fit.parameters.get(f"phase{ph.index}.sigma", 0.0) for ph in phases]
@@ -160,7 +163,13 @@ def test_matches_a_plain_statement_for_p_2(epsilon):
 
 def test_vectorised_runs_and_scales_equal_separate_calls():
     x, y = basis_data(32, 3, np.array([0.4, 0.1, -0.2]), 5)
-    kw = dict(p=1.5, x_bound=1.0, y_bound=2.0, epsilon=1.0, delta=0.05, rng=6, calibration="paper")
+    kw = dict(
+        p=1.5,
+        x_bound=1.0,
+        y_bound=2.0,
+        budget=PrivacyBudget(1.0, 0.05, "paper", allow_weaker=True),
+        rng=6,
+    )
     both = local_md(x, y, step_scales=(10.0, 1000.0), runs=3, **kw)
     for j, s in enumerate((10.0, 1000.0)):
         alone = local_md(x, y, step_scales=(s,), runs=3, **kw)
@@ -172,9 +181,9 @@ def test_vectorised_runs_and_scales_equal_separate_calls():
 def test_privacy_tight_and_paper():
     n, d, delta = 64, 3, 1 / 64
     x, y = basis_data(n, d, np.array([0.4, 0.1, -0.2]), 7)
-    kw = dict(p=1.5, x_bound=1.0, y_bound=2.0, epsilon=1.0, delta=delta)
+    kw = dict(p=1.5, x_bound=1.0, y_bound=2.0, budget=PrivacyBudget(1.0, delta))
     tight = local_md(x, y, **kw)
-    paper = local_md(x, y, calibration="paper", **kw)
+    paper = local_md(x, y, **{**kw, "budget": PrivacyBudget(1.0, delta, "paper")})
     g2 = d ** (0.5 - 1 / 3) * 2 * (1 + 2)  # l2 bound of a gradient: d^(1/2-1/q) L0
     phases = local_md_schedule(n, d, 1.0, 2.0)
     assert any(ph.batch < ph.samples for ph in phases)  # some phases are subsampled
@@ -220,7 +229,12 @@ def test_paper_proving_less_than_requested_warns():
     x, y = basis_data(64, 3, np.array([0.4, 0.1, -0.2]), 8)
     with pytest.warns(PrivacyWarning):
         fit = local_md(
-            x, y, p=1.5, x_bound=1.0, y_bound=2.0, epsilon=0.05, delta=1e-6, calibration="paper"
+            x,
+            y,
+            p=1.5,
+            x_bound=1.0,
+            y_bound=2.0,
+            budget=PrivacyBudget(0.05, 1e-6, "paper", allow_weaker=True),
         )
     assert fit.privacy.epsilon > 0.05
 
@@ -234,9 +248,7 @@ def test_iterates_stay_in_the_domain():
         radius=0.5,
         x_bound=1.0,
         y_bound=3.0,
-        epsilon=0.5,
-        delta=0.01,
-        calibration="paper",
+        budget=PrivacyBudget(0.5, 0.01, "paper", allow_weaker=True),
         step_scales=(1.0, 1e4, 1e8),
     )
     assert LpBall(4, 1.3).norm(fit.theta).max() <= 0.5 * (1 + 1e-9)
@@ -244,7 +256,7 @@ def test_iterates_stay_in_the_domain():
 
 def test_inputs_are_checked():
     x, y = basis_data(10, 3, np.array([0.3, 0.1, 0.0]), 10)
-    kw = dict(p=1.5, x_bound=1.0, y_bound=1.0, epsilon=None, delta=0.1)
+    kw = dict(p=1.5, x_bound=1.0, y_bound=1.0, budget=maybe_budget(None, 0.1))
     big = y.copy()
     big[6] = 2.5
     with pytest.raises(ValueError, match=r"sample 6 .*\|y\| = 2\.5 > y_bound = 1\.0"):

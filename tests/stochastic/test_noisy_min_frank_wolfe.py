@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from dponline.privacy.audit import audit
+from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import SampleFeedback
 from dponline.stochastic.noisy_min_frank_wolfe import (
     NoisyMinFrankWolfe,
@@ -25,10 +26,14 @@ def test_vertices_and_zcdp_conversion():
 
 
 def test_guarantees():
-    tight = NoisyMinFrankWolfe(10, 2000, epsilon=1.0, delta=1 / 2000)
+    tight = NoisyMinFrankWolfe(10, 2000, budget=PrivacyBudget(1.0, 1 / 2000))
     assert tight.privacy.epsilon == pytest.approx(1.0, rel=1e-9)
     assert tight.privacy.epsilon <= 1.0
-    paper = NoisyMinFrankWolfe(10, 2000, epsilon=1.0, delta=1 / 2000, calibration="paper")
+    paper = NoisyMinFrankWolfe(
+        10,
+        2000,
+        budget=PrivacyBudget(1.0, 1 / 2000, "paper", allow_weaker=True),
+    )
     # line 7 by hand: 4 D (beta D + L) sqrt(log n log(1/delta)) / (eps sqrt t)
     D, L, beta = 2.0, 2 * (1 + 1) * 1, 2.0
     expected = 4 * D * (beta * D + L) * math.sqrt(math.log(2000) * math.log(2000)) / math.sqrt(7)
@@ -49,28 +54,35 @@ def _problem(d, n, seed, theta_star=None):
 
 def test_noise_free_converges():
     theta_star, x, y = _problem(5, 2000, 0)
-    lr = NoisyMinFrankWolfe(5, 2000, epsilon=None, y_bound=1.5)
+    lr = NoisyMinFrankWolfe(5, 2000, budget=None, y_bound=1.5)
     for i in range(2000):
+        lr.act()
         lr.observe(SampleFeedback(x[i], y[i]))
     assert np.abs(lr.act()[0] - theta_star).sum() < 0.05
 
 
 def test_contract_and_resume():
-    lr = NoisyMinFrankWolfe(3, 20, epsilon=1.0, rng=0)
+    lr = NoisyMinFrankWolfe(3, 20, budget=PrivacyBudget(1.0, 1e-6), rng=0)
+    with pytest.raises(ValueError, match="must follow act"):
+        lr.observe(SampleFeedback(np.zeros(3), 0.0))
+    lr.act()
     with pytest.raises(ValueError, match="outside the declared bounds"):
         lr.observe(SampleFeedback(np.array([2.0, 0.0, 0.0]), 0.0))
     _, x, y = _problem(3, 20, 1)
     y = np.clip(y, -1, 1)
-    full = NoisyMinFrankWolfe(3, 20, epsilon=1.0, replicas=4, rng=3)
+    full = NoisyMinFrankWolfe(3, 20, budget=PrivacyBudget(1.0, 1e-6), replicas=4, rng=3)
     ref = []
+    full.act()
     for i in range(20):
         full.observe(SampleFeedback(x[i], y[i]))
         ref.append(full.act())
-    part = NoisyMinFrankWolfe(3, 20, epsilon=1.0, replicas=4, rng=3)
+    part = NoisyMinFrankWolfe(3, 20, budget=PrivacyBudget(1.0, 1e-6), replicas=4, rng=3)
     for i in range(8):
+        part.act()
         part.observe(SampleFeedback(x[i], y[i]))
-    resumed = NoisyMinFrankWolfe(3, 20, epsilon=1.0, replicas=4, rng=3)
+    resumed = NoisyMinFrankWolfe(3, 20, budget=PrivacyBudget(1.0, 1e-6), replicas=4, rng=3)
     resumed.load_state_dict(part.state_dict())
+    resumed.act()
     for i in range(8, 20):
         resumed.observe(SampleFeedback(x[i], y[i]))
         np.testing.assert_array_equal(resumed.act(), ref[i])
@@ -87,9 +99,7 @@ def _sampler(fraction, n=4, d=2, calibration="tight"):
             d,
             n,
             y_bound=AUDIT_LABEL,
-            epsilon=1.0,
-            delta=1e-5,
-            calibration=calibration,
+            budget=PrivacyBudget(1.0, 1e-5, calibration),
             replicas=m,
             rng=rng,
         )
@@ -110,7 +120,10 @@ def test_audit_not_refuted_and_a_tenth_of_the_noise_refuted(calibration):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         claim = NoisyMinFrankWolfe(
-            d, n, y_bound=AUDIT_LABEL, epsilon=1.0, delta=1e-5, calibration=calibration
+            d,
+            n,
+            y_bound=AUDIT_LABEL,
+            budget=PrivacyBudget(1.0, 1e-5, calibration),
         ).privacy
     kw = dict(claim=claim, trials=50_000, pilot_trials=10_000, rng=4)
     ok = audit(_sampler(1.0, calibration=calibration), a, b, **kw)
@@ -121,10 +134,13 @@ def test_audit_not_refuted_and_a_tenth_of_the_noise_refuted(calibration):
 
 def test_origin_must_be_in_the_hull_and_state_must_match():
     with pytest.raises(ValueError, match="origin"):
-        NoisyMinFrankWolfe(2, 10, vertices=np.array([[10.0, 0.0], [10.0, 1.0]]))
-    a = NoisyMinFrankWolfe(3, 10, x_bound=2.0, y_bound=2.0, epsilon=1.0)
-    b = NoisyMinFrankWolfe(3, 10, x_bound=1.0, y_bound=1.0, epsilon=1.0)
+        NoisyMinFrankWolfe(
+            2, 10, budget=PrivacyBudget(1.0, 1e-6), vertices=np.array([[10.0, 0.0], [10.0, 1.0]])
+        )
+    a = NoisyMinFrankWolfe(3, 10, x_bound=2.0, y_bound=2.0, budget=PrivacyBudget(1.0, 1e-6))
+    b = NoisyMinFrankWolfe(3, 10, x_bound=1.0, y_bound=1.0, budget=PrivacyBudget(1.0, 1e-6))
     with pytest.raises(ValueError, match="different noise"):
         b.load_state_dict(a.state_dict())
+    b.act()
     with pytest.raises(ValueError, match="shape"):
         b.observe(SampleFeedback(np.zeros((2, 3)), np.zeros(2)))

@@ -10,11 +10,16 @@ import pytest
 
 from dponline.domains.lp_ball import LpBall
 from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma
-from dponline.privacy.calibration import generalized_gaussian_sigma
-from dponline.privacy.generalized_gaussian import GeneralizedGaussianNoise, lq_regularity
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.generalized_gaussian import (
+    GeneralizedGaussianNoise,
+    generalized_gaussian_sigma,
+    lq_regularity,
+)
 from dponline.privacy.guarantee import Neighbouring, PrivacyWarning
 from dponline.stochastic import noisy_sfw
 from dponline.stochastic.noisy_sfw import sfw_schedule
+from tests.helpers import maybe_budget
 
 
 def basis_data(n: int, d: int, theta: np.ndarray, seed: int, noise: float = 0.01):
@@ -64,7 +69,7 @@ def test_schedule_by_hand():
     assert sfw_schedule(10) == (5, 2, 2, pytest.approx(math.log(10) / (2 * math.sqrt(10))))
     assert sfw_schedule(2000)[:3] == (1000, 23, 43)  # b = ceil(22.36), 1000 // 23 = 43
     x, y = basis_data(11, 2, np.array([0.3, 0.1]), 0)
-    fit = noisy_sfw(x, y, p=1.5, x_bound=1.0, y_bound=1.0, epsilon=None, delta=0.1)
+    fit = noisy_sfw(x, y, p=1.5, x_bound=1.0, y_bound=1.0, budget=None)
     assert fit.parameters["initial_samples"] == 6.0  # ceil(11/2)
     assert fit.parameters["batch_size"] == 2.0  # ceil(sqrt(11)/2) = ceil(1.66)
     assert fit.parameters["batches"] == 2.0 and fit.parameters["unused_samples"] == 1.0
@@ -80,8 +85,7 @@ def test_without_noise_it_converges():
         p=1.5,
         x_bound=1.0,
         y_bound=2.0,
-        epsilon=None,
-        delta=0.01,
+        budget=None,
         step_scales=(0.5,),
         runs=5,
         rng=0,
@@ -100,9 +104,7 @@ def test_matches_a_plain_statement_with_the_same_draws(d, calibration):
         p=1.5,
         x_bound=1.0,
         y_bound=1.5,
-        epsilon=1.0,
-        delta=0.01,
-        calibration=calibration,
+        budget=PrivacyBudget(1.0, 0.01, calibration),
         step_scales=(1.0, 3.0),
         runs=2,
         rng=5,
@@ -128,7 +130,7 @@ def test_matches_a_plain_statement_with_the_same_draws(d, calibration):
 
 def test_vectorised_runs_and_scales_equal_separate_calls():
     x, y = sphere_data(50, 4, 3.0, 2)
-    kw = dict(p=1.5, x_bound=1.0, y_bound=1.5, epsilon=1.0, delta=0.01, rng=9)
+    kw = dict(p=1.5, x_bound=1.0, y_bound=1.5, budget=PrivacyBudget(1.0, 0.01), rng=9)
     both = noisy_sfw(x, y, step_scales=(0.5, 2.0), runs=3, **kw)
     for j, s in enumerate((0.5, 2.0)):
         alone = noisy_sfw(x, y, step_scales=(s,), runs=3, **kw)
@@ -141,7 +143,12 @@ def test_paper_sigmas_are_lemma_2_7_at_the_notes_sensitivities():
     n, d, delta = 2000, 10, 1 / 2000
     x, y = sphere_data(n, d, 3.0, 3)
     fit = noisy_sfw(
-        x, y, p=1.5, x_bound=1.0, y_bound=1.5, epsilon=1.0, delta=delta, calibration="paper"
+        x,
+        y,
+        p=1.5,
+        x_bound=1.0,
+        y_bound=1.5,
+        budget=PrivacyBudget(1.0, delta, "paper", allow_weaker=True),
     )
     kappa = lq_regularity(3.0, d).kappa
     lipschitz, beta, diameter = 2 * (1 + 1.5), 2.0, 2.0
@@ -161,9 +168,9 @@ def test_paper_sigmas_are_lemma_2_7_at_the_notes_sensitivities():
 def test_paper_noise_in_l2_is_accounted_exactly_and_tight_is_smaller():
     n, d, delta = 1000, 5, 1 / 1000  # ln 5 < 2: the smooth norm of l_3 is l_2, the noise Gaussian
     x, y = sphere_data(n, d, 3.0, 4)
-    kw = dict(p=1.5, x_bound=1.0, y_bound=1.5, epsilon=1.0, delta=delta)
-    paper = noisy_sfw(x, y, calibration="paper", **kw)
-    tight = noisy_sfw(x, y, calibration="tight", **kw)
+    kw = dict(p=1.5, x_bound=1.0, y_bound=1.5)
+    paper = noisy_sfw(x, y, budget=PrivacyBudget(1.0, delta, "paper"), **kw)
+    tight = noisy_sfw(x, y, budget=PrivacyBudget(1.0, delta), **kw)
     assert paper.parameters["noise_r"] == 2.0
     assert paper.privacy.epsilon < 0.9  # the formula over-noises in this case
     # the initial release, recomputed from the noise used: its l_2 sensitivity is
@@ -182,7 +189,7 @@ def test_paper_noise_in_l2_is_accounted_exactly_and_tight_is_smaller():
 @pytest.mark.parametrize("epsilon", [0.5, 3.0])
 def test_tight_is_exact_gaussian_at_any_epsilon(epsilon):
     x, y = sphere_data(400, 10, 3.0, 5)
-    fit = noisy_sfw(x, y, p=1.5, x_bound=1.0, y_bound=1.5, epsilon=epsilon, delta=1e-3)
+    fit = noisy_sfw(x, y, p=1.5, x_bound=1.0, y_bound=1.5, budget=maybe_budget(epsilon, 1e-3))
     assert fit.parameters["noise_r"] == 2.0
     assert epsilon - 1e-3 <= fit.privacy.epsilon <= epsilon
     # the l_2 sensitivity of the initial mean: 2 L0 d^(1/2 - 1/q) / n_0
@@ -194,7 +201,12 @@ def test_paper_without_a_proof_says_so():
     x, y = sphere_data(100, 10, 3.0, 6)
     with pytest.warns(PrivacyWarning):
         fit = noisy_sfw(
-            x, y, p=1.5, x_bound=1.0, y_bound=1.5, epsilon=2.0, delta=0.01, calibration="paper"
+            x,
+            y,
+            p=1.5,
+            x_bound=1.0,
+            y_bound=1.5,
+            budget=PrivacyBudget(2.0, 0.01, "paper", allow_weaker=True),
         )
     assert math.isinf(fit.privacy.epsilon)  # Lemma 2.7 is used only up to epsilon 1
 
@@ -208,8 +220,7 @@ def test_iterates_stay_in_the_ball():
         radius=0.3,
         x_bound=1.0,
         y_bound=1.5,
-        epsilon=0.5,
-        delta=0.01,
+        budget=PrivacyBudget(0.5, 0.01),
         step_scales=(0.1, 1.0, 100.0),
     )
     assert fit.parameters["eta@100"] == 1.0  # capped
@@ -218,7 +229,7 @@ def test_iterates_stay_in_the_ball():
 
 def test_inputs_are_checked():
     x, y = basis_data(10, 3, np.array([0.3, 0.1, 0.0]), 8)
-    kw = dict(p=1.5, x_bound=1.0, y_bound=1.0, epsilon=None, delta=0.1)
+    kw = dict(p=1.5, x_bound=1.0, y_bound=1.0, budget=maybe_budget(None, 0.1))
     bad = x.copy()
     bad[4] = [1.0, 1.0, 0.0]  # l_3 norm 2^(1/3)
     with pytest.raises(ValueError, match=r"sample 4 .*\|\|x\|\|_3 = 1\.259.* > x_bound = 1\.0"):

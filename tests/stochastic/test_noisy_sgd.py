@@ -10,11 +10,16 @@ import math
 import numpy as np
 import pytest
 
-from dponline.privacy.accounting import gaussian_epsilon
+from dponline.privacy.accounting import (
+    gaussian_epsilon,
+    least_noise_multiplier,
+    subsampled_gaussian_epsilon,
+)
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import Neighbouring, PrivacyWarning
 from dponline.stochastic import BaselineFit, noisy_sgd
-from dponline.stochastic.baseline_fit import least_noise_multiplier, subsampled_gaussian_epsilon
 from dponline.stochastic.noisy_sgd import BLOCK
+from tests.helpers import maybe_budget
 
 
 def basis_data(n: int, d: int, theta: np.ndarray, seed: int, noise: float = 0.01):
@@ -46,9 +51,7 @@ THETA = np.array([0.5, -0.3, 0.2])
 
 def test_without_noise_it_converges():
     x, y = basis_data(100, 3, THETA, 0)
-    fit = noisy_sgd(
-        x, y, x_bound=1.0, y_bound=2.0, epsilon=None, delta=0.01, step_scales=(16.0,), runs=2
-    )
+    fit = noisy_sgd(x, y, x_bound=1.0, y_bound=2.0, budget=None, step_scales=(16.0,), runs=2)
     assert isinstance(fit, BaselineFit) and fit.privacy is None
     assert fit.theta.shape == (2, 1, 3)
     rel = ((fit.theta - THETA) ** 2).sum(-1) / (THETA**2).sum()
@@ -65,8 +68,7 @@ def test_matches_a_plain_loop_with_the_same_draws(steps):
         radius=0.4,
         x_bound=1.0,
         y_bound=2.0,
-        epsilon=1.0,
-        delta=0.05,
+        budget=PrivacyBudget(1.0, 0.05),
         step_scales=(1.0, 50.0),
         runs=2,
         rng=7,
@@ -84,7 +86,7 @@ def test_matches_a_plain_loop_with_the_same_draws(steps):
 
 def test_vectorised_runs_and_scales_equal_separate_calls():
     x, y = basis_data(15, 2, THETA[:2], 2)
-    kw = dict(x_bound=1.0, y_bound=2.0, epsilon=2.0, delta=0.05, rng=3, steps=300)
+    kw = dict(x_bound=1.0, y_bound=2.0, budget=PrivacyBudget(2.0, 0.05), rng=3, steps=300)
     both = noisy_sgd(x, y, step_scales=(0.5, 4.0), runs=3, **kw)
     for j, s in enumerate((0.5, 4.0)):
         alone = noisy_sgd(x, y, step_scales=(s,), runs=3, **kw)
@@ -95,7 +97,9 @@ def test_vectorised_runs_and_scales_equal_separate_calls():
 
 def test_step_count_and_step_size_by_hand():
     x, y = basis_data(9, 2, THETA[:2], 3)
-    fit = noisy_sgd(x, y, x_bound=1.0, y_bound=1.0, epsilon=1.0, delta=0.01, step_scales=(2.0,))
+    fit = noisy_sgd(
+        x, y, x_bound=1.0, y_bound=1.0, budget=PrivacyBudget(1.0, 0.01), step_scales=(2.0,)
+    )
     assert fit.parameters["steps"] == 81.0  # n^2
     lipschitz = 2 * (1 * 1 + 1) * 1  # 2 (X r + Y) X, an l2 bound since ||x||_2 <= ||x||_1
     diameter = 2 * math.sqrt(2)  # Euclidean diameter of the unit box in R^2
@@ -110,7 +114,11 @@ def test_paper_sigma_and_its_honest_epsilon():
     x, y = basis_data(n, 2, THETA[:2], 4)
     with pytest.warns(PrivacyWarning):
         paper = noisy_sgd(
-            x, y, x_bound=1.0, y_bound=1.0, epsilon=1.0, delta=delta, calibration="paper"
+            x,
+            y,
+            x_bound=1.0,
+            y_bound=1.0,
+            budget=PrivacyBudget(1.0, delta, "paper", allow_weaker=True),
         )
     lipschitz = 4.0
     sigma = math.sqrt(8 * lipschitz**2 * math.log(1 / delta)) / 1.0
@@ -122,7 +130,7 @@ def test_paper_sigma_and_its_honest_epsilon():
     assert paper.privacy.epsilon > 1.0 and not paper.privacy.meets_request
     assert paper.privacy.neighbouring is Neighbouring.ONE_SAMPLE
 
-    tight = noisy_sgd(x, y, x_bound=1.0, y_bound=1.0, epsilon=1.0, delta=delta)
+    tight = noisy_sgd(x, y, x_bound=1.0, y_bound=1.0, budget=PrivacyBudget(1.0, delta))
     # recompute what the noise used proves, independently of the calibration's search, and
     # check it is the least such noise: 2% less proves more than epsilon = 1
     acc = dict(population=n, sample=1, steps=n * n, delta=delta)
@@ -150,14 +158,20 @@ def test_accounting_sanity():
 def test_iterates_stay_in_the_box():
     x, y = basis_data(10, 2, THETA[:2], 5)
     fit = noisy_sgd(
-        x, y, radius=0.1, x_bound=1.0, y_bound=2.0, epsilon=0.5, delta=0.1, step_scales=(1e3,)
+        x,
+        y,
+        radius=0.1,
+        x_bound=1.0,
+        y_bound=2.0,
+        budget=PrivacyBudget(0.5, 0.1),
+        step_scales=(1e3,),
     )
     assert np.abs(fit.theta).max() <= 0.1
 
 
 def test_inputs_outside_the_bounds_are_refused_or_clipped():
     x, y = basis_data(10, 2, THETA[:2], 6)
-    kw = dict(x_bound=1.0, y_bound=1.0, epsilon=None, delta=0.1, steps=20, rng=0)
+    kw = dict(x_bound=1.0, y_bound=1.0, budget=maybe_budget(None, 0.1), steps=20, rng=0)
     bad = x.copy()
     bad[3] = [1.0, 0.5]
     with pytest.raises(ValueError, match=r"sample 3 .*\|\|x\|\|_1 = 1\.5 > x_bound = 1\.0"):
@@ -179,9 +193,9 @@ def test_inputs_outside_the_bounds_are_refused_or_clipped():
     with pytest.raises(ValueError, match="finite"):
         noisy_sgd(x, np.full(10, np.nan), clip=True, **kw)
     with pytest.raises(ValueError, match="calibration"):
-        noisy_sgd(x, y, calibration="loose", **kw)
+        noisy_sgd(x, y, **{**kw, "budget": PrivacyBudget(1.0, 0.05, "loose")})
     with pytest.raises(ValueError, match="delta"):
-        noisy_sgd(x, y, **{**kw, "epsilon": 1.0, "delta": 0.0})
+        noisy_sgd(x, y, **{**kw, "budget": PrivacyBudget(1.0, 0.0)})
     with pytest.raises(ValueError, match="step_scales"):
         noisy_sgd(x, y, step_scales=(1.0, -1.0), **kw)
 
@@ -191,7 +205,9 @@ def test_memory_chunks_do_not_change_the_result(monkeypatch):
     module = importlib.import_module("dponline.stochastic.noisy_sgd")
 
     x, y = basis_data(12, 3, THETA, 11)
-    kw = dict(x_bound=1.0, y_bound=2.0, epsilon=1.0, delta=0.05, step_scales=(1.0, 30.0), runs=2)
+    kw = dict(
+        x_bound=1.0, y_bound=2.0, budget=PrivacyBudget(1.0, 0.05), step_scales=(1.0, 30.0), runs=2
+    )
     whole = noisy_sgd(x, y, rng=12, steps=BLOCK + 50, **kw)
     monkeypatch.setattr(module, "_CHUNK_FLOATS", 50)  # 4 steps per chunk at 2 x 2 x 3
     chunked = noisy_sgd(x, y, rng=12, steps=BLOCK + 50, **kw)

@@ -9,11 +9,11 @@ import pytest
 
 from dponline.domains.lp_ball import LpBall
 from dponline.privacy.audit import audit
-from dponline.privacy.calibration import han_sigma_plus
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.generalized_gaussian import lq_regularity
 from dponline.protocol import SampleFeedback
 from dponline.stochastic import StreamingFrankWolfe
-from dponline.stochastic.private_frank_wolfe import PrivateStreamingFrankWolfe
+from dponline.stochastic.private_frank_wolfe import PrivateStreamingFrankWolfe, han_sigma_plus
 from tests.helpers import iterates_on_stream, label_flip_pair, with_noise_fraction
 
 
@@ -25,7 +25,8 @@ def test_without_noise_it_is_the_streaming_frank_wolfe():
     ref = StreamingFrankWolfe(
         LpBall(3, math.inf), lambda th, xx, yy: 2 * ((th @ xx) - yy)[..., None] * xx
     )
-    lr = PrivateStreamingFrankWolfe(LpBall(3, math.inf), 50, epsilon=None)
+    lr = PrivateStreamingFrankWolfe(LpBall(3, math.inf), 50, budget=None)
+    lr.act()
     for i in range(50):
         expected = ref.step(x[i], y[i])
         lr.observe(SampleFeedback(x[i], y[i]))
@@ -38,9 +39,7 @@ def test_constants_and_paper_sigma():
         2000,
         x_bound=1.0,
         y_bound=1.25,
-        epsilon=1.0,
-        delta=1 / 2000,
-        calibration="paper",
+        budget=PrivacyBudget(1.0, 1 / 2000, "paper", allow_weaker=True),
     )
     assert lr.lipschitz == pytest.approx(2 * (1 + 1.25))  # 2 (X r + Y) X
     assert lr.beta == 2.0 and lr.sensitivity == pytest.approx(2 * (2 * 2 + 4.5))
@@ -51,10 +50,12 @@ def test_constants_and_paper_sigma():
 
 
 def test_tight_noise_is_smaller_and_proven():
-    kw = dict(x_bound=1.0, y_bound=1.0, epsilon=1.0, delta=1e-4)
+    kw = dict(x_bound=1.0, y_bound=1.0)
     for p in (1.5, math.inf):
-        paper = PrivateStreamingFrankWolfe(LpBall(5, p), 1000, calibration="paper", **kw)
-        tight = PrivateStreamingFrankWolfe(LpBall(5, p), 1000, calibration="tight", **kw)
+        paper_budget = PrivacyBudget(1.0, 1e-4, "paper")
+        paper = PrivateStreamingFrankWolfe(LpBall(5, p), 1000, budget=paper_budget, **kw)
+        tight_budget = PrivacyBudget(1.0, 1e-4)
+        tight = PrivateStreamingFrankWolfe(LpBall(5, p), 1000, budget=tight_budget, **kw)
         assert tight.privacy.epsilon <= 1.0 + 1e-9 and tight.privacy.delta == 1e-4
         probe = np.random.default_rng(1)
         q_norm = LpBall(5, LpBall(5, p).q).norm
@@ -65,16 +66,22 @@ def test_tight_noise_is_smaller_and_proven():
 
 
 def test_input_contract():
-    lr = PrivateStreamingFrankWolfe(LpBall(2, 2.0), 10, x_bound=1.0, y_bound=1.0, rng=0)
+    lr = PrivateStreamingFrankWolfe(
+        LpBall(2, 2.0), 10, budget=PrivacyBudget(1.0, 1e-6), x_bound=1.0, y_bound=1.0, rng=0
+    )
+    lr.act()
     with pytest.raises(ValueError, match="outside the declared bounds"):
         lr.observe(SampleFeedback(np.array([2.0, 0.0]), 0.0))
     with pytest.raises(ValueError, match="finite"):
         lr.observe(SampleFeedback(np.array([0.1, np.nan]), 0.0))
-    clipped = PrivateStreamingFrankWolfe(LpBall(2, 2.0), 10, clip=True, rng=0)
+    clipped = PrivateStreamingFrankWolfe(
+        LpBall(2, 2.0), 10, budget=PrivacyBudget(1.0, 1e-6), clip=True, rng=0
+    )
+    clipped.act()
     clipped.observe(SampleFeedback(np.array([2.0, 0.0]), 5.0))
     assert clipped.t == 1
     with pytest.raises(ValueError, match="1 < p"):
-        PrivateStreamingFrankWolfe(LpBall(2, 1.0), 10)
+        PrivateStreamingFrankWolfe(LpBall(2, 1.0), 10, budget=PrivacyBudget(1.0, 1e-6))
 
 
 AUDIT_LABEL = 100.0  # Y: the label-flip pair then moves g_1 by 400 of the proven 412
@@ -87,9 +94,7 @@ def _sampler(calibration, fraction, n=4, d=2):
             n,
             x_bound=1.0,
             y_bound=AUDIT_LABEL,
-            epsilon=1.0,
-            delta=1e-5,
-            calibration=calibration,
+            budget=PrivacyBudget(1.0, 1e-5, calibration),
             replicas=m,
             rng=rng,
         )
@@ -112,9 +117,7 @@ def test_audit(calibration):
         n,
         x_bound=1.0,
         y_bound=AUDIT_LABEL,
-        epsilon=1.0,
-        delta=1e-5,
-        calibration=calibration,
+        budget=PrivacyBudget(1.0, 1e-5, calibration),
     ).privacy
     kw = dict(claim=claim, trials=50_000, pilot_trials=10_000, rng=2)
     assert not audit(_sampler(calibration, 1.0), a, b, **kw).refuted
@@ -122,9 +125,11 @@ def test_audit(calibration):
 
 
 def test_large_epsilon_uses_exact_gaussian_accounting_and_paper_refuses():
-    tight = PrivateStreamingFrankWolfe(LpBall(5, 1.5), 1000, epsilon=30.0, delta=1e-3)
+    tight = PrivateStreamingFrankWolfe(LpBall(5, 1.5), 1000, budget=PrivacyBudget(30.0, 1e-3))
     assert tight.privacy.epsilon <= 30.0 and "Gaussian" in tight.privacy.derivation
     with pytest.raises(ValueError, match=r"Lemma 2\.7"):
         PrivateStreamingFrankWolfe(
-            LpBall(5, 1.5), 1000, epsilon=30.0, delta=1e-3, calibration="paper"
+            LpBall(5, 1.5),
+            1000,
+            budget=PrivacyBudget(30.0, 1e-3, "paper", allow_weaker=True),
         )

@@ -1,20 +1,23 @@
-"""Differentially private multi-armed bandits: Agarwal & Singh (2017), Algorithm 4 (the
-reduction that adds noise to the observed loss) around Algorithm 5 (EXP2 with exploration).
+"""EXP2 with exploration (Agarwal & Singh 2017, Algorithm 5; Bubeck, Cesa-Bianchi & Kakade 2012)
+over a finite action set, and DP-EXP2: Algorithm 4 (:mod:`dponline.bandits.private_reduction`)
+around it.
 
-Each round, for every replica:
+EXP2 over actions a_1..a_K in R^N with an exploration distribution mu (uniform by default). Each
+round, for every replica:
 
-1. p_t = (1 - gamma) q_t + gamma mu, with mu uniform (Algorithm 5, line 3); play i_t ~ p_t;
-2. observe the loss l_t(i_t) and forward l_t(i_t) + Z_t(i_t), Z_t ~ Lap(lambda) (Algorithm 4,
-   lines 3-5; <Z_t, e_i> is one Laplace draw);
-3. estimate l~_t = P_t^+ e_i e_i^T (l_t + Z_t), i.e. (l_t(i) + Z_t(i)) / p_t(i) at i_t, 0 elsewhere
-   (Algorithm 5, line 4), and update q_{t+1}(i) proportional to exp(-eta l~_t(i)) q_t(i).
+1. p_t = (1 - gamma) q_t + gamma mu (Algorithm 5, line 3); play k_t ~ p_t, x_t = a_{k_t};
+2. receive a value v_t (Algorithm 4 forwards <l_t + Z_t, x_t>);
+3. estimate l~_t = P_t^+ x_t v_t with P_t = E_{k ~ p_t}[a_k a_k'] (Algorithm 5, line 4) and
+   update q_{t+1}(k) proportional to exp(-eta <l~_t, a_k>) q_t(k).
 
-Privacy (Lemma 4.2): each round's loss enters the algorithm once, through one Laplace mechanism
-on a scalar, so lambda = (sensitivity of one loss value) / epsilon gives epsilon-DP for the whole
-sequence of arms played, event-level over loss sequences that differ in one round. The paper's
-Theorem 4.1 takes lambda = 1/epsilon for losses with ||l_t||_inf <= 1; the exact sensitivity is
-the width of the loss interval (1 for [0, 1], 2 for [-1, 1]), which ``calibration="tight"`` uses
-and ``"paper"`` reports honestly.
+For the multi-armed bandit (the actions are the standard basis, :attr:`EXP2.one_hot`) P_t is
+diag(p_t) and l~_t is v_t / p_t(i) at the arm played, 0 elsewhere.
+
+Privacy (Lemma 4.2, derived once in :mod:`~dponline.bandits.private_reduction`): the exact
+sensitivity of one value is the width of the loss interval (1 for [0, 1], 2 for [-1, 1]), which
+the ``tight`` calibration uses. The paper's Theorem 4.1 takes lambda = ||l||_inf / epsilon, which
+proves only 2 epsilon for signed losses: refused unless the budget allows a weaker paper
+calibration.
 
 Parameters (Theorem 4.1): eta = sqrt(log N / (2 N T (1 + 2 lambda^2 log NT))),
 gamma = eta N sqrt(1 + 2 lambda^2 log NT).
@@ -27,13 +30,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.privacy.bounds import Box, check_finite
-from dponline.privacy.calibration import reduction_laplace
-from dponline.privacy.noise import LaplaceNoise
-from dponline.protocol import BanditFeedback, Feedback, FeedbackKind
-from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
+from dponline.bandits.private_reduction import PrivateBandit, value_range
+from dponline.privacy.bounds import Box, InputBounds
+from dponline.privacy.budget import PrivacyBudget
+from dponline.protocol import checked_count
+from dponline.rng import RngLike, generator_from_state, generator_state
 
-__all__ = ["DPEXP2", "exp2_parameters", "exp2_regret_bound"]
+__all__ = ["DPEXP2", "EXP2", "exp2_parameters", "exp2_regret_bound"]
 
 
 def exp2_parameters(n_arms: int, horizon: int, laplace_scale: float) -> tuple[float, float]:
@@ -61,27 +64,152 @@ def exp2_regret_bound(n_arms: int, horizon: int, laplace_scale: float) -> float:
     )
 
 
-class DPEXP2:
-    """DP-EXP2 for N-armed bandits (see the module docstring).
+class EXP2:
+    """EXP2 with exploration over a finite action set (Algorithm 5; the module docstring).
+
+    Parameters
+    ----------
+    actions:
+        (K, N) array of action vectors; ``None`` with ``n_arms`` = N gives the multi-armed bandit
+        (the standard basis).
+    eta, gamma:
+        Learning rate and exploration weight (Theorem 4.1's for the multi-armed bandit by
+        :func:`exp2_parameters`; required for a general action set).
+    exploration:
+        mu, a distribution over the K actions (default uniform). For a general action set it
+        should span R^N (P_t is pseudo-inverted otherwise).
+    """
+
+    def __init__(
+        self,
+        *,
+        eta: float,
+        gamma: float,
+        replicas: int,
+        rng: np.random.Generator,
+        n_arms: int | None = None,
+        actions: np.ndarray | None = None,
+        exploration: np.ndarray | None = None,
+    ) -> None:
+        if actions is None:
+            if n_arms is None:
+                raise ValueError("give n_arms (multi-armed bandit) or an action set")
+            if checked_count("n_arms", n_arms) < 2:
+                raise ValueError(f"n_arms must be at least 2, got {n_arms!r}")
+            self.actions = np.eye(int(n_arms))
+        else:
+            self.actions = np.array(actions, dtype=float)
+            if self.actions.ndim != 2 or len(self.actions) < 2:
+                raise ValueError(
+                    f"actions must be a (K, N) array with K >= 2, got shape {self.actions.shape}"
+                )
+            if not np.all(np.isfinite(self.actions)):
+                raise ValueError("actions must be finite")
+        self.n_actions, self.dim = self.actions.shape
+        self.one_hot = self.n_actions == self.dim and bool(
+            np.array_equal(self.actions, np.eye(self.dim))
+        )
+        mu = (
+            np.full(self.n_actions, 1.0 / self.n_actions)
+            if exploration is None
+            else np.array(exploration, dtype=float)
+        )
+        if mu.shape != (self.n_actions,) or np.any(mu < 0) or not np.isclose(mu.sum(), 1.0):
+            raise ValueError(
+                f"exploration must be a distribution over the {self.n_actions} actions, got {mu!r}"
+            )
+        self.exploration = mu / mu.sum()
+        for name, v in (("eta", eta), ("gamma", gamma)):
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a finite positive number, got {v!r}")
+        self.eta, self.gamma = float(eta), min(1.0, float(gamma))
+        self.replicas = replicas
+        self.rng = rng
+        self._log_q = np.zeros((replicas, self.n_actions))
+        self._p = self._probabilities()
+        self._chosen = np.zeros(replicas, dtype=np.int64)
+
+    def _probabilities(self) -> np.ndarray:
+        z = self._log_q - self._log_q.max(axis=1, keepdims=True)
+        q = np.exp(z)
+        q /= q.sum(axis=1, keepdims=True)
+        return (1.0 - self.gamma) * q + self.gamma * self.exploration
+
+    def probabilities(self) -> np.ndarray:
+        """p_t = (1 - gamma) q_t + gamma mu, shape (replicas, K)."""
+        return self._p.copy()
+
+    def act(self) -> np.ndarray:
+        """Play k_t ~ p_t per replica; returns action indices, shape (replicas,)."""
+        u = self.rng.random(self.replicas)
+        cdf = np.cumsum(self._p, axis=1)
+        self._chosen = np.minimum((u[:, None] > cdf).sum(axis=1), self.n_actions - 1)
+        return self._chosen.copy()
+
+    def played(self) -> np.ndarray:
+        """x_t = a_{k_t}, shape (replicas, N)."""
+        return self.actions[self._chosen]
+
+    def loss_estimate(self, values: np.ndarray) -> np.ndarray:
+        """l~_t = P_t^+ x_t v_t, shape (replicas, N)."""
+        rows = np.arange(self.replicas)
+        if self.one_hot:
+            est = np.zeros((self.replicas, self.dim))
+            est[rows, self._chosen] = values / self._p[rows, self._chosen]
+            return est
+        cov = np.einsum("rk,ki,kj->rij", self._p, self.actions, self.actions)
+        x = self.played()
+        return np.einsum("rij,rj->ri", np.linalg.pinv(cov, hermitian=True), x) * values[:, None]
+
+    def learn(self, values: np.ndarray) -> None:
+        """q_{t+1}(k) proportional to exp(-eta <l~_t, a_k>) q_t(k)."""
+        est = self.loss_estimate(values)
+        self._log_q -= self.eta * (est if self.one_hot else est @ self.actions.T)
+        self._p = self._probabilities()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "config": {"eta": self.eta, "gamma": self.gamma, "actions": self.actions.tolist()},
+            "log_q": self._log_q.copy(),
+            "chosen": self._chosen.copy(),
+            "rng": generator_state(self.rng),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        config = {"eta": self.eta, "gamma": self.gamma, "actions": self.actions.tolist()}
+        if state.get("config") != config:
+            raise ValueError("state was saved from an EXP2 with other step sizes or actions")
+        log_q = np.array(state["log_q"], dtype=float)
+        if log_q.shape != self._log_q.shape:
+            raise ValueError(
+                f"saved weights have shape {log_q.shape}, expected {self._log_q.shape}"
+            )
+        self._log_q = log_q
+        self._chosen = np.array(state["chosen"], dtype=np.int64)
+        self.rng = generator_from_state(state["rng"])
+        self._p = self._probabilities()
+
+
+class DPEXP2(PrivateBandit):
+    """DP-EXP2: Algorithm 4 around EXP2 (Agarwal & Singh 2017, Theorem 4.1).
 
     Parameters
     ----------
     n_arms, horizon:
-        N and T.
-    epsilon:
-        Pure-DP budget; ``None`` runs the non-private EXP2 (lambda = 0, Theorem 4.1's
-        parameters at lambda = 0).
-    calibration:
-        "tight": lambda = (high - low) / epsilon, the exact sensitivity of one loss value;
-        "paper": lambda = max(|low|, |high|) / epsilon (Theorem 4.1's lambda = 1/epsilon for
-        ||l||_inf <= 1), with its proven epsilon reported.
+        N and T (the multi-armed bandit; or give ``actions`` for a finite action set in R^N).
+    budget:
+        Pure-DP budget; ``None`` runs the non-private EXP2 (Theorem 4.1's parameters at
+        lambda = 0). ``tight``: lambda = (value width) / epsilon, the exact sensitivity of one
+        loss value; ``paper``: lambda = ||l||_inf / epsilon (Theorem 4.1).
     loss_range:
-        The declared interval of every loss value (default [0, 1]).
+        The declared interval of every loss coordinate (default [0, 1]); for the multi-armed
+        bandit the interval of every loss value.
     eta, gamma:
-        Override Theorem 4.1's parameters.
+        Override Theorem 4.1's parameters (required for a general action set).
+    actions, exploration:
+        A finite action set (K, N) and exploration distribution mu (default uniform).
     """
 
-    feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.BANDIT
     paper: ClassVar[str] = "Agarwal & Singh (2017), Algorithm 4 around Algorithm 5 (EXP2)"
 
     def __init__(
@@ -89,116 +217,70 @@ class DPEXP2:
         n_arms: int,
         horizon: int,
         *,
-        epsilon: float | None = 1.0,
-        calibration: str = "tight",
+        budget: PrivacyBudget | None,
         loss_range: tuple[float, float] = (0.0, 1.0),
         eta: float | None = None,
         gamma: float | None = None,
+        actions: np.ndarray | None = None,
+        exploration: np.ndarray | None = None,
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
-        if int(n_arms) < 2:
+        n = checked_count("n_arms", n_arms)
+        if actions is None and n < 2:
             raise ValueError(f"n_arms must be at least 2, got {n_arms!r}")
-        self.n_arms, self.horizon, self.replicas = int(n_arms), int(horizon), int(replicas)
         low, high = (float(v) for v in loss_range)
-        self.bounds = Box(low, high, dim=1)
-        self.clip = bool(clip)
-        # a loss value moves by at most the width of the loss interval
-        lam, self.privacy = reduction_laplace(
-            high - low,
-            max(abs(low), abs(high)),
-            epsilon,
-            calibration,
-            "Agarwal & Singh (2017) Thm 4.1 (lambda = ||l||_inf / epsilon)",
-        )
-        self.laplace_scale = lam
-        self.noise = LaplaceNoise(lam)
-        default_eta, default_gamma = exp2_parameters(self.n_arms, self.horizon, lam)
-        self.eta = default_eta if eta is None else float(eta)
-        self.gamma = min(1.0, default_gamma if gamma is None else float(gamma))
-        self._rng = as_generator(rng)
-        self._log_q = np.zeros((self.replicas, self.n_arms))
-        self._p = self._probabilities()
-        self._arms = np.zeros(self.replicas, dtype=np.int64)
-        self._acted = False
-        self.t = 0
+        dim = n if actions is None else int(np.shape(actions)[1])
+        bounds: InputBounds = Box(low, high, dim=dim)
+        self.n_arms = n if actions is None else int(np.shape(actions)[0])
+        horizon = checked_count("horizon", horizon)
+        replicas = checked_count("replicas", replicas)
+        if actions is None:
+            sensitivity = high - low  # a loss value moves by at most the interval's width
+        else:  # sup over actions of sup |<l - l', a>| / ||a||_inf over the box
+            a = np.asarray(actions, dtype=float)
+            lo, hi = value_range(bounds, a)
+            sensitivity = float(((hi - lo) / np.abs(a).max(axis=1)).max())
+        if actions is not None and (eta is None or gamma is None):
+            raise ValueError(
+                "Theorem 4.1's eta and gamma are for the multi-armed bandit: give eta and gamma "
+                "for a general action set"
+            )
 
-    def _probabilities(self) -> np.ndarray:
-        z = self._log_q - self._log_q.max(axis=1, keepdims=True)
-        q = np.exp(z)
-        q /= q.sum(axis=1, keepdims=True)
-        return (1.0 - self.gamma) * q + self.gamma / self.n_arms
+        def make(lam: float, gen: np.random.Generator) -> EXP2:
+            default_eta, default_gamma = exp2_parameters(n, horizon, lam)
+            return EXP2(
+                eta=default_eta if eta is None else float(eta),
+                gamma=default_gamma if gamma is None else float(gamma),
+                replicas=replicas,
+                rng=gen,
+                n_arms=n if actions is None else None,
+                actions=actions,
+                exploration=exploration,
+            )
+
+        super().__init__(
+            make,
+            horizon,
+            budget=budget,
+            loss_bounds=bounds,
+            sensitivity=sensitivity,
+            paper_numerator=max(abs(low), abs(high)),
+            paper_source="Agarwal & Singh (2017) Thm 4.1 (lambda = ||l||_inf / epsilon)",
+            replicas=replicas,
+            rng=rng,
+            clip=clip,
+        )
+
+    @property
+    def eta(self) -> float:
+        return self.algorithm.eta  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def gamma(self) -> float:
+        return self.algorithm.gamma  # type: ignore[attr-defined, no-any-return]
 
     def probabilities(self) -> np.ndarray:
-        """p_t = (1 - gamma) q_t + gamma / N, shape (replicas, N)."""
-        return self._p.copy()
-
-    def act(self) -> np.ndarray:
-        """Play i_t ~ p_t per replica; returns arm indices, shape (replicas,)."""
-        u = self._rng.random(self.replicas)
-        cdf = np.cumsum(self._p, axis=1)
-        arms = (u[:, None] > cdf).sum(axis=1)
-        self._arms = np.minimum(arms, self.n_arms - 1)
-        self._acted = True
-        return self._arms.copy()
-
-    def loss_estimate(self, noisy_loss: np.ndarray) -> np.ndarray:
-        """l~_t = P_t^+ e_i e_i^T (l_t + Z_t): the noisy loss over p_t(i) at the played arm."""
-        est = np.zeros((self.replicas, self.n_arms))
-        rows = np.arange(self.replicas)
-        est[rows, self._arms] = noisy_loss / self._p[rows, self._arms]
-        return est
-
-    def observe(self, feedback: Feedback) -> None:
-        if not isinstance(feedback, BanditFeedback):
-            raise TypeError(f"DPEXP2 observes BanditFeedback, got {type(feedback).__name__}")
-        if not self._acted:
-            raise ValueError("observe() must follow act(): no arm was played this round")
-        loss = check_finite(feedback.loss, "bandit loss")
-        if loss.shape != (self.replicas,):
-            raise ValueError(f"bandit loss must have shape ({self.replicas},), got {loss.shape}")
-        loss = self.bounds.check(loss[:, None], clip=self.clip, what="bandit loss")[:, 0]
-        noisy = loss + self.noise.sample(self._rng, (self.replicas,))
-        self._log_q -= self.eta * self.loss_estimate(noisy)
-        self._p = self._probabilities()
-        self._acted = False
-        self.t += 1
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "config": self._config(),
-            "t": self.t,
-            "log_q": self._log_q.copy(),
-            "arms": self._arms.copy(),
-            "acted": self._acted,
-            "rng": generator_state(self._rng),
-        }
-
-    def _config(self) -> dict[str, Any]:
-        return {
-            "noise": repr(self.noise),
-            "bounds": repr(self.bounds),
-            "clip": self.clip,
-            "eta": self.eta,
-            "gamma": self.gamma,
-            "privacy": None if self.privacy is None else self.privacy.to_dict(),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("config") != self._config():
-            raise ValueError(
-                "state was saved from a DPEXP2 with a different noise, bounds, "
-                "step sizes or guarantee; it cannot continue this one"
-            )
-        log_q = np.array(state["log_q"], dtype=float)
-        if log_q.shape != self._log_q.shape:
-            raise ValueError(
-                f"saved weights have shape {log_q.shape}, expected {self._log_q.shape}"
-            )
-        self._log_q = log_q
-        self._arms = np.array(state["arms"], dtype=np.int64)
-        self._acted = bool(state["acted"])
-        self._rng = generator_from_state(state["rng"])
-        self.t = int(state["t"])
-        self._p = self._probabilities()
+        """p_t = (1 - gamma) q_t + gamma mu, shape (replicas, K)."""
+        return self.algorithm.probabilities()  # type: ignore[attr-defined, no-any-return]

@@ -28,8 +28,8 @@ Every arm runs Algorithm 2 calibrated for (epsilon, delta), which is rho-zCDP fo
 2 (beta D + L); its zCDP is quadratic in the sensitivity, so the two-arm case costs
 2 (1/2)^2 rho = rho / 2 <= rho. Hence the released estimators, and so Algorithm 3, are
 (epsilon, delta)-JDP with each arm's own guarantee, as Theorem 4.6 states (its proof in Appendix
-B writes the ratio over the two arms without this step). ``calibration="paper"`` uses Algorithm
-2's Laplace noise, ``"tight"`` its Gumbel (exponential mechanism) calibration.
+B writes the ratio over the two arms without this step). The ``paper`` calibration uses
+Algorithm 2's Laplace noise, ``tight`` its Gumbel (exponential mechanism) calibration.
 
 Input contract: ||x||_inf <= X (``x_bound``) and rewards in ``reward_range``; the true parameters
 should lie in the l_1 ball of radius ``radius`` for the estimators to be consistent (privacy does
@@ -44,8 +44,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee, PrivacyNotion
-from dponline.protocol import ContextFeedback, Feedback, FeedbackKind, RewardFeedback
+from dponline.protocol import (
+    ContextFeedback,
+    Feedback,
+    FeedbackKind,
+    NoiseHandle,
+    RewardFeedback,
+    checked_budget,
+    checked_count,
+)
 from dponline.rng import RngLike, as_generator
 from dponline.stochastic.glm_losses import GLMLoss
 from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe, l1_ball_vertices
@@ -62,7 +71,7 @@ def default_warmup(dim: int, horizon: int, epsilon: float | None, arms: int = 1)
     return max(1, min(t0, horizon // (2 * arms)))
 
 
-class DPGLMBandit:
+class DPGLMBandit(NoiseHandle):
     """Han et al. Algorithm 3 (see the module docstring).
 
     Parameters
@@ -80,8 +89,9 @@ class DPGLMBandit:
         (lo, hi) bounds on rewards; zeta(0) must lie inside.
     x_bound, radius:
         X and the l_1 radius R of the parameter set.
-    epsilon, delta, calibration:
-        The joint-DP budget (``epsilon=None``: the non-private bandit, no noise).
+    budget:
+        The joint-DP (epsilon, delta) budget, delta > 0 (``None``: the non-private bandit, no
+        noise); each arm's Algorithm 2 is calibrated to it.
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.CONTEXTUAL_BANDIT
@@ -99,17 +109,21 @@ class DPGLMBandit:
         reward_range: tuple[float, float] = (0.0, 1.0),
         x_bound: float = 1.0,
         radius: float = 1.0,
-        epsilon: float | None = 1.0,
-        delta: float = 1e-6,
-        calibration: str = "tight",
+        budget: PrivacyBudget | None,
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
-        self.dim, self.arms, self.horizon = int(dim), int(arms), int(horizon)
-        self.replicas = int(replicas)
+        self.dim = checked_count("dim", dim)
+        self.arms = checked_count("arms", arms)
+        self.horizon = checked_count("horizon", horizon)
+        self.replicas = checked_count("replicas", replicas)
+        self.budget = checked_budget(budget)
+        epsilon = None if self.budget is None else self.budget.epsilon
         self.warmup = (
-            default_warmup(dim, horizon, epsilon, self.arms) if warmup is None else int(warmup)
+            default_warmup(self.dim, self.horizon, epsilon, self.arms)
+            if warmup is None
+            else int(warmup)
         )
         if self.arms < 2:
             raise ValueError(f"need at least 2 arms, got {arms!r}")
@@ -123,6 +137,10 @@ class DPGLMBandit:
             raise ValueError(f"h_sub must be positive, got {h_sub!r}")
         self.loss = GLMLoss.named(link, reward_range)
         self.zero_reward = float(self.loss.link(np.float64(0.0)))
+        self.x_bound = float(x_bound)
+        if not (math.isfinite(self.x_bound) and self.x_bound > 0):
+            raise ValueError(f"x_bound must be finite and positive, got {x_bound!r}")
+        self.clip = bool(clip)
         per_arm = self.warmup + self.horizon - self.arms * self.warmup
         gen = as_generator(rng)
         vertices = l1_ball_vertices(self.dim, radius)
@@ -132,9 +150,7 @@ class DPGLMBandit:
                 per_arm,
                 vertices=vertices,
                 x_bound=x_bound,
-                epsilon=epsilon,
-                delta=delta,
-                calibration=calibration,
+                budget=self.budget,
                 replicas=self.replicas,
                 rng=child,
                 clip=clip,
@@ -162,6 +178,10 @@ class DPGLMBandit:
         self.t = 0
         self._context: np.ndarray | None = None
         self._action: np.ndarray | None = None
+
+    def _scale_noise(self, factor: float) -> None:
+        for est in self.estimators:
+            est.scale_noise(factor)
 
     # --- the protocol -------------------------------------------------------------------------
 
@@ -213,15 +233,26 @@ class DPGLMBandit:
             )
         if not np.all(np.isfinite(x)):
             raise ValueError("contexts must be finite")
+        norm = float(np.abs(x).max())
+        if norm > self.x_bound:
+            if not self.clip:
+                raise ValueError(
+                    f"context outside the declared bounds: ||x||_inf = {norm!r} exceeds "
+                    f"x_bound = {self.x_bound}"
+                )
+            rows = np.abs(x).max(axis=-1, keepdims=True)
+            x = x * np.minimum(1.0, self.x_bound * (1 - 1e-12) / np.maximum(rows, 1e-300))
         self._context, self._action = x, None
 
     def _reward(self, reward: np.ndarray) -> None:
-        if self._context is None:
-            raise ValueError("a reward arrives after a context and an action")
-        action = self.act()
+        if self._context is None or self._action is None:
+            raise ValueError("a reward arrives after a context and an action (act())")
+        action = self._action
         r = np.asarray(reward, dtype=float)
         if r.shape != (self.replicas,):
             raise ValueError(f"rewards have shape ({self.replicas},), got {r.shape}")
+        # validate before any estimator moves, so a bad reward leaves every arm in step
+        r = self.loss.check_reward(r, self.clip)
         x = np.broadcast_to(self._context, (self.replicas, self.dim))
         if self.in_warmup:  # lines 7-8: only the pulled arm learns
             self.estimators[int(action[0])].observe_each(x, r)

@@ -10,12 +10,13 @@ i uniform in [N] and s = +-1, play y_t = x_t + s lambda_i^{-1/2} e_i (inside K).
 the loss value <l_t, y_t>; Algorithm 4 forwards <l_t, y_t> + <Z_t, y_t>, Z_t ~ Lap^N(lambda), and
 SCRiBLe's estimate is l~_t = N (forwarded value) s lambda_i^{1/2} e_i.
 
-Privacy (Lemma 4.2): the forwarded value is post-processing of the fictitious loss l^F + Z_t,
-where l^F puts <l_t, y_t> / y_{t,i*} on the largest coordinate i* of y_t; neighbouring loss
-sequences move l^F by at most sup |<l - l', y>| / ||y||_inf <= the l1 diameter of the loss set
-Y. ``calibration="tight"`` takes lambda = diam_1(Y) / epsilon; ``"paper"`` takes Theorem 4.5's
-lambda = ||Y||_1 / epsilon, which proves diam_1(Y) / ||Y||_1 times epsilon (2 epsilon for a
-symmetric Y) and is reported as such.
+Privacy (Lemma 4.2, derived once for every bandit algorithm in
+:mod:`~dponline.bandits.private_reduction`): neighbouring loss sequences move the forwarded value
+by at most sup |<l - l', y>| / ||y||_inf <= the l1 diameter of the loss set Y times the noise's
+scale at the largest coordinate of y. The ``tight`` calibration takes lambda = diam_1(Y) /
+epsilon; the ``paper`` one takes Theorem 4.5's lambda = ||Y||_1 / epsilon, which proves
+diam_1(Y) / ||Y||_1 times epsilon (2 epsilon for a symmetric Y): refused unless the budget
+allows a weaker paper calibration.
 
 Theorem 4.5's step: eta = sqrt(nu log T / (2 N^2 T (M^2 + lambda^2 N ||K||_2^2))), with
 M = sup |<l, x>| over Y x K (bounded here by sup ||l||_2 sup ||x||_2).
@@ -28,33 +29,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dponline.bandits.private_reduction import PrivateBandit
 from dponline.domains.barriers import SelfConcordantBarrier
-from dponline.privacy.bounds import InputBounds, NormBall, check_finite
-from dponline.privacy.calibration import reduction_laplace
-from dponline.privacy.noise import LaplaceNoise
-from dponline.protocol import BanditFeedback, Feedback, FeedbackKind
-from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
+from dponline.privacy.bounds import InputBounds, NormBall
+from dponline.privacy.budget import PrivacyBudget
+from dponline.protocol import checked_count
+from dponline.rng import RngLike, generator_from_state, generator_state
 
-__all__ = ["DPSCRiBLe", "scrible_regret_bound"]
-
-
-def _value_range(bounds: InputBounds, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """[min, max] of <l, y> over l in the loss set Y, per replica (a norm ball or a box)."""
-    from dponline.privacy.bounds import Box
-
-    if isinstance(bounds, NormBall):
-        q = bounds.q
-        dual = math.inf if q == 1 else (1.0 if q == math.inf else q / (q - 1.0))
-        norm = (
-            np.abs(y).max(axis=-1)
-            if dual == math.inf
-            else (np.abs(y) ** dual).sum(axis=-1) ** (1.0 / dual)
-        )
-        return -bounds.radius * norm, bounds.radius * norm
-    if isinstance(bounds, Box):
-        lo, hi = bounds._lo, bounds._hi
-        return np.minimum(lo * y, hi * y).sum(axis=-1), np.maximum(lo * y, hi * y).sum(axis=-1)
-    raise TypeError(f"loss set must be a NormBall or a Box, got {type(bounds).__name__}")
+__all__ = ["DPSCRiBLe", "SCRiBLe", "scrible_regret_bound"]
 
 
 def scrible_regret_bound(
@@ -72,69 +54,30 @@ def scrible_regret_bound(
     return math.sqrt(horizon * math.log(horizon)) * math.sqrt(dim**2 * nu * (m**2 + priv))
 
 
-class DPSCRiBLe:
-    """DP bandit linear optimisation over a set with a self-concordant barrier.
+class SCRiBLe:
+    """SCRiBLe (Abernethy, Hazan & Rakhlin 2012) for the values Algorithm 4 forwards: an FTRL
+    point with the barrier, played on its Dikin ellipsoid (module docstring)."""
 
-    Parameters
-    ----------
-    barrier:
-        The decision set's barrier (:mod:`dponline.domains.barriers`).
-    horizon:
-        T.
-    epsilon:
-        Pure-DP budget; ``None`` runs the non-private SCRiBLe.
-    loss_bounds:
-        The loss set Y (a NormBall or Box in R^N; default the unit l2 ball). The observed loss
-        value must lie within sup_{l in Y} |<l, y_t>|, else ValueError (or clipping).
-    """
-
-    feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.BANDIT
-    paper: ClassVar[str] = "Agarwal & Singh (2017), Algorithm 4 around SCRiBLe, Theorem 4.5"
+    one_hot = False
 
     def __init__(
         self,
         barrier: SelfConcordantBarrier,
-        horizon: int,
         *,
-        epsilon: float | None = 1.0,
-        calibration: str = "tight",
-        loss_bounds: InputBounds | None = None,
-        eta: float | None = None,
-        replicas: int = 1,
-        rng: RngLike = None,
-        clip: bool = False,
+        eta: float,
+        replicas: int,
+        rng: np.random.Generator,
         newton_tol: float = 1e-9,
     ) -> None:
-        self.barrier = barrier
-        self.dim, self.horizon, self.replicas = barrier.dim, int(horizon), int(replicas)
-        self.bounds = loss_bounds if loss_bounds is not None else NormBall(1.0, 2, self.dim)
-        if self.bounds.dim != self.dim:
-            raise ValueError(f"loss_bounds has dimension {self.bounds.dim}, expected {self.dim}")
-        self.clip = bool(clip)
+        if not (math.isfinite(eta) and eta > 0):
+            raise ValueError(f"eta must be a finite positive number, got {eta!r}")
+        self.barrier, self.eta, self.replicas, self.rng = barrier, float(eta), replicas, rng
+        self.dim = barrier.dim
         self.newton_tol = float(newton_tol)
-        # the fictitious-loss argument of Lemma 4.2: l1 sensitivity diam_1(Y)
-        lam, self.privacy = reduction_laplace(
-            self.bounds.diameter(1),
-            self.bounds.max_norm(1),
-            epsilon,
-            calibration,
-            "Agarwal & Singh (2017) Thm 4.5 (lambda = ||Y||_1 / epsilon)",
-        )
-        self.laplace_scale = lam
-        self.noise = LaplaceNoise(lam)
-        x_norm = barrier.max_norm()
-        self.m = self.bounds.max_norm(2) * x_norm
-        if eta is None:
-            denom = 2 * self.dim**2 * self.horizon * (self.m**2 + lam**2 * self.dim * x_norm**2)
-            eta = math.sqrt(barrier.nu * math.log(max(self.horizon, 2)) / denom)
-        self.eta = float(eta)
-        self._rng = as_generator(rng)
         self._cum = np.zeros((self.replicas, self.dim))
         self._x = np.broadcast_to(barrier.analytic_center(), (self.replicas, self.dim)).copy()
         self._played = np.zeros((self.replicas, self.dim))
         self._direction = np.zeros((self.replicas, self.dim))  # s lambda_i^{1/2} e_i
-        self._acted = False
-        self.t = 0
 
     def _ftrl_point(self) -> None:
         """Damped Newton on eta <L~, x> + R(x), warm-started at the previous point."""
@@ -167,71 +110,105 @@ class DPSCRiBLe:
     def act(self) -> np.ndarray:
         """y_t = x_t + s lambda_i^{-1/2} e_i on the Dikin ellipsoid, shape (replicas, N)."""
         vals, vecs = np.linalg.eigh(self.barrier.hessian(self._x))
-        i = self._rng.integers(0, self.dim, size=self.replicas)
-        s = np.where(self._rng.random(self.replicas) < 0.5, -1.0, 1.0)
+        i = self.rng.integers(0, self.dim, size=self.replicas)
+        s = np.where(self.rng.random(self.replicas) < 0.5, -1.0, 1.0)
         rows = np.arange(self.replicas)
         lam_i, e_i = vals[rows, i], vecs[rows, :, i]
         self._played = self._x + (s / np.sqrt(lam_i))[:, None] * e_i
         self._direction = (s * np.sqrt(lam_i))[:, None] * e_i
-        self._acted = True
         return self._played.copy()
 
-    def observe(self, feedback: Feedback) -> None:
-        if not isinstance(feedback, BanditFeedback):
-            raise TypeError(f"DPSCRiBLe observes BanditFeedback, got {type(feedback).__name__}")
-        if not self._acted:
-            raise ValueError("observe() must follow act(): no point was played this round")
-        value = check_finite(feedback.loss, "bandit loss")
-        if value.shape != (self.replicas,):
-            raise ValueError(f"bandit loss must have shape ({self.replicas},), got {value.shape}")
-        low, high = _value_range(self.bounds, self._played)
-        slack = 1e-12 * np.maximum(np.abs(low), np.abs(high))
-        inside = (value >= low - slack) & (value <= high + slack)
-        if not np.all(inside):
-            if not self.clip:
-                j = int(np.argmin(inside))
-                raise ValueError(
-                    f"bandit loss {value[j]!r} of replica {j} is outside the declared bounds: "
-                    f"losses in the loss set give values in [{low[j]:.6g}, {high[j]:.6g}] at "
-                    "the point played"
-                )
-            value = np.clip(value, low, high)
-        noisy = value + (
-            self.noise.sample(self._rng, (self.replicas, self.dim)) * self._played
-        ).sum(axis=-1)
-        self._cum += self.dim * noisy[:, None] * self._direction
+    def played(self) -> np.ndarray:
+        return self._played
+
+    def learn(self, values: np.ndarray) -> None:
+        """l~_t = N v_t s lambda_i^{1/2} e_i; then the next FTRL point."""
+        self._cum += self.dim * values[:, None] * self._direction
         self._ftrl_point()
-        self._acted = False
-        self.t += 1
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            "config": {
-                "noise": repr(self.noise),
-                "bounds": repr(self.bounds),
-                "barrier": repr(self.barrier),
-                "replicas": self.replicas,
-                "horizon": self.horizon,
-                "eta": self.eta,
-                "privacy": None if self.privacy is None else self.privacy.to_dict(),
-            },
-            "t": self.t,
+            "config": {"barrier": repr(self.barrier), "eta": self.eta},
             "cum": self._cum.copy(),
             "x": self._x.copy(),
             "played": self._played.copy(),
             "direction": self._direction.copy(),
-            "acted": self._acted,
-            "rng": generator_state(self._rng),
+            "rng": generator_state(self.rng),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state["config"] != self.state_dict()["config"]:
-            raise ValueError(
-                "state was saved from a DPSCRiBLe with a different noise, loss "
-                "set, step or guarantee; it cannot continue this one"
-            )
+        if state["config"] != {"barrier": repr(self.barrier), "eta": self.eta}:
+            raise ValueError("state was saved from a SCRiBLe with a different barrier or step")
         for key in ("cum", "x", "played", "direction"):
             setattr(self, f"_{key}", np.array(state[key], dtype=float))
-        self._acted = bool(state["acted"])
-        self._rng = generator_from_state(state["rng"])
-        self.t = int(state["t"])
+        self.rng = generator_from_state(state["rng"])
+
+
+class DPSCRiBLe(PrivateBandit):
+    """DP bandit linear optimisation over a set with a self-concordant barrier: Algorithm 4
+    around :class:`SCRiBLe` (Theorem 4.5).
+
+    Parameters
+    ----------
+    barrier:
+        The decision set's barrier (:mod:`dponline.domains.barriers`).
+    horizon:
+        T.
+    budget:
+        Pure-DP budget; ``None`` runs the non-private SCRiBLe.
+    loss_bounds:
+        The loss set Y (a NormBall or Box in R^N; default the unit l2 ball). The observed loss
+        value must lie within {<l, y_t> : l in Y}, else ValueError (or clipping).
+    eta:
+        Step (default: Theorem 4.5's).
+    """
+
+    paper: ClassVar[str] = "Agarwal & Singh (2017), Algorithm 4 around SCRiBLe, Theorem 4.5"
+
+    def __init__(
+        self,
+        barrier: SelfConcordantBarrier,
+        horizon: int,
+        *,
+        budget: PrivacyBudget | None,
+        loss_bounds: InputBounds | None = None,
+        eta: float | None = None,
+        replicas: int = 1,
+        rng: RngLike = None,
+        clip: bool = False,
+        newton_tol: float = 1e-9,
+    ) -> None:
+        self.barrier = barrier
+        dim = barrier.dim
+        horizon = checked_count("horizon", horizon)
+        replicas = checked_count("replicas", replicas)
+        bounds = loss_bounds if loss_bounds is not None else NormBall(1.0, 2, dim)
+        if bounds.dim != dim:
+            raise ValueError(f"loss_bounds has dimension {bounds.dim}, expected {dim}")
+        x_norm = barrier.max_norm()
+        self.m = bounds.max_norm(2) * x_norm
+
+        def make(lam: float, gen: np.random.Generator) -> SCRiBLe:
+            step = eta
+            if step is None:
+                denom = 2 * dim**2 * horizon * (self.m**2 + lam**2 * dim * x_norm**2)
+                step = math.sqrt(barrier.nu * math.log(max(horizon, 2)) / denom)
+            return SCRiBLe(barrier, eta=step, replicas=replicas, rng=gen, newton_tol=newton_tol)
+
+        # the fictitious-loss argument of Lemma 4.2: l1 sensitivity diam_1(Y)
+        super().__init__(
+            make,
+            horizon,
+            budget=budget,
+            loss_bounds=bounds,
+            sensitivity=bounds.diameter(1),
+            paper_numerator=bounds.max_norm(1),
+            paper_source="Agarwal & Singh (2017) Thm 4.5 (lambda = ||Y||_1 / epsilon)",
+            replicas=replicas,
+            rng=rng,
+            clip=clip,
+        )
+
+    @property
+    def eta(self) -> float:
+        return self.algorithm.eta  # type: ignore[attr-defined, no-any-return]

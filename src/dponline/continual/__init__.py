@@ -7,11 +7,13 @@
 * :class:`SqrtFactorizationCounter`: the square-root factorisation of the prefix-sum matrix.
 * :class:`DoublingCounter`: any of them over an unknown horizon.
 
-:func:`make_counter` builds one calibrated to a privacy budget for a declared input set.
+:func:`make_counter` builds one calibrated to a privacy budget for a declared input set
+(:mod:`dponline.continual.calibration`: the counters' paper and tight calibrations).
 """
 
 from dponline.continual.base import ContinualCounter, HorizonExceededError
 from dponline.continual.binary_tree import BinaryTreeCounter
+from dponline.continual.calibration import CounterCalibrator, calibrate_counter
 from dponline.continual.factory import make_counter
 from dponline.continual.honaker import HonakerCounter
 from dponline.continual.matrix_factorization import SqrtFactorizationCounter
@@ -23,11 +25,13 @@ __all__ = [
     "MECHANISMS",
     "BinaryTreeCounter",
     "ContinualCounter",
+    "CounterCalibrator",
     "DoublingCounter",
     "HonakerCounter",
     "HorizonExceededError",
     "PaddedTreeCounter",
     "SqrtFactorizationCounter",
+    "calibrate_counter",
     "get_mechanism",
     "make_counter",
 ]

@@ -1,7 +1,8 @@
 """Environments: the loss sequences learners face, and exact regret against the best fixed
-decision in hindsight."""
+decision in hindsight. Every environment implements :class:`Environment`."""
 
 from dponline.environments.bandits import BanditEnvironment, StochasticBandit
+from dponline.environments.base import Environment
 from dponline.environments.contextual import DigitsBandit, SyntheticGLMBandit
 from dponline.environments.experts import (
     ExpertsEnvironment,
@@ -16,6 +17,7 @@ from dponline.environments.streams import LinearRegressionStream
 __all__ = [
     "BanditEnvironment",
     "DigitsBandit",
+    "Environment",
     "ExpertsEnvironment",
     "LinearLossEnvironment",
     "LinearRegressionStream",

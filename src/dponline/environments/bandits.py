@@ -8,7 +8,7 @@ sum_s mu(a_s) - t min_i mu_i.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -48,6 +48,7 @@ class BanditEnvironment(ObliviousLosses):
 class StochasticBandit:
     """Bernoulli arms with means ``means``; losses drawn per replica from ``rng``."""
 
+    reveals_context: ClassVar[bool] = False
     means: np.ndarray
     horizon: int
     rng: np.random.Generator | int | None = 0

@@ -1,8 +1,9 @@
 """Contextual bandits for generalized linear bandit learners (Han et al., Section 4).
 
-Each round the environment reveals a context (``context(t)``; the runner hands it to the learner
-before ``act``), the learner plays an arm per replica and receives its reward. The per-round
-"loss" the runner accumulates is the round's regret, so ``regret`` is the cumulative sum:
+Each round the environment reveals a context (``reveals_context`` is True and ``context(t)``
+gives it; the runner hands it to the learner before ``act``), the learner plays an arm per
+replica and receives its reward. The per-round "loss" the runner accumulates is the round's
+regret, so ``regret`` is the cumulative sum:
 
 * :class:`SyntheticGLMBandit`: the pseudo-regret of Han et al. Section 4,
   zeta(X_t' theta*_{a*_t}) - zeta(X_t' theta*_{a_t}), exactly;
@@ -13,7 +14,7 @@ before ``act``), the learner plays an arm per replica and receives its reward. T
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -57,6 +58,7 @@ class SyntheticGLMBandit:
     :func:`synthetic_glm_parameters`: Bernoulli(zeta(z)) for the logistic link, z + U[-w, w]
     for the linear link (w = ``noise``). Satisfies Assumptions 4.2-4.5 (see that function)."""
 
+    reveals_context: ClassVar[bool] = True
     dim: int
     horizon: int
     link: str = "logistic"
@@ -114,11 +116,13 @@ class SyntheticGLMBandit:
         return cumulative_loss
 
     def state_dict(self) -> dict[str, Any]:
-        return {"rng": generator_state(self._gen), "t": self._t, "x": self._x}
+        x = None if self._x is None else self._x.copy()
+        return {"rng": generator_state(self._gen), "t": self._t, "x": x}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._gen = generator_from_state(state["rng"])
-        self._t, self._x = state["t"], state["x"]
+        self._t = int(state["t"])
+        self._x = None if state["x"] is None else np.array(state["x"], dtype=float)
 
 
 @dataclass
@@ -127,6 +131,7 @@ class DigitsBandit:
     uniformly (with replacement) from the 1,797 shipped, context (1, pixels / 16) in [0, 1]^65,
     reward 1 if the arm played is its digit, else 0 (logistic-GLM rewards in [0, 1])."""
 
+    reveals_context: ClassVar[bool] = True
     horizon: int
     rng: np.random.Generator | int | None = 0
     name: str = "digits bandit"
@@ -176,4 +181,4 @@ class DigitsBandit:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._gen = generator_from_state(state["rng"])
-        self._t, self._i = state["t"], state["i"]
+        self._t, self._i = int(state["t"]), int(state["i"])

@@ -1,7 +1,10 @@
 """What every environment over a fixed (oblivious) loss matrix shares: validation of the matrix,
-its shape, and regret against the best fixed decision in hindsight, computed once."""
+its shape, regret against the best fixed decision in hindsight (computed once) and the
+:class:`~dponline.environments.base.Environment` state of an environment without any."""
 
 from __future__ import annotations
+
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -15,8 +18,10 @@ class ObliviousLosses:
 
     A subclass's ``__post_init__`` calls :meth:`_validate_losses` and then sets ``self._best``
     to the best fixed decision's cumulative loss for t = 1..T (its closed form or an LP).
+    The losses are fixed in advance and reveal no context, so there is no state to save.
     """
 
+    reveals_context: ClassVar[bool] = False
     losses: np.ndarray
     name: str
     _best: np.ndarray
@@ -50,3 +55,17 @@ class ObliviousLosses:
     def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
         """Regret curves from cumulative losses (..., T)."""
         return cumulative_loss - self._best
+
+    def state_dict(self) -> dict[str, Any]:
+        """Empty: rounds do not change an oblivious environment."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Accept the empty state of :meth:`state_dict` (anything else is another environment's)."""
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict, got {type(state).__name__}")
+        if state:
+            raise ValueError(
+                f"{self.name!r} has oblivious losses and no state; expected an empty state, "
+                f"got keys {sorted(map(str, state))}"
+            )

@@ -15,7 +15,7 @@ fixed decision theta* is the cumulative excess risk.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -29,6 +29,7 @@ __all__ = ["LinearRegressionStream"]
 class LinearRegressionStream:
     """i.i.d. samples x ~ U[-1, 1]^d, y = <x, theta*> + U[-s, s] (see the module docstring)."""
 
+    reveals_context: ClassVar[bool] = False
     theta_star: np.ndarray
     horizon: int
     noise: float = 0.1

@@ -11,6 +11,7 @@ from dponline.continual import make_counter
 from dponline.continual.registry import MECHANISMS
 from dponline.privacy.audit import audit, counter_sampler
 from dponline.privacy.bounds import Box
+from dponline.privacy.budget import PrivacyBudget
 
 __all__ = ["audit_table"]
 
@@ -32,8 +33,7 @@ def audit_table(
                 name,
                 horizon=horizon,
                 bounds=Box(0, 1, dim=1),
-                epsilon=1.0,
-                delta=delta,
+                budget=PrivacyBudget(1.0, delta),
                 noise=noise,
                 regular_norm=2.0 if noise == "generalized_gaussian" else None,
             )

@@ -51,6 +51,8 @@ DEMO_SPEC = {
     ],
     "epsilons": [0.25, 1.0, 4.0],
     "calibrations": ["paper", "tight"],
+    # the papers' own formulas sometimes prove less than asked; the report shows what they prove
+    "allow_weaker_paper": True,
     "seeds": 20,
     "seed": 2026,
     "record_every": 25,

@@ -6,10 +6,11 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from dponline.continual.calibration import calibrate_counter
 from dponline.continual.registry import MECHANISMS
 from dponline.privacy.accounting import zcdp_sigma
 from dponline.privacy.bounds import Box
-from dponline.privacy.calibration import calibrate_counter
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.privacy.noise import GaussianNoise
 
@@ -62,10 +63,13 @@ def calibration_table(
                         cls,
                         horizon=horizon,
                         bounds=bounds,
-                        epsilon=epsilon,
-                        delta=delta if noise == "gaussian" else 0.0,
+                        budget=PrivacyBudget(
+                            epsilon,
+                            delta if noise == "gaussian" else 0.0,
+                            calibration,
+                            allow_weaker=True,  # the table reports what each proves
+                        ),
                         noise=noise,
-                        calibration=calibration,
                     )
                 counter = cls(horizon, dim, cal.noise)
                 rows.append(

@@ -10,10 +10,13 @@ Results are a tidy table (:mod:`pandas`): one row per task, seed and recorded ro
 cumulative loss and the exact regret against the best fixed decision in hindsight.
 
 Checkpoints: with ``checkpoint_dir`` each task saves its learner, environment and partial
-results every ``checkpoint_every`` rounds (atomically), and a finished task saves its results.
-Running the same sweep again resumes every task from its last checkpoint; the learner's RNG
-state is restored, so no noise is redrawn for rounds already released and the table is
-identical to an uninterrupted run.
+results every ``checkpoint_every`` rounds (``<task key>.ckpt.npz``) and a finished task saves
+its results (``<task key>.result.npz``), atomically and without pickle
+(:mod:`dponline.experiments.checkpoints`). Running the same sweep again resumes every task from
+its last checkpoint; the learner's RNG state is restored, so no noise is redrawn for rounds
+already released and the table is identical to an uninterrupted run. The task key hashes the
+task and the dponline version, so results of two versions never mix; pickle files of older
+versions are ignored with a warning.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import sys
 import time
 import warnings
@@ -34,6 +36,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dponline.environments.base import Environment
+from dponline.experiments.checkpoints import (
+    CHECKPOINT_SUFFIX,
+    RESULT_SUFFIX,
+    library_version,
+    load_frame,
+    load_state,
+    save_frame,
+    save_state,
+    warn_legacy_pickles,
+)
+from dponline.privacy.budget import WeakerGuaranteeError
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.protocol import ContextFeedback
 from dponline.registry import LEARNERS, build_environment, build_learner
@@ -73,11 +87,16 @@ class Task:
     record_every: int = 1
     label: str = ""
     environment_label: str = ""
+    #: Run a ``paper`` calibration that proves less than asked (a reproduction); the table's
+    #: ``proven_epsilon`` says what it proves. Off, such a task fails with the proof.
+    allow_weaker: bool = False
 
     @property
     def key(self) -> str:
-        """A stable identifier (file name of its checkpoint)."""
-        blob = json.dumps(asdict(self), sort_keys=True, default=str).encode()
+        """A stable identifier (file name of its checkpoint): the task's position and a hash of
+        its fields and the dponline version, so two versions never share a checkpoint."""
+        spec = {**asdict(self), "dponline_version": library_version()}
+        blob = json.dumps(spec, sort_keys=True, default=str).encode()
         return f"task{self.task_index:04d}-{hashlib.sha256(blob).hexdigest()[:16]}"
 
     def seed_sequences(self) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
@@ -111,11 +130,13 @@ def make_tasks(
     environment_options: dict[str, Any] | None = None,
     record_every: int = 1,
     environment_label: str = "",
+    allow_weaker_paper: bool = False,
 ) -> list[Task]:
     """The cross product of learners x epsilons x calibrations (non-private learners once).
 
     Each learner is ``{"name": ..., "options": {...}, "label": ...}``; the label defaults to
-    the name and its options.
+    the name and its options. ``allow_weaker_paper``: run ``paper`` calibrations that prove
+    less than the requested epsilon (reproductions), reporting what they prove.
     """
     env_options = dict(environment_options or {})
     env_label = environment_label or (
@@ -158,18 +179,10 @@ def make_tasks(
                     record_every=record_every,
                     label=label,
                     environment_label=env_label,
+                    allow_weaker=bool(allow_weaker_paper) and cal == "paper",
                 )
             )
     return tasks
-
-
-def _atomic_write(path: Path, obj: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("wb") as fh:
-        pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def run_task(
@@ -177,46 +190,87 @@ def run_task(
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: int = 1000,
 ) -> pd.DataFrame:
-    """Run one task (resuming from its checkpoint if there is one) and return its rows."""
+    """Run one task (resuming from its checkpoint if there is one) and return its rows.
+
+    Checkpoint files of another dponline version or task, or files that are not dponline
+    checkpoints, raise ``ValueError``; ``*.pkl`` files are ignored with a warning.
+    """
+    if checkpoint_dir is not None:
+        warn_legacy_pickles(checkpoint_dir)
+    return _run_task(task, checkpoint_dir, checkpoint_every)
+
+
+def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: int) -> pd.DataFrame:
     ckpt_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
-    done_path = ckpt_dir / f"{task.key}.done.pkl" if ckpt_dir else None
-    part_path = ckpt_dir / f"{task.key}.ckpt.pkl" if ckpt_dir else None
+    key = task.key
+    done_path = ckpt_dir / f"{key}{RESULT_SUFFIX}" if ckpt_dir else None
+    part_path = ckpt_dir / f"{key}{CHECKPOINT_SUFFIX}" if ckpt_dir else None
+    if ckpt_dir is not None:
+        if checkpoint_every < 1:
+            raise ValueError(
+                f"checkpoint_every must be a positive integer, got {checkpoint_every!r}"
+            )
+        ckpt_dir.mkdir(parents=True, exist_ok=True)
+        for stale in ckpt_dir.glob(f".{key}.*.tmp"):  # left by a writer killed mid-write
+            stale.unlink(missing_ok=True)
     if done_path is not None and done_path.exists():
-        with done_path.open("rb") as fh:
-            return pickle.load(fh)
+        frame = load_frame(done_path, task=key)
+        if list(frame.columns) != COLUMNS:
+            raise ValueError(
+                f"{done_path} has columns {list(frame.columns)}, expected {COLUMNS}; "
+                "use a fresh output folder or delete the file"
+            )
+        return frame
 
     env_seq, learner_seq = task.seed_sequences()
     env = build_environment(
         task.environment, task.horizon, np.random.default_rng(env_seq), **task.environment_options
     )
-    with warnings.catch_warnings():
-        # a paper calibration that proves less than asked is reported in the table instead
-        warnings.simplefilter("ignore", PrivacyWarning)
-        learner = build_learner(
-            task.learner,
-            env,
-            epsilon=task.epsilon,
-            calibration=task.calibration,
-            replicas=task.seeds,
-            rng=np.random.default_rng(learner_seq),
-            **task.learner_options,
+    if not isinstance(env, Environment):
+        raise TypeError(
+            f"environment {task.environment!r} built a {type(env).__name__}, which does not "
+            "implement dponline.environments.Environment"
         )
+    with warnings.catch_warnings():
+        # a paper calibration the spec allows to prove less is reported in the table instead
+        warnings.simplefilter("ignore", PrivacyWarning)
+        try:
+            learner = build_learner(
+                task.learner,
+                env,
+                epsilon=task.epsilon,
+                calibration=task.calibration,
+                allow_weaker=task.allow_weaker,
+                replicas=task.seeds,
+                rng=np.random.default_rng(learner_seq),
+                **task.learner_options,
+            )
+        except WeakerGuaranteeError as exc:
+            raise WeakerGuaranteeError(
+                f"{task.label or task.learner} on {task.environment}: {exc}. In a spec, "
+                "'allow_weaker_paper = true' runs such paper calibrations and reports what "
+                "they prove"
+            ) from None
     horizon = env.horizon
     cumulative = np.zeros(task.seeds)
     recorded_t: list[int] = []
     recorded_loss: list[np.ndarray] = []
     start = 0
     if part_path is not None and part_path.exists():
-        with part_path.open("rb") as fh:
-            state = pickle.load(fh)
+        state = load_state(part_path, task=key)
+        start = int(state["t"])
+        if not 0 < start < horizon:
+            raise ValueError(
+                f"{part_path} was saved at round {start}, outside (0, {horizon}); "
+                "use a fresh output folder or delete the file"
+            )
         learner.load_state_dict(state["learner"])
-        if hasattr(env, "load_state_dict"):
-            env.load_state_dict(state["environment"])
-        cumulative = state["cumulative"]
-        recorded_t, recorded_loss = state["recorded_t"], state["recorded_loss"]
-        start = state["t"]
+        env.load_state_dict(state["environment"])
+        cumulative = np.array(state["cumulative"], dtype=float)
+        recorded_t = [int(t) for t in state["recorded_t"]]
+        recorded_loss = list(np.array(state["recorded_loss"], dtype=float))
 
-    reveals_context = hasattr(env, "context")
+    reveals_context = env.reveals_context
     for t in range(start, horizon):
         if reveals_context:
             learner.observe(ContextFeedback(env.context(t)))
@@ -228,23 +282,25 @@ def run_task(
             recorded_t.append(t + 1)
             recorded_loss.append(cumulative.copy())
         if part_path is not None and (t + 1) % checkpoint_every == 0 and t + 1 < horizon:
-            _atomic_write(
+            save_state(
                 part_path,
                 {
                     "t": t + 1,
                     "learner": learner.state_dict(),
-                    "environment": env.state_dict() if hasattr(env, "state_dict") else None,
+                    "environment": env.state_dict(),
                     "cumulative": cumulative,
-                    "recorded_t": recorded_t,
-                    "recorded_loss": recorded_loss,
+                    "recorded_t": np.array(recorded_t, dtype=np.int64),
+                    "recorded_loss": np.array(recorded_loss, dtype=float).reshape(
+                        len(recorded_loss), task.seeds
+                    ),
                 },
+                task=key,
             )
 
     frame = _rows(task, learner, env, np.array(recorded_t), np.array(recorded_loss))
-    if done_path is not None:
-        _atomic_write(done_path, frame)
-        if part_path is not None and part_path.exists():
-            part_path.unlink()
+    if done_path is not None and part_path is not None:  # both or neither
+        save_frame(done_path, frame, task=key)
+        part_path.unlink(missing_ok=True)
     return frame
 
 
@@ -317,17 +373,18 @@ def run_sweep(
         )
     if checkpoint_dir is not None:
         Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
+        warn_legacy_pickles(checkpoint_dir)
     bar = _Progress(len(tasks), progress)
     results: dict[int, pd.DataFrame] = {}
     if backend == "serial" or len(tasks) <= 1:
         for task in tasks:
-            results[task.task_index] = run_task(task, checkpoint_dir, checkpoint_every)
+            results[task.task_index] = _run_task(task, checkpoint_dir, checkpoint_every)
             bar.update()
     elif backend == "local":
         n = workers or min(len(tasks), os.cpu_count() or 1)
         with ProcessPoolExecutor(max_workers=n) as pool:
             futures = {
-                pool.submit(run_task, task, checkpoint_dir, checkpoint_every): task
+                pool.submit(_run_task, task, checkpoint_dir, checkpoint_every): task
                 for task in tasks
             }
             for fut in as_completed(futures):
@@ -351,7 +408,7 @@ def _run_ray(
         ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
         started_here = True
     try:
-        remote = ray.remote(run_task)
+        remote = ray.remote(_run_task)
         refs = {remote.remote(task, checkpoint_dir, checkpoint_every): task for task in tasks}
         results: dict[int, pd.DataFrame] = {}
         pending = list(refs)

@@ -9,6 +9,7 @@
     backend = "local"               # local | serial | ray
     record_every = 10
     checkpoint_every = 500
+    allow_weaker_paper = true       # run paper formulas that prove less (reported per row)
 
     [[environments]]                # or a single [environment] table
     name = "stocks"
@@ -55,6 +56,7 @@ class ExperimentSpec:
     workers: int | None = None
     record_every: int = 1
     checkpoint_every: int = 1000
+    allow_weaker_paper: bool = False
 
     def tasks(self) -> list[Task]:
         """Every learner on every environment whose setting it runs in."""
@@ -81,6 +83,7 @@ class ExperimentSpec:
                 environment_options=env.get("options", {}),
                 record_every=self.record_every,
                 environment_label=env.get("label", ""),
+                allow_weaker_paper=self.allow_weaker_paper,
             ):
                 tasks.append(Task(**{**task.__dict__, "task_index": len(tasks)}))
         for i, lr in enumerate(self.learners):
@@ -138,6 +141,7 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
         "workers",
         "record_every",
         "checkpoint_every",
+        "allow_weaker_paper",
     }
     unknown = set(data) - known
     _expect(not unknown, "(top level)", f"only the fields {sorted(known)}", sorted(unknown))
@@ -176,6 +180,8 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
     )
     backend = data.get("backend", "local")
     _expect(backend in BACKENDS, "backend", f"one of {list(BACKENDS)}", backend)
+    allow_weaker = data.get("allow_weaker_paper", False)
+    _expect(isinstance(allow_weaker, bool), "allow_weaker_paper", "true or false", allow_weaker)
     name = data.get("name", default_name)
     _expect(isinstance(name, str), "name", "a string", name)
     return ExperimentSpec(
@@ -191,6 +197,7 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
         workers=_int(data, "workers", None),
         record_every=_int(data, "record_every", 1) or 1,
         checkpoint_every=_int(data, "checkpoint_every", 1000) or 1000,
+        allow_weaker_paper=allow_weaker,
     )
 
 

@@ -1,29 +1,42 @@
 """What every full-information learner that plays from a continual counter's release shares:
 it feeds each loss vector to the counter and keeps the latest noisy prefix sum (Agarwal & Singh
-2017, Algorithms 1 and 3, line 7)."""
+2017, Algorithms 1 and 3, line 7), refuses rounds past its horizon and feedback before it acted,
+and scales its counter's noise on request (the audit's handle)."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
 
-from dponline.continual.base import ContinualCounter
-from dponline.protocol import Feedback, LossVectorFeedback
+from dponline.continual.base import ContinualCounter, HorizonExceededError
+from dponline.protocol import Feedback, LossVectorFeedback, NoiseHandle
 
 __all__ = ["CounterLearner"]
 
 
-class CounterLearner:
+class CounterLearner(NoiseHandle, ABC):
     """Mixin: ``observe`` feeds the counter; ``state_dict`` saves it with the last release.
 
-    Subclasses set ``self.counter``, ``self._cumulative`` (the release for t = 0 to start) and
-    ``self.t = 0``, and implement ``act`` from ``self._cumulative``.
+    Subclasses set ``self.counter``, ``self._cumulative`` (the release for t = 0 to start),
+    ``self.horizon`` and ``self.t = 0``, and implement ``_decide`` from ``self._cumulative``.
     """
 
     counter: ContinualCounter
+    horizon: int
     _cumulative: np.ndarray
-    t: int
+    _acted: bool = False
+
+    @abstractmethod
+    def _decide(self) -> np.ndarray:
+        """The decision of every replica from ``self._cumulative``."""
+
+    def act(self) -> np.ndarray:
+        """This round's decision, shape (replicas, dim): post-processing of the releases so
+        far (the decision after round T is allowed; round T+1's loss is not)."""
+        self._acted = True
+        return self._decide()
 
     def observe(self, feedback: Feedback) -> None:
         """Feed l_t to the counter: L~_t = TreeBasedAgg(l_t, ...)."""
@@ -31,12 +44,28 @@ class CounterLearner:
             raise TypeError(
                 f"{type(self).__name__} observes LossVectorFeedback, got {type(feedback).__name__}"
             )
+        if self.t >= self.horizon:
+            raise HorizonExceededError(
+                f"{type(self).__name__} was built for {self.horizon} rounds; the loss of round "
+                f"{self.t + 1} would void its guarantee"
+            )
+        if not self._acted:
+            raise ValueError(
+                f"observe() must follow act(): {type(self).__name__} has not acted in round "
+                f"{self.t + 1}"
+            )
         self._cumulative = self.counter.step(feedback.loss)
+        self._acted = False
         self.t += 1
+
+    def _scale_noise(self, factor: float) -> None:
+        self.counter.noise = self.counter.noise.scaled(factor)
 
     def state_dict(self) -> dict[str, Any]:
         return {
             "t": self.t,
+            "acted": self._acted,
+            "noise_multiplier": self.noise_multiplier,
             "cumulative": self._cumulative.copy(),
             "counter": self.counter.state_dict(),
         }
@@ -44,4 +73,5 @@ class CounterLearner:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.counter.load_state_dict(state["counter"])
         self._cumulative = np.array(state["cumulative"], dtype=float)
+        self._acted = bool(state["acted"])
         self.t = int(state["t"])

@@ -12,14 +12,17 @@ gives O(sqrt T) regret, and it makes the sequence of decisions differentially pr
 
     sigma = max{ ||Y||_2 sqrt(T / (sqrt(N) log T)),  sqrt(N) log T log(log T / delta) / epsilon }.
 
-``calibration="paper"`` uses this sigma on the padded tree; ``"tight"`` keeps the regret term and
+The ``paper`` calibration uses this sigma on the padded tree; ``tight`` keeps the regret term and
 replaces the privacy term by the least sigma the exact Gaussian accounting proves on the chosen
-counter. Either way the guarantee reported is what the sigma actually used proves.
+counter (:class:`FTPLCalibrator`). Either way the guarantee reported is what the sigma actually
+used proves, and a paper sigma that proves less than asked is refused unless the budget allows
+it.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -28,14 +31,14 @@ from dponline.continual.base import ContinualCounter
 from dponline.continual.registry import get_mechanism
 from dponline.online.counter_learner import CounterLearner
 from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma, zcdp_rho
-from dponline.privacy.bounds import Box, InputBounds
-from dponline.privacy.calibration import paper_log
-from dponline.privacy.guarantee import PrivacyGuarantee
+from dponline.privacy.bounds import Box, InputBounds, NormBall
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.calibration import Calibration, calibrate, paper_log
 from dponline.privacy.noise import GaussianNoise
-from dponline.protocol import FeedbackKind
+from dponline.protocol import FeedbackKind, checked_budget, checked_count
 from dponline.rng import RngLike
 
-__all__ = ["DPFTPL", "ftpl_sigma_paper", "linear_oracle"]
+__all__ = ["DPFTPL", "FTPLCalibrator", "ftpl_sigma_paper", "linear_oracle"]
 
 
 def linear_oracle(domain: str, cumulative: np.ndarray, radius: float = 1.0) -> np.ndarray:
@@ -61,6 +64,61 @@ def ftpl_sigma_paper(y2_norm: float, dim: int, horizon: int, epsilon: float, del
     return max(regret_term, privacy_term)
 
 
+@dataclass(frozen=True)
+class FTPLCalibrator:
+    """The Gaussian sigma per node of DP-FTPL on ``mechanism`` (Theorem 3.5).
+
+    ``paper``: Theorem 3.5's sigma on the mechanism; ``tight``: max(the theorem's regret term,
+    the least sigma the exact Gaussian accounting proves for the tree's l2 sensitivity). Either
+    way the guarantee is what the sigma used proves, accounted as one Gaussian mechanism of l2
+    sensitivity (column norm x l2 diameter of the loss set).
+    """
+
+    mechanism: type[ContinualCounter]
+    dim: int
+    horizon: int
+    bounds: InputBounds
+
+    @property
+    def sensitivity(self) -> float:
+        """The l2 sensitivity of everything the counter releases."""
+        _, l2f = self.mechanism.sensitivity_factors(self.horizon)
+        return l2f * self.bounds.diameter(2)
+
+    @property
+    def regret_term(self) -> float:
+        """||Y||_2 sqrt(T / (sqrt(N) log T)): the perturbation FTPL needs for its regret."""
+        lt = paper_log(self.horizon)
+        return self.bounds.max_norm(2) * math.sqrt(self.horizon / (math.sqrt(self.dim) * lt))
+
+    def _answer(self, budget: PrivacyBudget, sigma: float, how: str) -> Calibration:
+        total = self.sensitivity
+        g = budget.require_delta("DP-FTPL's Gaussian noise").prove(
+            gaussian_epsilon(budget.delta, total / sigma),
+            budget.delta,
+            f"{how} = {sigma:.6g} per node of a {self.mechanism.name}; accounted exactly as "
+            f"one Gaussian mechanism of l2 sensitivity {total:.6g}",
+            rho=zcdp_rho(total, sigma),
+            stacklevel=5,
+        )
+        return Calibration(GaussianNoise(sigma), g, budget.calibration, self.mechanism.name)
+
+    def paper(self, budget: PrivacyBudget) -> Calibration:
+        budget.require_delta("DP-FTPL's Gaussian noise")
+        sigma = ftpl_sigma_paper(
+            self.bounds.max_norm(2), self.dim, self.horizon, budget.epsilon, budget.delta
+        )
+        return self._answer(budget, sigma, "Agarwal & Singh (2017) Thm 3.5 sigma")
+
+    def tight(self, budget: PrivacyBudget) -> Calibration:
+        budget.require_delta("DP-FTPL's Gaussian noise")
+        sigma = max(
+            self.regret_term, gaussian_sigma(self.sensitivity, budget.epsilon, budget.delta)
+        )
+        how = "max(Thm 3.5 regret term, least sigma of the analytic Gaussian mechanism)"
+        return self._answer(budget, sigma, how)
+
+
 class DPFTPL(CounterLearner):
     """Private FTPL (Agarwal & Singh 2017, Algorithm 3) with Gaussian tree noise.
 
@@ -68,10 +126,10 @@ class DPFTPL(CounterLearner):
     ----------
     dim, horizon:
         N and T.
-    epsilon, delta:
-        The budget (delta > 0: Gaussian noise).
-    calibration:
-        "paper" (Theorem 3.5's sigma on the padded tree) or "tight" (see the module docstring).
+    budget:
+        The (epsilon, delta) budget (delta > 0: Gaussian noise), calibrated by
+        :class:`FTPLCalibrator`; ``None`` runs the non-private FTPL (the same Gaussian
+        perturbation at the theorem's regret term only).
     mechanism:
         Continual counter; default "padded_tree" for "paper", "honaker" for "tight".
     domain:
@@ -87,9 +145,7 @@ class DPFTPL(CounterLearner):
         dim: int,
         horizon: int,
         *,
-        epsilon: float | None = 1.0,
-        delta: float = 1e-6,
-        calibration: str = "tight",
+        budget: PrivacyBudget | None,
         mechanism: str | None = None,
         domain: str = "simplex",
         radius: float = 1.0,
@@ -98,10 +154,10 @@ class DPFTPL(CounterLearner):
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
-        from dponline.privacy.bounds import NormBall
-
-        self.dim, self.horizon, self.replicas = int(dim), int(horizon), int(replicas)
-        self.privacy: PrivacyGuarantee | None
+        self.dim = checked_count("dim", dim)
+        self.horizon = checked_count("horizon", horizon)
+        self.replicas = checked_count("replicas", replicas)
+        self.budget = checked_budget(budget)
         self.domain, self.radius = domain, float(radius)
         linear_oracle(domain, np.zeros((1, self.dim)), self.radius)  # validates the domain
         if loss_bounds is None:
@@ -110,58 +166,25 @@ class DPFTPL(CounterLearner):
                 "ball": NormBall(1.0, 2, self.dim),
                 "cube": NormBall(1.0, 1, self.dim),
             }[domain]
+        if loss_bounds.dim != self.dim:
+            raise ValueError(f"loss_bounds has dimension {loss_bounds.dim}, expected {self.dim}")
         self.bounds = loss_bounds
-        if calibration not in ("tight", "paper"):
-            raise ValueError(f"calibration must be 'tight' or 'paper', got {calibration!r}")
-        if not (0 < delta < 1):
-            raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
         if mechanism is None:
-            mechanism = "padded_tree" if calibration == "paper" else "honaker"
+            paper = self.budget is not None and self.budget.calibration == "paper"
+            mechanism = "padded_tree" if paper else "honaker"
         cls = get_mechanism(mechanism)
-        _, l2f = cls.sensitivity_factors(self.horizon)
-        total = l2f * self.bounds.diameter(2)
-        lt = paper_log(self.horizon)
-        regret_term = self.bounds.max_norm(2) * math.sqrt(self.horizon / (math.sqrt(self.dim) * lt))
-        if epsilon is None:
-            # the non-private FTPL it privatises: the same Gaussian perturbation, regret term only
-            self.sigma = regret_term
+        self.calibrator = FTPLCalibrator(cls, self.dim, self.horizon, self.bounds)
+        if self.budget is None:
+            self.sigma = self.calibrator.regret_term
             self.privacy = None
-            self.counter = cls(
-                self.horizon,
-                self.dim,
-                GaussianNoise(regret_term),
-                replicas=self.replicas,
-                rng=rng,
-                bounds=self.bounds,
-                clip=clip,
-            )
-            self._cumulative = self.counter.initial_release()
-            self.t = 0
-            return
-        if calibration == "paper":
-            sigma = ftpl_sigma_paper(
-                self.bounds.max_norm(2), self.dim, self.horizon, epsilon, delta
-            )
-            how = "Agarwal & Singh (2017) Thm 3.5 sigma"
         else:
-            sigma = max(regret_term, gaussian_sigma(total, epsilon, delta))
-            how = "max(Thm 3.5 regret term, least sigma of the analytic Gaussian mechanism)"
-        self.sigma = sigma
-        self.privacy = PrivacyGuarantee(
-            epsilon=gaussian_epsilon(delta, total / sigma),
-            delta=float(delta),
-            derivation=(
-                f"{how} = {sigma:.6g} per node of a {mechanism}; accounted exactly as "
-                f"one Gaussian mechanism of l2 sensitivity {total:.6g}"
-            ),
-            rho=zcdp_rho(total, sigma),
-            requested_epsilon=float(epsilon),
-            requested_delta=float(delta),
-        )
+            cal = calibrate(self.calibrator, self.budget)
+            self.sigma = cal.noise.sigma
+            self.privacy = cal.guarantee
         self.counter: ContinualCounter = cls(
             self.horizon,
             self.dim,
-            GaussianNoise(sigma),
+            GaussianNoise(self.sigma),
             replicas=self.replicas,
             rng=rng,
             bounds=self.bounds,
@@ -171,6 +194,6 @@ class DPFTPL(CounterLearner):
         self._cumulative = self.counter.initial_release()
         self.t = 0
 
-    def act(self) -> np.ndarray:
+    def _decide(self) -> np.ndarray:
         """x_t = argmin_{x in X} <x, L~_{t-1}>, shape (replicas, dim)."""
         return linear_oracle(self.domain, self._cumulative, self.radius)

@@ -30,9 +30,10 @@ import numpy as np
 from dponline.continual import BinaryTreeCounter, ContinualCounter, make_counter
 from dponline.online.counter_learner import CounterLearner
 from dponline.privacy.bounds import Box, InputBounds
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise
-from dponline.protocol import FeedbackKind
+from dponline.protocol import FeedbackKind, checked_budget, checked_count
 from dponline.rng import RngLike
 
 __all__ = ["DPFTRL", "EntropicSimplex", "EuclideanBall", "EuclideanCube", "PolytopeDomain"]
@@ -113,13 +114,13 @@ class DPFTRL(CounterLearner):
     ----------
     dim, horizon:
         Number of experts / coordinates N and rounds T.
-    epsilon, delta:
-        The budget; ``epsilon=None`` runs the non-private FTRL it privatises (exact sums).
+    budget:
+        The :class:`~dponline.privacy.budget.PrivacyBudget`; its calibration is "paper" (the
+        paper's noise on the tree of Algorithm 2) or "tight" (least provable noise on
+        ``mechanism``). ``None`` runs the non-private FTRL it privatises (exact sums).
     noise:
-        "laplace" (pure DP, Theorem 3.1) or "gaussian" (Theorem A.1).
-    calibration:
-        "paper" (the paper's noise on the tree of Algorithm 2) or "tight" (least provable noise
-        on ``mechanism``).
+        "laplace" (pure DP, Theorem 3.1; the budget's delta must be 0) or "gaussian"
+        (Theorem A.1; delta > 0).
     mechanism:
         Continual counter; defaults to "padded_tree" for "paper" and "honaker" for "tight".
     domain:
@@ -138,10 +139,8 @@ class DPFTRL(CounterLearner):
         dim: int,
         horizon: int,
         *,
-        epsilon: float | None = 1.0,
-        delta: float = 0.0,
+        budget: PrivacyBudget | None,
         noise: str = "laplace",
-        calibration: str = "tight",
         mechanism: str | None = None,
         domain: EntropicSimplex | EuclideanBall | EuclideanCube | PolytopeDomain | None = None,
         loss_bounds: InputBounds | None = None,
@@ -150,9 +149,10 @@ class DPFTRL(CounterLearner):
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
-        self.dim = int(dim)
-        self.horizon = int(horizon)
-        self.replicas = int(replicas)
+        self.dim = checked_count("dim", dim)
+        self.horizon = checked_count("horizon", horizon)
+        self.replicas = checked_count("replicas", replicas)
+        self.budget = checked_budget(budget)
         self.domain = domain if domain is not None else EntropicSimplex()
         self.bounds = loss_bounds if loss_bounds is not None else Box(0.0, 1.0, dim=self.dim)
         if self.bounds.dim != self.dim:
@@ -162,9 +162,8 @@ class DPFTRL(CounterLearner):
         if not (eta > 0 and math.isfinite(eta)):
             raise ValueError(f"eta must be a finite positive number, got {eta!r}")
         self.eta = float(eta)
-        self.epsilon = epsilon
         self.t = 0
-        if epsilon is None:
+        if self.budget is None:
             # the non-private FTRL: exact prefix sums, same input contract
             self.counter: ContinualCounter = BinaryTreeCounter(
                 self.horizon,
@@ -178,15 +177,13 @@ class DPFTRL(CounterLearner):
             self.privacy: PrivacyGuarantee | None = None
         else:
             if mechanism is None:
-                mechanism = "padded_tree" if calibration == "paper" else "honaker"
+                mechanism = "padded_tree" if self.budget.calibration == "paper" else "honaker"
             counter = make_counter(
                 mechanism,
                 horizon=self.horizon,
                 bounds=self.bounds,
-                epsilon=epsilon,
-                delta=delta,
+                budget=self.budget,
                 noise=noise,
-                calibration=calibration,
                 replicas=self.replicas,
                 rng=rng,
                 clip=clip,
@@ -210,7 +207,7 @@ class DPFTRL(CounterLearner):
         losses = np.asarray(losses, dtype=float)
         d_r = self.domain.range_of_regulariser(self.dim)
         stability = float(self.domain.max_local_dual_norm_sq(losses).sum())
-        if self.epsilon is None:
+        if self.budget is None:
             d_noise = 0.0
         else:
             if self.counter.name != "padded_tree":
@@ -227,7 +224,7 @@ class DPFTRL(CounterLearner):
             "noise_term": d_noise,
         }
 
-    def act(self) -> np.ndarray:
+    def _decide(self) -> np.ndarray:
         """x_t = argmin eta <x, L~_{t-1}> + R(x), shape (replicas, dim)."""
         return self.domain.argmin(self.eta, self._cumulative)
 

@@ -1,7 +1,8 @@
 """Privacy: noise distributions, guarantees, input bounds, calibrations, accounting, audits."""
 
 from dponline.privacy.bounds import Box, InputBounds, NormBall
-from dponline.privacy.calibration import Calibration, calibrate_counter
+from dponline.privacy.budget import CALIBRATIONS, PrivacyBudget, WeakerGuaranteeError
+from dponline.privacy.calibration import Calibration, Calibrator, calibrate
 from dponline.privacy.guarantee import (
     Neighbouring,
     PrivacyGuarantee,
@@ -11,16 +12,20 @@ from dponline.privacy.guarantee import (
 from dponline.privacy.noise import GaussianNoise, LaplaceNoise, NoiseDistribution
 
 __all__ = [
+    "CALIBRATIONS",
     "Box",
     "Calibration",
+    "Calibrator",
     "GaussianNoise",
     "InputBounds",
     "LaplaceNoise",
     "Neighbouring",
     "NoiseDistribution",
     "NormBall",
+    "PrivacyBudget",
     "PrivacyGuarantee",
     "PrivacyNotion",
     "PrivacyWarning",
-    "calibrate_counter",
+    "WeakerGuaranteeError",
+    "calibrate",
 ]

@@ -40,9 +40,12 @@ from scipy.special import poch
 from dponline.privacy.noise import NoiseDistribution, validate_scale
 
 __all__ = [
+    "GG_MAX_DELTA",
+    "GG_MAX_EPSILON",
     "GeneralizedGaussianNoise",
     "LqRegularity",
     "exact_kappa",
+    "generalized_gaussian_sigma",
     "lq_regularity",
     "lr_norm",
     "paper_lq_constants",
@@ -204,9 +207,7 @@ class GeneralizedGaussianNoise(NoiseDistribution):
     ) -> GeneralizedGaussianNoise:
         """Lemma 2.7 of Han et al.: noise in the smooth norm of ``regularity`` for a query of
         the given sensitivity in its l_q norm (epsilon <= 1, see
-        :func:`dponline.privacy.calibration.generalized_gaussian_sigma`)."""
-        from dponline.privacy.calibration import generalized_gaussian_sigma
-
+        :func:`generalized_gaussian_sigma`)."""
         sigma_plus = generalized_gaussian_sigma(sensitivity, epsilon, delta, regularity.kappa)
         return cls(sigma_plus / regularity.norm_scale, regularity.r)
 
@@ -379,3 +380,44 @@ def lq_regularity(q: float, d: int) -> LqRegularity:
     # whenever q <= ln d (both are q - 1) or q - 1 >= e^2 (ln d - 1) (including q = inf).
     kappa = max(paper_kappa, exact_kappa(q, d, r))
     return LqRegularity(q=q, d=d, kappa=kappa, kappa_plus=kappa_plus, r=r, norm_scale=1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# calibration of the generalized Gaussian mechanism
+# --------------------------------------------------------------------------------------------
+
+#: Lemma 2.7 of Han et al. (from Bassily et al. 2021) is applied only for epsilon <= 1 per use:
+#: at r = 2 (where it is the Gaussian mechanism) exact accounting refutes it at epsilon = 10.
+GG_MAX_EPSILON = 1.0
+GG_MAX_DELTA = 0.5
+
+
+def generalized_gaussian_sigma(
+    sensitivity: float, epsilon: float, delta: float, kappa: float
+) -> float:
+    """Han et al. Lemma 2.7 (Bassily et al. 2021): sigma^2 = 2 kappa log(1/delta) s^2 / eps^2.
+
+    Applied only for epsilon <= 1 and delta <= 1/2 (see ``GG_MAX_EPSILON``).
+    """
+    epsilon = float(epsilon)
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be a finite positive number, got {epsilon!r}")
+    if epsilon > GG_MAX_EPSILON:
+        raise ValueError(
+            f"the generalized Gaussian mechanism (Lemma 2.7) is used here only for epsilon <= "
+            f"{GG_MAX_EPSILON} per application, got {epsilon}; at r = 2 exact Gaussian "
+            "accounting shows the lemma's formula fails at epsilon = 10"
+        )
+    delta = float(delta)
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+    if delta > GG_MAX_DELTA:
+        raise ValueError(
+            f"the generalized Gaussian mechanism (Lemma 2.7) is used here only for delta <= "
+            f"{GG_MAX_DELTA}, got {delta}; at r = 2 exact accounting shows the formula fails "
+            "for delta above about 0.98"
+        )
+    kappa = float(kappa)
+    if not (math.isfinite(kappa) and kappa > 0):
+        raise ValueError(f"kappa must be a finite positive number, got {kappa!r}")
+    return math.sqrt(2.0 * kappa * math.log(1.0 / delta)) * float(sensitivity) / epsilon

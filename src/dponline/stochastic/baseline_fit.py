@@ -17,75 +17,35 @@ Shared here:
 * :func:`run_generators`: one :class:`numpy.random.Generator` per run, spawned from ``rng``, so
   that run ``k`` draws the same numbers whatever ``runs`` and ``step_scales`` are (the scales of
   one run share its samples and noise: common random numbers).
-* :func:`subsampled_gaussian_epsilon` and :func:`least_noise_multiplier`: Renyi-DP accounting
-  (dp_accounting's ``RdpAccountant``) of ``steps`` adaptive Gaussian releases, each on a uniformly
-  random subset of ``sample`` out of ``population`` records, under replace-one neighbours
-  (Wang, Balle & Kasiviswanathan 2019, Theorem 27, as implemented for
-  ``SampledWithoutReplacementDpEvent``). A full batch (``sample == population``) is accounted
-  exactly instead: ``steps`` Gaussian releases of sensitivity ratio ``1/m`` are one Gaussian
-  mechanism of ratio ``sqrt(steps)/m`` (Balle & Wang 2018; Dong, Roth & Su 2022).
+* :func:`checked_budget`: the budget of one run at one scale (``None``: no noise).
+
+Their accounting (the subsampled Gaussian under replace-one neighbours) is in
+:mod:`dponline.privacy.accounting`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
-from scipy import optimize
 
-from dponline.privacy.accounting import gaussian_epsilon
 from dponline.privacy.bounds import check_finite, lp_norm
-from dponline.privacy.guarantee import PrivacyGuarantee
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 from dponline.rng import RngLike, as_generator
 
 __all__ = [
-    "RDP_ORDERS",
     "BaselineFit",
     "checked_budget",
     "checked_dataset",
     "checked_runs",
     "checked_scales",
-    "least_noise_multiplier",
     "run_generators",
-    "subsampled_gaussian_epsilon",
 ]
-
-#: Renyi orders of the accountant. Fractional orders are interpolated by dp_accounting from the
-#: neighbouring integers (Wang et al. Corollary 10); every order gives a valid bound, so the set
-#: only trades tightness for speed. Integer orders 129..511 are left out: the exact bound costs
-#: O(alpha^2) there and the optimal order of the settings we run is below 20.
-RDP_ORDERS: tuple[float, ...] = (
-    1.25,
-    1.5,
-    1.75,
-    2.0,
-    2.25,
-    2.5,
-    2.75,
-    3.0,
-    3.5,
-    4.0,
-    4.5,
-    5.0,
-    5.5,
-    *[float(a) for a in range(6, 21)],
-    24.0,
-    28.0,
-    32.0,
-    40.0,
-    48.0,
-    56.0,
-    64.0,
-    80.0,
-    96.0,
-    128.0,
-    512.0,
-    1024.0,
-)
 
 
 @dataclass(frozen=True)
@@ -119,18 +79,17 @@ def _positive(name: str, value: float) -> float:
     return v
 
 
-def checked_budget(epsilon: float | None, delta: float, calibration: str) -> tuple[float, float]:
-    """Validate ``(epsilon, delta, calibration)``; ``epsilon=None`` means no noise (returns
-    ``(inf, delta)``)."""
-    if calibration not in ("tight", "paper"):
-        raise ValueError(f"calibration must be 'tight' or 'paper', got {calibration!r}")
-    if epsilon is None:
-        return math.inf, float(delta)
-    eps = _positive("epsilon", epsilon)
-    d = float(delta)
-    if not (0.0 < d < 1.0):
-        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
-    return eps, d
+def checked_budget(budget: PrivacyBudget | None) -> PrivacyBudget | None:
+    """The budget of one run at one scale, over datasets that differ in one sample; ``None``
+    runs without noise. The baselines give (epsilon, delta)-DP with delta > 0."""
+    if budget is None:
+        return None
+    if not isinstance(budget, PrivacyBudget):
+        raise TypeError(f"budget must be a PrivacyBudget or None, got {budget!r}")
+    budget.require_delta("this baseline's Gaussian noise")
+    if budget.neighbouring is not Neighbouring.ONE_SAMPLE:
+        budget = dataclasses.replace(budget, neighbouring=Neighbouring.ONE_SAMPLE)
+    return budget
 
 
 def checked_scales(step_scales: Sequence[float]) -> np.ndarray:
@@ -209,64 +168,3 @@ def run_generators(rng: RngLike, runs: int) -> list[np.random.Generator]:
     run ``k`` of a vectorised call equals run ``k`` of any other call with the same seed.
     """
     return as_generator(rng).spawn(runs)
-
-
-@lru_cache(maxsize=512)
-def subsampled_gaussian_epsilon(
-    noise_multiplier: float, *, population: int, sample: int, steps: int, delta: float
-) -> float:
-    """epsilon at ``delta`` of ``steps`` adaptive Gaussian releases, each of a query computed on
-    a uniformly random subset of ``sample`` out of ``population`` records, with noise standard
-    deviation ``noise_multiplier`` times the query's replace-one l2 sensitivity.
-
-    ``sample < population``: Renyi DP of the subsampled Gaussian without replacement under
-    replace-one neighbours (Wang, Balle & Kasiviswanathan 2019, Theorem 27; dp_accounting's
-    ``SampledWithoutReplacementDpEvent`` with ``NeighboringRelation.REPLACE_ONE``), composed over
-    the steps and converted to (epsilon, delta) with the improved conversion of Canonne, Kamath &
-    Steinke (2020) at the orders :data:`RDP_ORDERS`. Drawing one index uniformly with replacement
-    (``sample == 1``) is the same as a subset of size one.
-
-    ``sample == population``: the exact analytic Gaussian profile of the composition.
-    """
-    from dp_accounting import dp_event
-    from dp_accounting.privacy_accountant import NeighboringRelation
-    from dp_accounting.rdp import rdp_privacy_accountant
-
-    nm = float(noise_multiplier)
-    if not nm > 0:
-        return math.inf
-    if sample >= population:
-        return gaussian_epsilon(delta, math.sqrt(steps) / nm)
-    acc = rdp_privacy_accountant.RdpAccountant(
-        orders=RDP_ORDERS, neighboring_relation=NeighboringRelation.REPLACE_ONE
-    )
-    event = dp_event.SampledWithoutReplacementDpEvent(
-        int(population), int(sample), dp_event.GaussianDpEvent(nm)
-    )
-    acc.compose(dp_event.SelfComposedDpEvent(event, int(steps)))
-    return float(acc.get_epsilon(delta))
-
-
-@lru_cache(maxsize=128)
-def least_noise_multiplier(
-    epsilon: float, *, population: int, sample: int, steps: int, delta: float
-) -> float:
-    """The least noise multiplier (up to a relative 1e-4) whose
-    :func:`subsampled_gaussian_epsilon` is at most ``epsilon``; the accounted epsilon of the
-    returned value lies in ``[epsilon - 2e-4, epsilon]``."""
-    kw = dict(population=population, sample=sample, steps=steps, delta=delta)
-    target = float(epsilon)
-
-    def excess(log_nm: float) -> float:
-        return min(subsampled_gaussian_epsilon(math.exp(log_nm), **kw), 1e6) - (target - 1e-4)
-
-    lo, hi = -1.0, 1.0
-    while excess(hi) > 0:
-        lo, hi = hi, hi + 2.0
-    while excess(lo) <= 0:
-        lo, hi = lo - 2.0, lo
-    root = optimize.brentq(excess, lo, hi, xtol=1e-6)
-    nm = math.exp(root)
-    while subsampled_gaussian_epsilon(nm, **kw) > target:
-        nm *= 1 + 1e-6
-    return nm

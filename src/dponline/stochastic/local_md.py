@@ -46,7 +46,7 @@ N(0, sigma_i^2 I_d) to the mean gradient of a uniform b_i-subset of the phase's 
 sigma_i b_i / (2 G). Each sample is thus in T_i b_i / n_i = n_i / b_i steps on average; the T_i
 steps are accounted with Renyi DP for sampling without replacement under replace-one neighbours
 (Wang, Balle & Kasiviswanathan 2019, Thm 27; dp_accounting), or exactly as one Gaussian mechanism
-when b_i = n_i (:func:`~dponline.stochastic.baseline_fit.subsampled_gaussian_epsilon`).
+when b_i = n_i (:func:`~dponline.privacy.accounting.subsampled_gaussian_epsilon`).
 
 * ``calibration="paper"``: the notes do not give Algorithm 5's noise constant; we use noisy SGD's
   (Bassily et al. 2020) for a mean over b_i samples at epsilon_i,
@@ -65,8 +65,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dponline.domains.lp_ball import LpBall, dual_exponent
-from dponline.privacy.calibration import proven_guarantee
-from dponline.privacy.guarantee import Neighbouring
+from dponline.privacy.accounting import least_noise_multiplier, subsampled_gaussian_epsilon
+from dponline.privacy.budget import PrivacyBudget
 from dponline.rng import RngLike
 from dponline.stochastic.baseline_fit import (
     BaselineFit,
@@ -74,9 +74,7 @@ from dponline.stochastic.baseline_fit import (
     checked_dataset,
     checked_runs,
     checked_scales,
-    least_noise_multiplier,
     run_generators,
-    subsampled_gaussian_epsilon,
 )
 from dponline.stochastic.samples import squared_loss_constants
 
@@ -136,9 +134,7 @@ def local_md(
     radius: float = 1.0,
     x_bound: float,
     y_bound: float,
-    epsilon: float | None,
-    delta: float,
-    calibration: str = "tight",
+    budget: PrivacyBudget | None,
     step_scales: Sequence[float] = (1.0,),
     runs: int = 1,
     rng: RngLike = None,
@@ -153,10 +149,11 @@ def local_md(
         and ``|y_i| <= y_bound`` (else ValueError, or clipping with ``clip=True``); n >= 2.
     p:
         The ball's exponent, 1 < p <= 2.
-    epsilon, delta:
-        The budget of one run at one scale; ``epsilon=None`` runs without noise.
-    calibration:
-        "tight" or "paper" (see the module docstring).
+    budget:
+        The (epsilon, delta) budget of one run at one scale, over datasets differing in one
+        sample; ``None`` runs without noise. Calibration: "tight" or "paper".
+        (module docstring); a paper formula that proves less than asked needs
+        ``allow_weaker=True``.
     step_scales:
         Factors multiplying eta.
     runs:
@@ -168,7 +165,12 @@ def local_md(
     BaselineFit with ``theta`` the last phase's average iterates, shape
     ``(runs, len(step_scales), d)``.
     """
-    eps, delta = checked_budget(epsilon, delta, calibration)
+    budget = checked_budget(budget)
+    eps, delta, calibration = (
+        (math.inf, math.nan, "tight")
+        if budget is None
+        else (budget.epsilon, budget.delta, budget.calibration)
+    )
     p = float(p)
     if not (1.0 < p <= 2.0):
         raise ValueError(f"LocalMD is for 1 < p <= 2, got p = {p!r}")
@@ -222,12 +224,10 @@ def local_md(
             "(b_i of n_i without replacement, l2 sensitivity 2 G / b_i) accounted by RDP "
             "(dp_accounting, REPLACE_ONE), or exactly as one Gaussian when b_i = n_i"
         )
-        privacy = proven_guarantee(
+        privacy = budget.prove(
             max(proofs),
             delta,
             how,
-            requested=(eps, delta),
-            neighbouring=Neighbouring.ONE_SAMPLE,
         )
         for ph, sig, e in zip(phases, sigmas, proofs, strict=True):
             params[f"phase{ph.index}.epsilon_proven"] = float(e)

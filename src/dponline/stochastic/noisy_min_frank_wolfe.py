@@ -16,9 +16,9 @@ these are not), so step t is pure eps_t-DP with eps_t = 2 s_t / b_t, and the n a
 compose in zCDP: rho = sum_t eps_t^2 / 2 (Bun & Steinke 2016, Prop. 1.4), giving
 (rho + 2 sqrt(rho log(1/delta)), delta)-DP (Prop. 1.3).
 
-``calibration="paper"``: Laplace noise, b_t = 4 D (beta D + L) sqrt(log n log(1/delta)) /
+The ``paper`` calibration: Laplace noise, b_t = 4 D (beta D + L) sqrt(log n log(1/delta)) /
 (epsilon sqrt t) (Algorithm 2, line 7), with the epsilon the argument above proves for it.
-``"tight"``: Gumbel noise instead of Laplace. Report-noisy-min with Gumbel(b) noise is exactly the
+``tight``: Gumbel noise instead of Laplace. Report-noisy-min with Gumbel(b) noise is exactly the
 exponential mechanism with epsilon_t = 2 s_t / b_t (the Gumbel-max trick), which is
 epsilon_t-bounded-range (Durfee & Rogers 2019) and hence epsilon_t^2 / 8-zCDP (Cesar & Rogers
 2021) -- a quarter of the zCDP of the pure-DP bound used for Laplace, so half the noise scale for
@@ -35,29 +35,27 @@ estimator of Algorithm 3.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.privacy.calibration import proven_guarantee
+from dponline.privacy.accounting import zcdp_epsilon
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.calibration import Calibration, calibrate
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
-from dponline.protocol import Feedback, FeedbackKind
+from dponline.protocol import Feedback, FeedbackKind, NoiseHandle, checked_budget, checked_count
 from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
 from dponline.stochastic.glm_losses import GLMLoss, SquaredLoss
 from dponline.stochastic.samples import checked_sample
 
-__all__ = ["NoisyMinFrankWolfe", "l1_ball_vertices", "zcdp_epsilon"]
+__all__ = ["NoisyMinCalibrator", "NoisyMinFrankWolfe", "l1_ball_vertices"]
 
 
 def l1_ball_vertices(dim: int, radius: float = 1.0) -> np.ndarray:
     """The 2d vertices +-r e_i of the l_1 ball."""
     eye = np.eye(int(dim)) * float(radius)
     return np.concatenate([eye, -eye])
-
-
-def zcdp_epsilon(rho: float, delta: float) -> float:
-    """epsilon of rho-zCDP at delta: rho + 2 sqrt(rho log(1/delta)) (Bun & Steinke, Prop 1.3)."""
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
 def _require_origin_in_hull(vertices: np.ndarray) -> None:
@@ -76,8 +74,70 @@ def _require_origin_in_hull(vertices: np.ndarray) -> None:
         raise ValueError("the origin (theta_0 = 0) must lie in the convex hull of the vertices")
 
 
-class NoisyMinFrankWolfe:
-    """Han et al. Algorithm 2 over the convex hull of ``vertices`` (default the unit l_1 ball)."""
+@dataclass(frozen=True)
+class NoisyMinCalibrator:
+    """The noise schedule b_1..b_n of Algorithm 2 for per-step score sensitivities s_t
+    (``sensitivities``) and the paper's line-7 constants (module docstring).
+
+    ``paper``: Laplace, b_t = 4 D (beta D + L) sqrt(log n log(1/delta)) / (epsilon sqrt t);
+    ``tight``: Gumbel, b_t = lam s_t sqrt(t) with lam set so that the composed zCDP bound gives
+    exactly epsilon. ``Calibration.noise`` is ``(family, scales)``.
+    """
+
+    sensitivities: np.ndarray
+    diameter: float
+    smooth_lipschitz: float  # beta D + L
+    m: float  # max_v ||v||_1
+
+    def _answer(self, budget: PrivacyBudget, family: str, scales: np.ndarray, how: str):  # type: ignore[no-untyped-def]
+        eps_t = 2.0 * self.sensitivities / scales
+        # pure eps_t-DP is eps_t^2/2-zCDP; eps_t-bounded range is eps_t^2/8-zCDP
+        rho = float((eps_t**2).sum()) / (2.0 if family == "laplace" else 8.0)
+        g = budget.prove(
+            zcdp_epsilon(rho, budget.delta),
+            budget.delta,
+            f"{how}; step t is (2 s_t / b_t)-DP (report-noisy-min, s_t = {self.m:.4g} x "
+            f"2(beta D + L)/(t+1)), {'pure' if family == 'laplace' else 'bounded range'}"
+            f", composed in zCDP: rho = {rho:.4g}",
+            rho=rho,
+            neighbouring=Neighbouring.ONE_SAMPLE,
+            stacklevel=5,
+        )
+        return Calibration((family, scales), g, budget.calibration, "report-noisy-min")
+
+    def paper(self, budget: PrivacyBudget) -> Calibration:
+        budget.require_delta("Algorithm 2")
+        n = len(self.sensitivities)
+        t = np.arange(1, n + 1, dtype=float)
+        ln_n = math.log(n) if n > 1 else 1.0
+        scales = (
+            4.0
+            * self.diameter
+            * self.smooth_lipschitz
+            * math.sqrt(ln_n * math.log(1 / budget.delta))
+            / (budget.epsilon * np.sqrt(t))
+        )
+        return self._answer(budget, "laplace", scales, "Han et al. Algorithm 2, line 7")
+
+    def tight(self, budget: PrivacyBudget) -> Calibration:
+        budget.require_delta("Algorithm 2")
+        n = len(self.sensitivities)
+        t = np.arange(1, n + 1, dtype=float)
+        # b_t = lam s_t sqrt(t): eps_t = 2 / (lam sqrt t), rho = sum eps_t^2 / 8 = H_n / (2 lam^2)
+        ln_d = math.log(1 / budget.delta)
+        rho_target = (math.sqrt(ln_d + budget.epsilon) - math.sqrt(ln_d)) ** 2
+        harmonic = float((1.0 / t).sum())
+        lam = math.sqrt(harmonic / (2.0 * rho_target)) * (1 + 1e-12)
+        how = "report-noisy-min with Gumbel noise (exponential mechanism), scales s_t sqrt(t)"
+        return self._answer(budget, "gumbel", lam * self.sensitivities * np.sqrt(t), how)
+
+
+class NoisyMinFrankWolfe(NoiseHandle):
+    """Han et al. Algorithm 2 over the convex hull of ``vertices`` (default the unit l_1 ball).
+
+    ``budget``: (epsilon, delta) with delta > 0, calibrated by :class:`NoisyMinCalibrator`;
+    ``None`` runs the non-private streaming Frank-Wolfe (no noise).
+    """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.SAMPLE
     paper: ClassVar[str] = "Han et al., Algorithm 2 and Theorem 3.11"
@@ -90,23 +150,22 @@ class NoisyMinFrankWolfe:
         vertices: np.ndarray | None = None,
         x_bound: float = 1.0,
         y_bound: float = 1.0,
-        epsilon: float | None = 1.0,
-        delta: float = 1e-6,
-        calibration: str = "tight",
+        budget: PrivacyBudget | None,
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
         loss: GLMLoss | None = None,
     ) -> None:
-        self.dim, self.horizon, self.replicas = int(dim), int(horizon), int(replicas)
+        self.dim = checked_count("dim", dim)
+        self.horizon = checked_count("horizon", horizon)
+        self.replicas = checked_count("replicas", replicas)
+        self.budget = checked_budget(budget)
         self.vertices = (
             l1_ball_vertices(self.dim) if vertices is None else np.asarray(vertices, dtype=float)
         )
         if self.vertices.ndim != 2 or self.vertices.shape[1] != self.dim:
             raise ValueError(f"vertices must be (k, {self.dim}), got {self.vertices.shape}")
         _require_origin_in_hull(self.vertices)
-        if calibration not in ("tight", "paper"):
-            raise ValueError(f"calibration must be 'tight' or 'paper', got {calibration!r}")
         self.x_bound, self.y_bound, self.clip = float(x_bound), float(y_bound), bool(clip)
         self.loss: GLMLoss | SquaredLoss = SquaredLoss(self.y_bound) if loss is None else loss
         r = float(np.abs(self.vertices).sum(axis=1).max())  # max_v ||v||_1
@@ -116,68 +175,43 @@ class NoisyMinFrankWolfe:
         base = 2.0 * (self.beta * self.diameter + self.lipschitz)  # l_inf change of g_i
         t = np.arange(1, self.horizon + 1, dtype=float)
         self._sens = r * base / (t + 1.0)  # s_t
-        if epsilon is None:
+        self.calibrator = NoisyMinCalibrator(
+            self._sens, self.diameter, self.beta * self.diameter + self.lipschitz, r
+        )
+        self.privacy: PrivacyGuarantee | None = None
+        if self.budget is None:
             self._scales = np.zeros(self.horizon)
             self.noise = "none"
-            self.privacy: PrivacyGuarantee | None = None
         else:
-            eps, delta = float(epsilon), float(delta)
-            if not (eps > 0 and 0 < delta < 1):
-                raise ValueError(f"need epsilon > 0 and 0 < delta < 1, got {eps}, {delta}")
-            harmonic = float((1.0 / t).sum())
-            if calibration == "paper":
-                ln_n = math.log(self.horizon) if self.horizon > 1 else 1.0
-                self._scales = (
-                    4.0
-                    * self.diameter
-                    * (self.beta * self.diameter + self.lipschitz)
-                    * math.sqrt(ln_n * math.log(1 / delta))
-                    / (eps * np.sqrt(t))
-                )
-                how = "Han et al. Algorithm 2, line 7"
-            else:
-                # b_t = lam s_t sqrt(t): eps_t = 2 / (lam sqrt t), rho = H_n / (2 lam^2)
-                ln_d = math.log(1 / delta)
-                rho_target = (math.sqrt(ln_d + eps) - math.sqrt(ln_d)) ** 2
-                lam = math.sqrt(harmonic / (2.0 * rho_target)) * (1 + 1e-12)
-                self._scales = lam * self._sens * np.sqrt(t)
-                how = (
-                    "report-noisy-min with Gumbel noise (exponential mechanism), scales s_t sqrt(t)"
-                )
-            self.noise = "laplace" if calibration == "paper" else "gumbel"
-            eps_t = 2.0 * self._sens / self._scales
-            # pure eps_t-DP is eps_t^2/2-zCDP; eps_t-bounded range is eps_t^2/8-zCDP
-            rho = float((eps_t**2).sum()) / (2.0 if self.noise == "laplace" else 8.0)
-            proven = zcdp_epsilon(rho, delta)
-            self.privacy = proven_guarantee(
-                proven,
-                delta,
-                f"{how}; step t is (2 s_t / b_t)-DP (report-noisy-min, s_t = {r:.4g} x "
-                f"2(beta D + L)/(t+1)), {'pure' if self.noise == 'laplace' else 'bounded range'}"
-                f", composed in zCDP: rho = {rho:.4g}",
-                requested=(eps, delta),
-                rho=rho,
-                neighbouring=Neighbouring.ONE_SAMPLE,
-                stacklevel=3,
-            )
+            cal = calibrate(self.calibrator, self.budget)
+            (self.noise, self._scales), self.privacy = cal.noise, cal.guarantee
         self._rng = as_generator(rng)
         self.theta_prev = np.zeros((self.replicas, self.dim))
         self.theta = np.zeros((self.replicas, self.dim))
         self.grad_sum = np.zeros((self.replicas, self.dim))
+        self._acted = False
         self.t = 0
 
     def noise_scale(self, t: int) -> float:
         """b_t, the Laplace or Gumbel scale of round t (1-indexed)."""
         return float(self._scales[t - 1])
 
+    def _scale_noise(self, factor: float) -> None:
+        self._scales = self._scales * factor
+
     def act(self) -> np.ndarray:
+        """theta_t, shape (replicas, d)."""
+        self._acted = True
         return self.theta.copy()
 
     def observe(self, feedback: Feedback) -> None:
+        """Line 4-9 for one sample shared by every replica (after ``act``)."""
         if self.t >= self.horizon:
             raise ValueError(
                 f"built for {self.horizon} samples; sample {self.t + 1} would void its guarantee"
             )
+        if not self._acted:
+            raise ValueError("observe() must follow act(): theta_t was not released this round")
         if isinstance(self.loss, GLMLoss):
             x, _ = checked_sample(feedback, self.dim, math.inf, self.x_bound, math.inf, self.clip)
             y = self.loss.check_reward(feedback.y, self.clip)  # type: ignore[union-attr]
@@ -242,6 +276,7 @@ class NoisyMinFrankWolfe:
                 scores = scores - b * self._rng.gumbel(size=scores.shape)
         v = self.vertices[np.argmin(scores, axis=1)]
         self.theta_prev, self.theta = self.theta, self.theta + (v - self.theta) / (t + 1)
+        self._acted = False
         self.t = t
 
     def _config(self) -> dict[str, Any]:
@@ -265,6 +300,7 @@ class NoisyMinFrankWolfe:
             "theta": self.theta.copy(),
             "theta_prev": self.theta_prev.copy(),
             "grad_sum": self.grad_sum.copy(),
+            "acted": self._acted,
             "rng": generator_state(self._rng),
             "privacy": None if self.privacy is None else self.privacy.to_dict(),
         }
@@ -278,4 +314,5 @@ class NoisyMinFrankWolfe:
         self.t = int(state["t"])
         for k in ("theta", "theta_prev", "grad_sum"):
             setattr(self, k, np.array(state[k], dtype=float))
+        self._acted = bool(state["acted"])
         self._rng = generator_from_state(state["rng"])

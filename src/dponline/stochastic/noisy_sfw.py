@@ -38,7 +38,7 @@ l_q (:func:`~dponline.privacy.generalized_gaussian.lq_regularity`, constant kapp
 sigma_0 = 4 sqrt(2 kappa) L0 sqrt(log(1/delta)) / (n epsilon) and
 sigma_t = sqrt(32 kappa beta^2 M^2 eta^2 log(1/delta) / (n epsilon^2)). These are exactly Lemma 2.7
 of Han et al. (sigma = sqrt(2 kappa log(1/delta)) s / epsilon,
-:func:`~dponline.privacy.calibration.generalized_gaussian_sigma`) at the sensitivities
+:func:`~dponline.privacy.generalized_gaussian.generalized_gaussian_sigma`) at the sensitivities
 4 L0 / n and 4 beta eta M / sqrt(n) of batches of n/2 and sqrt(n)/2 samples. The epsilon reported is
 what the noise proves for the batches actually used: by Lemma 2.7, epsilon' =
 sqrt(2 kappa log(1/delta)) s / sigma when that is <= 1, and when the smooth norm is l_2 (d <= 7,
@@ -62,9 +62,13 @@ import numpy as np
 
 from dponline.domains.lp_ball import LpBall, dual_exponent
 from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma
-from dponline.privacy.calibration import GG_MAX_DELTA, GG_MAX_EPSILON, proven_guarantee
-from dponline.privacy.generalized_gaussian import GeneralizedGaussianNoise, lq_regularity
-from dponline.privacy.guarantee import Neighbouring
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.generalized_gaussian import (
+    GG_MAX_DELTA,
+    GG_MAX_EPSILON,
+    GeneralizedGaussianNoise,
+    lq_regularity,
+)
 from dponline.rng import RngLike
 from dponline.stochastic.baseline_fit import (
     BaselineFit,
@@ -105,9 +109,7 @@ def noisy_sfw(
     radius: float = 1.0,
     x_bound: float,
     y_bound: float,
-    epsilon: float | None,
-    delta: float,
-    calibration: str = "tight",
+    budget: PrivacyBudget | None,
     step_scales: Sequence[float] = (1.0,),
     runs: int = 1,
     rng: RngLike = None,
@@ -122,10 +124,11 @@ def noisy_sfw(
         and ``|y_i| <= y_bound`` (else ValueError, or clipping with ``clip=True``); n >= 2.
     p:
         The ball's exponent, 1 < p <= 2.
-    epsilon, delta:
-        The budget of one run at one scale; ``epsilon=None`` runs without noise.
-    calibration:
-        "tight" or "paper" (see the module docstring).
+    budget:
+        The (epsilon, delta) budget of one run at one scale, over datasets differing in one
+        sample; ``None`` runs without noise. Calibration: "tight" or "paper".
+        (module docstring); a paper formula that proves less than asked needs
+        ``allow_weaker=True``.
     step_scales:
         Factors multiplying eta (the product is capped at 1).
     runs:
@@ -136,7 +139,12 @@ def noisy_sfw(
     -------
     BaselineFit with ``theta`` the last iterates, shape ``(runs, len(step_scales), d)``.
     """
-    eps, delta = checked_budget(epsilon, delta, calibration)
+    budget = checked_budget(budget)
+    eps, delta, calibration = (
+        (math.inf, math.nan, "tight")
+        if budget is None
+        else (budget.epsilon, budget.delta, budget.calibration)
+    )
     p = float(p)
     if not (1.0 < p <= 2.0):
         raise ValueError(f"NoisySFW is for 1 < p <= 2, got p = {p!r}")
@@ -199,12 +207,10 @@ def noisy_sfw(
         else:
             family, r_noise = "gaussian", 2.0
             sigma0, sigmas, proven, how = _tight(eps, delta, c2, sens0, sens_t)
-        privacy = proven_guarantee(
+        privacy = budget.prove(
             proven,
             delta,
             how,
-            requested=(eps, delta),
-            neighbouring=Neighbouring.ONE_SAMPLE,
         )
         params["sigma_initial"] = float(sigma0)
         params["noise_r"] = float(r_noise)

@@ -25,7 +25,7 @@ mechanism on a uniformly drawn single sample: a subsampled Gaussian with subset 
 whose replace-one l2 sensitivity is 2 L0 (two gradients of norm <= L0). The T steps compose
 adaptively; we account them with Renyi DP for sampling without replacement under replace-one
 neighbours (Wang, Balle & Kasiviswanathan 2019, Thm 27; dp_accounting), noise multiplier
-sigma / (2 L0) (:func:`~dponline.stochastic.baseline_fit.subsampled_gaussian_epsilon`).
+sigma / (2 L0) (:func:`~dponline.privacy.accounting.subsampled_gaussian_epsilon`).
 
 * ``calibration="paper"``: sigma = sqrt(8 L0^2 log(1/delta)) / epsilon (Bassily et al. 2020);
   the guarantee is the epsilon this sigma is proven to give by that accounting (a
@@ -44,8 +44,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dponline.privacy.calibration import proven_guarantee
-from dponline.privacy.guarantee import Neighbouring
+from dponline.privacy.accounting import least_noise_multiplier, subsampled_gaussian_epsilon
+from dponline.privacy.budget import PrivacyBudget
 from dponline.rng import RngLike
 from dponline.stochastic.baseline_fit import (
     BaselineFit,
@@ -53,9 +53,7 @@ from dponline.stochastic.baseline_fit import (
     checked_dataset,
     checked_runs,
     checked_scales,
-    least_noise_multiplier,
     run_generators,
-    subsampled_gaussian_epsilon,
 )
 from dponline.stochastic.samples import squared_loss_constants
 
@@ -74,9 +72,7 @@ def noisy_sgd(
     radius: float = 1.0,
     x_bound: float,
     y_bound: float,
-    epsilon: float | None,
-    delta: float,
-    calibration: str = "tight",
+    budget: PrivacyBudget | None,
     step_scales: Sequence[float] = (1.0,),
     runs: int = 1,
     rng: RngLike = None,
@@ -90,10 +86,11 @@ def noisy_sgd(
     x, y:
         The dataset, shapes ``(n, d)`` and ``(n,)``, with ``||x_i||_1 <= x_bound`` and
         ``|y_i| <= y_bound`` (else ValueError, or clipping with ``clip=True``).
-    epsilon, delta:
-        The budget of one run at one scale; ``epsilon=None`` runs without noise.
-    calibration:
-        "tight" (least sigma proven by RDP accounting) or "paper" (Bassily et al.'s sigma).
+    budget:
+        The (epsilon, delta) budget of one run at one scale, over datasets differing in one
+        sample; ``None`` runs without noise. Calibration: "tight" (least sigma proven by RDP
+        accounting) or "paper" (Bassily et al.'s sigma, which proves less than asked at
+        delta = 1/n: it needs ``allow_weaker=True``).
     step_scales:
         Factors multiplying the step size eta; ``theta[:, j]`` is the run at ``step_scales[j]``.
     runs:
@@ -105,7 +102,12 @@ def noisy_sgd(
     -------
     BaselineFit with ``theta`` the averaged iterates, shape ``(runs, len(step_scales), d)``.
     """
-    eps, delta = checked_budget(epsilon, delta, calibration)
+    budget = checked_budget(budget)
+    eps, delta, calibration = (
+        (math.inf, math.nan, "tight")
+        if budget is None
+        else (budget.epsilon, budget.delta, budget.calibration)
+    )
     r = float(radius)
     if not (math.isfinite(r) and r > 0):
         raise ValueError(f"radius must be finite and positive, got {radius!r}")
@@ -147,12 +149,10 @@ def noisy_sgd(
             f"subsampled Gaussian steps, 1 of n = {n} samples each, l2 sensitivity "
             f"2 L0 = {sens:.6g}, noise multiplier {sigma / sens:.6g}"
         )
-        privacy = proven_guarantee(
+        privacy = budget.prove(
             proven,
             delta,
             how,
-            requested=(eps, delta),
-            neighbouring=Neighbouring.ONE_SAMPLE,
         )
 
     etas = eta * scales

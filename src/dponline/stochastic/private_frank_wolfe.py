@@ -14,10 +14,11 @@ clipping with ``clip=True``: x rescaled radially, y clipped). Over the l_p ball 
 to l_q. Neighbouring datasets differ in one sample; the proof of Theorem 3.1 bounds the change of
 that sample's g_i in l_q by 2 (beta D + L) (using ||theta_i - theta_{i-1}||_p <= D / i).
 
-Noise. ``calibration="paper"``: generalized Gaussian noise in the smooth norm of l_q with
-sigma_+ of Theorem 3.1, Eq. (2). ``"tight"``: for p >= 2 (q <= 2), ||.||_2 <= ||.||_q, so the l2
-sensitivity is at most 2 (beta D + L) and the tree is accounted exactly as one Gaussian mechanism
-(analytic Gaussian, adaptive composition of Gaussian releases); for 1 < p < 2 the generalized
+Noise (:class:`PrivateFrankWolfeCalibrator`). ``paper``: generalized Gaussian noise in the
+smooth norm of l_q with sigma_+ of Theorem 3.1, Eq. (2). ``tight``: for p >= 2 (q <= 2),
+||.||_2 <= ||.||_q, so the l2 sensitivity is at most 2 (beta D + L) and the tree is accounted
+exactly as one Gaussian mechanism (analytic Gaussian, adaptive composition of Gaussian
+releases); for 1 < p < 2 the generalized
 Gaussian per node with the exact number of nodes and the least regularity constant. The
 guarantee is (epsilon, delta)-DP for the whole sequence of released iterates, over datasets that
 differ in one sample (continual release, Han et al. Section 2.2).
@@ -26,6 +27,7 @@ differ in one sample (continual release, Han et al. Section 2.2).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,22 +35,138 @@ import numpy as np
 from dponline.continual.binary_tree import BinaryTreeCounter, levels
 from dponline.domains.lp_ball import LpBall
 from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma, zcdp_rho
-from dponline.privacy.calibration import generalized_gaussian_sigma, han_sigma_plus
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.calibration import Calibration, calibrate, positive, probability
 from dponline.privacy.generalized_gaussian import (
     GeneralizedGaussianNoise,
     exact_kappa,
+    generalized_gaussian_sigma,
     lq_regularity,
 )
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise, NoiseDistribution
-from dponline.protocol import Feedback, FeedbackKind
+from dponline.protocol import Feedback, FeedbackKind, NoiseHandle, checked_budget, checked_count
 from dponline.rng import RngLike
 from dponline.stochastic.samples import checked_sample, squared_loss_constants
 
-__all__ = ["PrivateStreamingFrankWolfe"]
+__all__ = ["PrivateFrankWolfeCalibrator", "PrivateStreamingFrankWolfe", "han_sigma_plus"]
 
 
-class PrivateStreamingFrankWolfe:
+def han_sigma_plus(
+    n: int,
+    kappa_q: float,
+    beta: float,
+    diameter: float,
+    lipschitz: float,
+    epsilon: float,
+    delta: float,
+) -> float:
+    """Han et al. Theorem 3.1, Eq. (2):
+
+    sigma_+^2 = 8 (ceil(log2 n) + 1)^2 kappa_q log((ceil(log2 n) + 1)/delta) (beta D + L)^2 / eps^2.
+    """
+    depth = math.ceil(math.log2(int(n))) + 1
+    s = float(beta) * float(diameter) + float(lipschitz)
+    return math.sqrt(
+        8.0
+        * depth**2
+        * positive("kappa_q", kappa_q)
+        * math.log(depth / probability("delta", delta))
+        * s**2
+        / positive("epsilon", epsilon) ** 2
+    )
+
+
+@dataclass(frozen=True)
+class PrivateFrankWolfeCalibrator:
+    """The tree noise of Algorithm 1 for l_q sensitivity ``sensitivity`` = 2 (beta D + L) of
+    one sample's recursive-gradient increment, over ``horizon`` samples in ``dim`` dimensions
+    (module docstring)."""
+
+    horizon: int
+    dim: int
+    q: float
+    sensitivity: float
+
+    def paper(self, budget: PrivacyBudget) -> Calibration:
+        """Theorem 3.1: generalized Gaussian with sigma_+ of Eq. (2)."""
+        budget.require_delta("Algorithm 1")
+        n, s, eps, delta = self.horizon, self.sensitivity, budget.epsilon, budget.delta
+        reg = lq_regularity(self.q, self.dim)
+        depth = math.ceil(math.log2(n)) + 1
+        if eps / depth > 1.0:
+            raise ValueError(
+                f"Theorem 3.1 applies Lemma 2.7 per node at epsilon / {depth} = "
+                f"{eps / depth:.3g}; the lemma is used here only up to 1 per application"
+            )
+        # Eq. (2) with beta D + L = s / 2
+        sigma_plus = han_sigma_plus(n, reg.kappa, 1.0, 0.0, s / 2.0, eps, delta)
+        noise = GeneralizedGaussianNoise(sigma_plus / reg.norm_scale, reg.r)
+        how = (
+            f"Han et al. Thm 3.1: generalized Gaussian, sigma_+ = {sigma_plus:.6g} in the "
+            f"smooth norm of l_q (kappa {reg.kappa:.4g}), per-node (eps/k, delta/k)"
+        )
+        return self._answer(budget, noise, budget.prove(eps, delta, how, **self._common))
+
+    @property
+    def _common(self) -> dict:
+        return {"neighbouring": Neighbouring.ONE_SAMPLE, "stacklevel": 5}
+
+    def _answer(self, budget: PrivacyBudget, noise: NoiseDistribution, g) -> Calibration:  # type: ignore[no-untyped-def]
+        return Calibration(noise, g, budget.calibration, "binary_tree")
+
+    def _gaussian(self, budget: PrivacyBudget, total: float, how: str) -> Calibration:
+        sigma = gaussian_sigma(total, budget.epsilon, budget.delta)
+        g = budget.prove(
+            gaussian_epsilon(budget.delta, total / sigma),
+            budget.delta,
+            how,
+            rho=zcdp_rho(total, sigma),
+            **self._common,
+        )
+        return self._answer(budget, GaussianNoise(sigma), g)
+
+    def tight(self, budget: PrivacyBudget) -> Calibration:
+        """Exact Gaussian accounting for q <= 2; for q > 2 the smaller in l_q of that and
+        Lemma 2.7's generalized Gaussian with the exact node count and least kappa."""
+        budget.require_delta("Algorithm 1")
+        n, s, eps, delta = self.horizon, self.sensitivity, budget.epsilon, budget.delta
+        k = levels(n)
+        if self.q <= 2:
+            return self._gaussian(
+                budget,
+                math.sqrt(k) * s,  # ||.||_2 <= ||.||_q
+                f"Gaussian per node: l2 sensitivity <= l_q sensitivity {s:.6g}, {k} nodes, "
+                "accounted exactly (analytic Gaussian)",
+            )
+        # q > 2: either the generalized Gaussian per node (Lemma 2.7, basic composition), or
+        # Gaussian noise accounted exactly with the l2 sensitivity d^(1/2 - 1/q) s; keep the one
+        # whose noise is smaller in the dual norm l_q (what the Frank-Wolfe step feels).
+        reg = lq_regularity(self.q, self.dim)
+        kappa = exact_kappa(self.q, self.dim, reg.r) if reg.norm_scale == 1.0 else reg.kappa
+        gauss = self._gaussian(
+            budget,
+            math.sqrt(k) * self.dim ** (0.5 - 1.0 / self.q) * s,
+            f"Gaussian per node: l2 sensitivity <= d^(1/2-1/q) x {s:.6g}, {k} nodes, "
+            "accounted exactly (analytic Gaussian); smaller in l_q than Lemma 2.7's noise",
+        )
+        if not (eps / k <= 1.0 and delta / k <= 0.5):  # where Lemma 2.7 is applied
+            return gauss
+        probe = np.random.default_rng(0)
+        ball = LpBall(self.dim, self.q)
+        size_gauss = ball.norm(gauss.noise.sample(probe, (4000, self.dim))).mean()
+        sigma_plus = generalized_gaussian_sigma(s, eps / k, delta / k, kappa)
+        gg = GeneralizedGaussianNoise(sigma_plus / reg.norm_scale, reg.r)
+        if size_gauss <= ball.norm(gg.sample(probe, (4000, self.dim))).mean():
+            return gauss
+        how = (
+            f"generalized Gaussian per node (Lemma 2.7) at (eps/{k}, delta/{k}) with the exact "
+            f"{k} nodes and kappa {kappa:.4g}"
+        )
+        return self._answer(budget, gg, budget.prove(eps, delta, how, **self._common))
+
+
+class PrivateStreamingFrankWolfe(NoiseHandle):
     """Han et al. Algorithm 1 for the squared loss (see the module docstring).
 
     Parameters
@@ -59,10 +177,9 @@ class PrivateStreamingFrankWolfe:
         n, the number of samples (and released iterates).
     x_bound, y_bound:
         X and Y of the input contract.
-    epsilon, delta:
-        The budget; ``epsilon=None`` runs the non-private optimiser (no noise).
-    calibration:
-        "paper" or "tight".
+    budget:
+        The (epsilon, delta) budget, delta > 0 (:class:`PrivateFrankWolfeCalibrator`); ``None``
+        runs the non-private optimiser (no noise).
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.SAMPLE
@@ -75,9 +192,7 @@ class PrivateStreamingFrankWolfe:
         *,
         x_bound: float = 1.0,
         y_bound: float = 1.0,
-        epsilon: float | None = 1.0,
-        delta: float = 1e-6,
-        calibration: str = "tight",
+        budget: PrivacyBudget | None,
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
@@ -86,107 +201,55 @@ class PrivateStreamingFrankWolfe:
             raise ValueError(
                 f"Algorithm 1 needs 1 < p <= inf, got p = {domain.p} (use Algorithm 2)"
             )
-        if calibration not in ("tight", "paper"):
-            raise ValueError(f"calibration must be 'tight' or 'paper', got {calibration!r}")
         for name, v in (("x_bound", x_bound), ("y_bound", y_bound)):
             if not (v > 0 and math.isfinite(v)):
                 raise ValueError(f"{name} must be finite and positive, got {v!r}")
-        self.domain, self.horizon, self.replicas = domain, int(horizon), int(replicas)
+        self.domain = domain
+        self.horizon = checked_count("horizon", horizon)
+        self.replicas = checked_count("replicas", replicas)
+        self.budget = checked_budget(budget)
         self.dim, self.q = domain.dim, domain.q
         self.x_bound, self.y_bound, self.clip = float(x_bound), float(y_bound), bool(clip)
         r, D = domain.radius, domain.diameter()
         self.lipschitz, self.beta = squared_loss_constants(self.x_bound, self.y_bound, r)
         self.sensitivity = 2.0 * (self.beta * D + self.lipschitz)  # l_q, Theorem 3.1's proof
-        noise: NoiseDistribution
-        if epsilon is None:
-            noise, self.privacy = GaussianNoise(0.0), None
-        else:
-            noise, self.privacy = self._calibrate(float(epsilon), float(delta), calibration)
-        self.noise = noise
+        self.calibrator = PrivateFrankWolfeCalibrator(
+            self.horizon, self.dim, self.q, self.sensitivity
+        )
+        noise: NoiseDistribution = GaussianNoise(0.0)
+        self.privacy: PrivacyGuarantee | None = None
+        if self.budget is not None:
+            cal = calibrate(self.calibrator, self.budget)
+            noise, self.privacy = cal.noise, cal.guarantee
         self.counter = BinaryTreeCounter(
             self.horizon, self.dim, noise, replicas=self.replicas, rng=rng, privacy=self.privacy
         )
         self.theta_prev = np.zeros((self.replicas, self.dim))
         self.theta = np.zeros((self.replicas, self.dim))
+        self._acted = False
         self.t = 0
 
-    def _calibrate(
-        self, eps: float, delta: float, calibration: str
-    ) -> tuple[NoiseDistribution, PrivacyGuarantee]:
-        n, s = self.horizon, self.sensitivity
-        reg = lq_regularity(self.q, self.dim)
-        common = dict(
-            neighbouring=Neighbouring.ONE_SAMPLE, requested_epsilon=eps, requested_delta=delta
-        )
-        if calibration == "paper":
-            depth = math.ceil(math.log2(n)) + 1
-            if eps / depth > 1.0:
-                raise ValueError(
-                    f"Theorem 3.1 applies Lemma 2.7 per node at epsilon / {depth} = "
-                    f"{eps / depth:.3g}; the lemma is used here only up to 1 per application"
-                )
-            # Eq. (2) with beta D + L = s / 2
-            sigma_plus = han_sigma_plus(n, reg.kappa, 1.0, 0.0, s / 2.0, eps, delta)
-            noise = GeneralizedGaussianNoise(sigma_plus / reg.norm_scale, reg.r)
-            how = (
-                f"Han et al. Thm 3.1: generalized Gaussian, sigma_+ = {sigma_plus:.6g} in the "
-                f"smooth norm of l_q (kappa {reg.kappa:.4g}), per-node (eps/k, delta/k)"
-            )
-            return noise, PrivacyGuarantee(eps, delta, derivation=how, **common)
-        k = levels(n)
-        if self.q <= 2:
-            total = math.sqrt(k) * s  # ||.||_2 <= ||.||_q
-            sigma = gaussian_sigma(total, eps, delta)
-            how = (
-                f"Gaussian per node: l2 sensitivity <= l_q sensitivity {s:.6g}, {k} nodes, "
-                "accounted exactly (analytic Gaussian)"
-            )
-            return GaussianNoise(sigma), PrivacyGuarantee(
-                gaussian_epsilon(delta, total / sigma),
-                delta,
-                derivation=how,
-                rho=zcdp_rho(total, sigma),
-                **common,
-            )
-        # q > 2: either the generalized Gaussian per node (Lemma 2.7, basic composition), or
-        # Gaussian noise accounted exactly with the l2 sensitivity d^(1/2 - 1/q) s; keep the one
-        # whose noise is smaller in the dual norm l_q (what the Frank-Wolfe step feels).
-        kappa = exact_kappa(self.q, self.dim, reg.r) if reg.norm_scale == 1.0 else reg.kappa
-        total = math.sqrt(k) * self.dim ** (0.5 - 1.0 / self.q) * s
-        sigma = gaussian_sigma(total, eps, delta)
-        gauss = GaussianNoise(sigma)
-        probe = np.random.default_rng(0)
-        ball = LpBall(self.dim, self.q)
-        size_gauss = ball.norm(gauss.sample(probe, (4000, self.dim))).mean()
-        gg: GeneralizedGaussianNoise | None = None
-        size_gg = math.inf
-        if eps / k <= 1.0 and delta / k <= 0.5:  # where Lemma 2.7 is applied (calibration.py)
-            sigma_plus = generalized_gaussian_sigma(s, eps / k, delta / k, kappa)
-            gg = GeneralizedGaussianNoise(sigma_plus / reg.norm_scale, reg.r)
-            size_gg = ball.norm(gg.sample(probe, (4000, self.dim))).mean()
-        if gg is None or size_gauss <= size_gg:
-            how = (
-                f"Gaussian per node: l2 sensitivity <= d^(1/2-1/q) x {s:.6g}, {k} nodes, "
-                "accounted exactly (analytic Gaussian); smaller in l_q than Lemma 2.7's noise"
-            )
-            return gauss, PrivacyGuarantee(
-                gaussian_epsilon(delta, total / sigma),
-                delta,
-                derivation=how,
-                rho=zcdp_rho(total, sigma),
-                **common,
-            )
-        how = (
-            f"generalized Gaussian per node (Lemma 2.7) at (eps/{k}, delta/{k}) with the exact "
-            f"{k} nodes and kappa {kappa:.4g}"
-        )
-        return gg, PrivacyGuarantee(eps, delta, derivation=how, **common)
+    @property
+    def noise(self) -> NoiseDistribution:
+        """The noise of one tree node."""
+        return self.counter.noise
+
+    def _scale_noise(self, factor: float) -> None:
+        self.counter.noise = self.counter.noise.scaled(factor)
 
     def act(self) -> np.ndarray:
-        """theta_t, shape (replicas, d)."""
+        """theta_t, shape (replicas, d) (theta_n, after the last sample, is the output)."""
+        self._acted = True
         return self.theta.copy()
 
     def observe(self, feedback: Feedback) -> None:
+        """Lines 4-9 of Algorithm 1 for one shared sample (after ``act``)."""
+        if self.t >= self.horizon:
+            raise ValueError(
+                f"built for {self.horizon} samples; sample {self.t + 1} would void its guarantee"
+            )
+        if not self._acted:
+            raise ValueError("observe() must follow act(): theta_t was not released this round")
         x, y = checked_sample(feedback, self.dim, self.q, self.x_bound, self.y_bound, self.clip)
         t = self.t + 1
 
@@ -197,6 +260,7 @@ class PrivateStreamingFrankWolfe:
         d = self.counter.step(g) / (t + 1)
         v = self.domain.lmo(d)
         self.theta_prev, self.theta = self.theta, self.theta + (v - self.theta) / (t + 1)
+        self._acted = False
         self.t = t
 
     def state_dict(self) -> dict[str, Any]:
@@ -204,6 +268,7 @@ class PrivateStreamingFrankWolfe:
             "t": self.t,
             "theta": self.theta.copy(),
             "theta_prev": self.theta_prev.copy(),
+            "acted": self._acted,
             "counter": self.counter.state_dict(),
         }
 
@@ -211,4 +276,5 @@ class PrivateStreamingFrankWolfe:
         self.counter.load_state_dict(state["counter"])
         self.theta = np.array(state["theta"], dtype=float)
         self.theta_prev = np.array(state["theta_prev"], dtype=float)
+        self._acted = bool(state["acted"])
         self.t = int(state["t"])

@@ -1,0 +1,265 @@
+"""Agarwal & Singh (2017), Algorithm 4: any bandit algorithm made private by noise on the loss.
+
+Each round the bandit algorithm A plays x_t; the reduction observes the loss value <l_t, x_t>,
+and forwards <l_t + Z_t, x_t> to A, with Z_t ~ Lap^N(lambda) drawn afresh (lines 3-5). A never
+sees a loss value twice, so the whole sequence of its decisions is post-processing of the noisy
+values and the reduction's guarantee is derived once, here, for every A (Lemma 4.2):
+
+    Condition on the coordinates of Z_t other than i* = argmax_i |x_{t,i}|: the forwarded value
+    is then the Laplace mechanism with scale lambda |x_{t,i*}| on the scalar <l_t, x_t>, whose
+    change between neighbouring loss sequences is at most sup_{l, l' in Y} |<l - l', x_t>|
+    <= ``sensitivity`` * ||x_t||_inf. Hence each round is (sensitivity / lambda)-DP, each round's
+    loss enters once, and the sequence of decisions is (sensitivity / lambda)-DP, event-level
+    over loss sequences that differ in one round.
+
+For a multi-armed bandit (x_t a standard basis vector) <Z_t, x_t> is one Laplace draw and the
+sensitivity is the width of the loss interval; for a set with a self-concordant barrier it is
+the l1 diameter of the loss set Y (the fictitious-loss argument of Lemma 4.2).
+
+``paper`` calibration: lambda = (the paper's norm of Y) / epsilon (Theorem 4.1: ||l||_inf; Theorem
+4.5: ||Y||_1); ``tight``: lambda = sensitivity / epsilon. The guarantee is sensitivity / lambda,
+refused when it exceeds the budget unless the budget allows a weaker paper calibration.
+
+The wrapped algorithm implements :class:`BanditAlgorithm`: it acts, learns from the (noisy)
+values it is handed, and reports the point each replica played. Input bounds, the horizon, the
+act/observe order and the noise live in :class:`PrivateBandit`, once for every algorithm.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from dponline.privacy.bounds import Box, InputBounds, NormBall, check_finite
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.calibration import Calibration, calibrate
+from dponline.privacy.guarantee import PrivacyGuarantee
+from dponline.privacy.noise import LaplaceNoise
+from dponline.protocol import (
+    BanditFeedback,
+    Feedback,
+    FeedbackKind,
+    NoiseHandle,
+    checked_budget,
+    checked_count,
+)
+from dponline.rng import RngLike, as_generator
+
+__all__ = [
+    "BanditAlgorithm",
+    "PrivateBandit",
+    "ReductionCalibrator",
+    "value_range",
+]
+
+
+class BanditAlgorithm(Protocol):
+    """What Algorithm 4 needs of the bandit algorithm it wraps."""
+
+    dim: int
+    replicas: int
+    #: True when every action is a standard basis vector (a multi-armed bandit).
+    one_hot: bool
+
+    def act(self) -> np.ndarray: ...
+
+    def learn(self, values: np.ndarray) -> None:
+        """Update on the forwarded (noisy) loss value of the action each replica played."""
+
+    def played(self) -> np.ndarray:
+        """The point x_t each replica played this round, shape (replicas, dim)."""
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+def value_range(bounds: InputBounds, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[min, max] of <l, x> over l in the loss set Y, per row of ``x`` (a norm ball or a box)."""
+    if isinstance(bounds, NormBall):
+        q = bounds.q
+        dual = math.inf if q == 1 else (1.0 if q == math.inf else q / (q - 1.0))
+        norm = (
+            np.abs(x).max(axis=-1)
+            if dual == math.inf
+            else (np.abs(x) ** dual).sum(axis=-1) ** (1.0 / dual)
+        )
+        return -bounds.radius * norm, bounds.radius * norm
+    if isinstance(bounds, Box):
+        lo, hi = bounds._lo, bounds._hi
+        return np.minimum(lo * x, hi * x).sum(axis=-1), np.maximum(lo * x, hi * x).sum(axis=-1)
+    raise TypeError(f"loss set must be a NormBall or a Box, got {type(bounds).__name__}")
+
+
+@dataclass(frozen=True)
+class ReductionCalibrator:
+    """The Laplace scale lambda of Algorithm 4 (Lemma 4.2; see the module docstring)."""
+
+    sensitivity: float
+    paper_numerator: float
+    paper_source: str
+
+    def _answer(self, budget: PrivacyBudget, lam: float, how: str) -> Calibration:
+        budget.require_pure("Algorithm 4's Laplace noise")
+        how += f" (Lemma 4.2; sensitivity {self.sensitivity:.6g})"
+        g = budget.prove(self.sensitivity / lam, 0.0, how, stacklevel=6)
+        return Calibration(LaplaceNoise(lam), g, budget.calibration, "Algorithm 4")
+
+    def paper(self, budget: PrivacyBudget) -> Calibration:
+        lam = float(self.paper_numerator) / budget.epsilon
+        how = f"{self.paper_source}: Laplace({lam:.6g}) on each observed loss value"
+        return self._answer(budget, lam, how)
+
+    def tight(self, budget: PrivacyBudget) -> Calibration:
+        lam = float(self.sensitivity) / budget.epsilon
+        how = f"Laplace({lam:.6g}) on each observed loss value, exact sensitivity"
+        return self._answer(budget, lam, how)
+
+
+class PrivateBandit(NoiseHandle):
+    """Algorithm 4 of Agarwal & Singh (2017) around any :class:`BanditAlgorithm`.
+
+    Parameters
+    ----------
+    make_algorithm:
+        Builds the wrapped algorithm from ``(laplace_scale, generator)``: the calibrated lambda
+        (0 without privacy), which its step sizes may depend on (Theorems 4.1, 4.5), and the
+        generator it draws its actions from (shared with the noise, so one state resumes both).
+    horizon:
+        T; round T+1 is refused.
+    budget:
+        Pure-DP budget (delta = 0); ``None`` runs the wrapped algorithm on the exact values.
+    loss_bounds:
+        The loss set Y; an observed value outside {<l, x_t> : l in Y} raises ValueError (or is
+        clipped into it with ``clip=True``).
+    sensitivity, paper_numerator, paper_source:
+        The calibration (:class:`ReductionCalibrator`).
+    """
+
+    feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.BANDIT
+    paper: ClassVar[str] = "Agarwal & Singh (2017), Algorithm 4"
+
+    def __init__(
+        self,
+        make_algorithm: Callable[[float, np.random.Generator], BanditAlgorithm],
+        horizon: int,
+        *,
+        budget: PrivacyBudget | None,
+        loss_bounds: InputBounds,
+        sensitivity: float,
+        paper_numerator: float,
+        paper_source: str,
+        replicas: int = 1,
+        rng: RngLike = None,
+        clip: bool = False,
+    ) -> None:
+        self.horizon = checked_count("horizon", horizon)
+        self.replicas = checked_count("replicas", replicas)
+        self.budget = checked_budget(budget)
+        self.bounds = loss_bounds
+        self.clip = bool(clip)
+        self.calibrator = ReductionCalibrator(float(sensitivity), paper_numerator, paper_source)
+        self.privacy: PrivacyGuarantee | None = None
+        lam = 0.0
+        if self.budget is not None:
+            cal = calibrate(self.calibrator, self.budget)
+            lam, self.privacy = cal.noise.b, cal.guarantee
+        self.noise = LaplaceNoise(lam)
+        self.algorithm = make_algorithm(lam, as_generator(rng))
+        if self.algorithm.replicas != self.replicas:
+            raise ValueError(
+                f"the wrapped algorithm has {self.algorithm.replicas} replicas, expected "
+                f"{self.replicas}"
+            )
+        self.dim = self.algorithm.dim
+        if self.bounds.dim != self.dim:
+            raise ValueError(f"loss_bounds has dimension {self.bounds.dim}, expected {self.dim}")
+        self._acted = False
+        self.t = 0
+
+    @property
+    def laplace_scale(self) -> float:
+        """lambda, the Laplace scale of each noise coordinate (0 without privacy)."""
+        return self.noise.b
+
+    @property
+    def _rng(self) -> np.random.Generator:
+        return self.algorithm.rng  # type: ignore[attr-defined, no-any-return]
+
+    def _scale_noise(self, factor: float) -> None:
+        self.noise = self.noise.scaled(factor)
+
+    def act(self) -> np.ndarray:
+        """The wrapped algorithm's action for every replica."""
+        out = self.algorithm.act()
+        self._acted = True
+        return out
+
+    def observe(self, feedback: Feedback) -> None:
+        """Check <l_t, x_t> against the loss set and forward <l_t + Z_t, x_t> (lines 3-5)."""
+        if not isinstance(feedback, BanditFeedback):
+            raise TypeError(
+                f"{type(self).__name__} observes BanditFeedback, got {type(feedback).__name__}"
+            )
+        if self.t >= self.horizon:
+            raise ValueError(
+                f"{type(self).__name__} was built for {self.horizon} rounds; the loss of round "
+                f"{self.t + 1} would void its guarantee"
+            )
+        if not self._acted:
+            raise ValueError("observe() must follow act(): no action was played this round")
+        value = check_finite(feedback.loss, "bandit loss")
+        if value.shape != (self.replicas,):
+            raise ValueError(f"bandit loss must have shape ({self.replicas},), got {value.shape}")
+        x = self.algorithm.played()
+        low, high = value_range(self.bounds, x)
+        slack = 1e-12 * np.maximum(np.abs(low), np.abs(high))
+        inside = (value >= low - slack) & (value <= high + slack)
+        if not np.all(inside):
+            if not self.clip:
+                j = int(np.argmin(inside))
+                raise ValueError(
+                    f"bandit loss {value[j]!r} of replica {j} is outside the declared bounds: "
+                    f"losses in the loss set give values in [{low[j]:.6g}, {high[j]:.6g}] at "
+                    "the action played"
+                )
+            value = np.clip(value, low, high)
+        if self.algorithm.one_hot:  # <Z, e_i> is one Laplace draw
+            noise = self.noise.sample(self._rng, (self.replicas,))
+        else:
+            noise = (self.noise.sample(self._rng, (self.replicas, self.dim)) * x).sum(axis=-1)
+        self.algorithm.learn(value + noise)
+        self._acted = False
+        self.t += 1
+
+    def _config(self) -> dict[str, Any]:
+        return {
+            "noise": repr(self.noise),
+            "bounds": repr(self.bounds),
+            "clip": self.clip,
+            "horizon": self.horizon,
+            "replicas": self.replicas,
+            "privacy": None if self.privacy is None else self.privacy.to_dict(),
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "config": self._config(),
+            "t": self.t,
+            "acted": self._acted,
+            "algorithm": self.algorithm.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("config") != self._config():
+            raise ValueError(
+                f"state was saved from a {type(self).__name__} with a different noise, loss "
+                "set, horizon or guarantee; it cannot continue this one"
+            )
+        self.algorithm.load_state_dict(state["algorithm"])
+        self._acted = bool(state["acted"])
+        self.t = int(state["t"])

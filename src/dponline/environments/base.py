@@ -1,0 +1,39 @@
+"""The environment protocol (DESIGN.md, "Seams"): what the runner, the audit and the reports
+may ask of any environment, so that none of them probes for optional methods."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from dponline.protocol import Feedback
+
+__all__ = ["Environment"]
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """A sequence of rounds t = 0..horizon-1 against a learner's replicas.
+
+    * ``horizon``: the number of rounds;
+    * ``reveals_context``: True for contextual bandits, which also expose ``context(t)``, the
+      round's context, handed to the learner before it acts (004 Section 4);
+    * ``round(t, action)``: the feedback for the learner and each replica's loss, shape
+      ``(replicas,)``;
+    * ``regret(cumulative_loss)``: regret curves from cumulative losses ``(..., horizon)``,
+      exactly, against the best fixed decision in hindsight;
+    * ``state_dict()`` / ``load_state_dict(state)``: everything needed to resume, RNG state
+      included (an empty dict for oblivious losses, fixed in advance).
+    """
+
+    horizon: int
+    reveals_context: bool
+
+    def round(self, t: int, action: np.ndarray) -> tuple[Feedback, np.ndarray]: ...
+
+    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...

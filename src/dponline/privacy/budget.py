@@ -1,0 +1,164 @@
+"""What a user asks for: :class:`PrivacyBudget`, and how a calibration answers it.
+
+A budget is one frozen value, validated once, that every private learner takes:
+
+* ``epsilon`` and ``delta`` (``delta == 0`` asks for pure DP);
+* ``calibration``: ``"tight"`` (the least noise dponline can prove for the budget, the default) or
+  ``"paper"`` (a paper's own noise formula, for reproduction);
+* ``neighbouring``: the relation the guarantee is over (what a learner states; a learner whose
+  relation differs, such as joint DP over users, records its own);
+* ``allow_weaker``: a ``paper`` formula can prove *less* than it claims (a sensitivity it
+  under-counts, a tree deeper than its ``log T``). Such a calibration raises
+  :class:`WeakerGuaranteeError` unless the caller opts in with ``allow_weaker=True`` (to reproduce
+  the paper's numbers); then it warns and the guarantee records both the request and the proof.
+
+The answer of a calibration is a :class:`~dponline.privacy.guarantee.PrivacyGuarantee` built by
+:meth:`PrivacyBudget.prove`: what the noise actually used proves, never the request.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from dponline.privacy.guarantee import (
+    Neighbouring,
+    PrivacyGuarantee,
+    PrivacyNotion,
+    PrivacyWarning,
+)
+
+__all__ = [
+    "CALIBRATIONS",
+    "PrivacyBudget",
+    "WeakerGuaranteeError",
+    "check_calibration",
+]
+
+#: The two calibration families (DESIGN.md, "Honest, tight privacy").
+CALIBRATIONS = ("tight", "paper")
+
+
+class WeakerGuaranteeError(ValueError):
+    """A calibration proves less privacy than the budget asks for."""
+
+
+def check_calibration(calibration: Any) -> str:
+    """``calibration`` if it is ``"tight"`` or ``"paper"``, else ValueError naming it."""
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    return str(calibration)
+
+
+def _real(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class PrivacyBudget:
+    """An (epsilon, delta) request with its calibration family (see the module docstring).
+
+    >>> PrivacyBudget(1.0, 1e-6)
+    PrivacyBudget(epsilon=1.0, delta=1e-06, calibration='tight', ...)
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    calibration: str = "tight"
+    neighbouring: Neighbouring = Neighbouring.ONE_ROUND
+    allow_weaker: bool = False
+
+    def __post_init__(self) -> None:
+        eps = _real("epsilon", self.epsilon)
+        if not (math.isfinite(eps) and eps > 0):
+            raise ValueError(f"epsilon must be a finite positive number, got {self.epsilon!r}")
+        delta = _real("delta", self.delta)
+        if not (0.0 <= delta < 1.0):
+            raise ValueError(f"delta must lie in [0, 1), got {self.delta!r}")
+        check_calibration(self.calibration)
+        if not isinstance(self.neighbouring, Neighbouring):
+            raise TypeError(f"neighbouring must be a Neighbouring, got {self.neighbouring!r}")
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "delta", delta)
+        object.__setattr__(self, "allow_weaker", bool(self.allow_weaker))
+
+    def __repr__(self) -> str:
+        return (
+            f"PrivacyBudget(epsilon={self.epsilon!r}, delta={self.delta!r}, "
+            f"calibration={self.calibration!r}, neighbouring={self.neighbouring.name}, "
+            f"allow_weaker={self.allow_weaker!r})"
+        )
+
+    @property
+    def is_pure(self) -> bool:
+        """True when the budget asks for pure DP (delta == 0)."""
+        return self.delta == 0.0
+
+    def require_pure(self, what: str) -> PrivacyBudget:
+        """Self, or ValueError when ``what`` (a mechanism) gives only pure DP and delta > 0."""
+        if not self.is_pure:
+            raise ValueError(
+                f"{what} gives pure DP: the budget's delta must be 0, got {self.delta}"
+            )
+        return self
+
+    def require_delta(self, what: str) -> PrivacyBudget:
+        """Self, or ValueError when ``what`` needs delta > 0 and the budget has delta == 0."""
+        if self.is_pure:
+            raise ValueError(
+                f"{what} gives (epsilon, delta)-DP with delta > 0: the budget's delta must lie "
+                "in (0, 1), got 0"
+            )
+        return self
+
+    def prove(
+        self,
+        epsilon: float,
+        delta: float,
+        derivation: str,
+        *,
+        rho: float | None = None,
+        neighbouring: Neighbouring | None = None,
+        notion: PrivacyNotion = PrivacyNotion.EVENT_LEVEL_DP,
+        stacklevel: int = 3,
+    ) -> PrivacyGuarantee:
+        """The guarantee that a calibration's noise proves, checked against this budget.
+
+        A proof at least as strong as the request is returned as is. A weaker one raises
+        :class:`WeakerGuaranteeError`, except for a ``paper`` calibration with
+        ``allow_weaker=True``, which warns (:class:`PrivacyWarning`) and returns the weaker
+        guarantee with the request recorded beside it. A ``tight`` calibration that proves less
+        than asked is a bug in dponline and always raises.
+        """
+        g = PrivacyGuarantee(
+            epsilon=float(epsilon),
+            delta=float(delta),
+            neighbouring=self.neighbouring if neighbouring is None else neighbouring,
+            notion=notion,
+            derivation=derivation,
+            rho=rho,
+            requested_epsilon=self.epsilon,
+            requested_delta=self.delta,
+        )
+        if g.meets_request:
+            return g
+        message = (
+            f"the {self.calibration!r} calibration proves only epsilon={g.epsilon:.4g}, "
+            f"delta={g.delta:.3g}, not the requested ({self.epsilon:.4g}, {self.delta:.3g}): "
+            f"{derivation}"
+        )
+        if self.calibration == "paper" and self.allow_weaker:
+            warnings.warn(message, PrivacyWarning, stacklevel=stacklevel)
+            return g
+        hint = (
+            "; to reproduce the paper anyway, build the budget with allow_weaker=True "
+            "(the guarantee then records what is proven)"
+            if self.calibration == "paper"
+            else ""
+        )
+        raise WeakerGuaranteeError(message + hint)
