@@ -32,20 +32,24 @@ that stream. Algorithm 1 runs them as ``replicas`` of one learner.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import math
 import os
 import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dponline.domains.lp_ball import LpBall, dual_exponent
+from dponline.experiments.checkpoints import library_version, load_state, save_state
+from dponline.experiments.runner import execute_tasks
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.protocol import SampleFeedback
@@ -269,6 +273,14 @@ class Task:
             CALIBRATIONS.index(self.calibration),
         ]
 
+    @property
+    def key(self) -> str:
+        """A stable identifier: the cell's fields and the dponline version (file name of its
+        stored result, so results of two versions never mix)."""
+        spec = {**asdict(self), "dponline_version": library_version()}
+        blob = json.dumps(spec, sort_keys=True, default=str).encode()
+        return f"han2024-{hashlib.sha256(blob).hexdigest()[:16]}"
+
     def cost(self) -> float:
         """Rough relative cost, to start the longest tasks first."""
         n = self.setting.T
@@ -372,6 +384,45 @@ def run_task(task: Task) -> CellResult:
         clipped,
         time.perf_counter() - start,
     )
+
+
+def _result_state(r: CellResult) -> dict[str, Any]:
+    """A finished cell as a state the no-pickle store keeps (arrays and JSON)."""
+    return {
+        "subopt": np.asarray(r.subopt, dtype=float),
+        "scale": r.scale,
+        "validation_subopt": r.validation_subopt,
+        "privacy": r.privacy,
+        "parameters": _jsonable(r.parameters),
+        "clipped_labels": int(r.clipped_labels),
+        "seconds": float(r.seconds),
+        "curve": None if r.curve is None else np.asarray(r.curve, dtype=float),
+    }
+
+
+def run_cell(task: Task, checkpoint_dir: str | Path | None = None) -> CellResult:
+    """:func:`run_task`, reading and writing the cell's stored result in ``checkpoint_dir``
+    (the runner's store: arrays and JSON stamped with the version and the cell's key), so an
+    interrupted reproduction resumes with the cells it finished."""
+    path = None if checkpoint_dir is None else Path(checkpoint_dir) / f"{task.key}.result.npz"
+    if path is not None and path.exists():
+        s = load_state(path, task=task.key)
+        return CellResult(
+            task,
+            np.asarray(s["subopt"], dtype=float),
+            s["scale"],
+            s["validation_subopt"],
+            s["privacy"],
+            s["parameters"],
+            s["clipped_labels"],
+            s["seconds"],
+            None if s["curve"] is None else np.asarray(s["curve"], dtype=float),
+        )
+    result = run_task(task)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_state(path, _result_state(result), task=task.key)
+    return result
 
 
 def _jsonable(obj: Any) -> Any:
@@ -496,42 +547,41 @@ def reproduce_han2024(
     workers: int | None = None,
     seed: int = 0,
     progress: bool = False,
+    backend: str = "local",
+    resume: bool = True,
 ) -> dict[str, Any]:
-    """Run every cell of Tables 3-4 (both calibrations), write the Algorithm 1 plot, and return
-    a JSON-serialisable result: the configuration, every cell, the footnotes and timings.
+    """Run every cell of Tables 3-4 (both calibrations) on the runner's engine
+    (:func:`dponline.experiments.runner.execute_tasks`: local processes, serial or Ray), write
+    the Algorithm 1 plot, and return a JSON-serialisable result: the configuration, every cell,
+    the footnotes and timings.
 
-    ``workers``: processes in the pool (default: the number of cores, or 1 with ``quick``);
-    1 runs every cell in this process.
+    ``workers``: processes (default: the number of cores, or 1 with ``quick``). With ``out``
+    and ``resume``, finished cells are stored in ``out/checkpoints`` and a rerun reuses them.
     """
     tasks = make_tasks(runs=runs, quick=quick, seed=seed)
     n_workers = _workers(workers, quick, len(tasks))
     start = time.perf_counter()
-    results: dict[int, CellResult] = {}
-    order = sorted(range(len(tasks)), key=lambda i: -tasks[i].cost())
+    ckpt = None if (out is None or not resume) else Path(out) / "checkpoints"
 
-    def note(i: int, r: CellResult) -> None:
+    def note(task: Task, r: CellResult, done: int) -> None:
         if progress:
-            t = tasks[i]
             print(
-                f"[han2024] {len(results)}/{len(tasks)} {t.setting.label} {t.algorithm} "
-                f"[{t.calibration}] {r.seconds:.1f}s",
+                f"[han2024] {done}/{len(tasks)} {task.setting.label} {task.algorithm} "
+                f"[{task.calibration}] {r.seconds:.1f}s",
                 file=sys.stderr,
                 flush=True,
             )
 
-    if n_workers <= 1:
-        for i in order:
-            results[i] = run_task(tasks[i])
-            note(i, results[i])
-    else:
-        with ProcessPoolExecutor(max_workers=n_workers) as pool:
-            futures = {pool.submit(run_task, tasks[i]): i for i in order}
-            for fut in as_completed(futures):
-                i = futures[fut]
-                results[i] = fut.result()
-                note(i, results[i])
+    ordered: list[CellResult] = execute_tasks(
+        tasks,
+        functools.partial(run_cell, checkpoint_dir=ckpt),
+        backend=backend if n_workers > 1 else "serial",
+        workers=n_workers,
+        order=sorted(range(len(tasks)), key=lambda i: -tasks[i].cost()),
+        on_result=note,
+        progress=False,
+    )
     wall = time.perf_counter() - start
-    ordered = [results[i] for i in range(len(tasks))]
     cells = _replace_unproven_paper_cells([_cell_dict(r) for r in ordered])
     plot = curves_csv = None
     if out is not None:

@@ -21,13 +21,14 @@ versions are ignored with a warning.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -52,7 +53,7 @@ from dponline.privacy.guarantee import PrivacyWarning
 from dponline.protocol import ContextFeedback
 from dponline.registry import LEARNERS, build_environment, build_learner
 
-__all__ = ["BACKENDS", "Task", "make_tasks", "run_sweep", "run_task"]
+__all__ = ["BACKENDS", "Task", "execute_tasks", "make_tasks", "run_sweep", "run_task"]
 
 BACKENDS = ("local", "serial", "ray")
 COLUMNS = [
@@ -348,6 +349,52 @@ class _Progress:
             )
 
 
+def execute_tasks(
+    tasks: Sequence[Any],
+    fn: Callable[[Any], Any],
+    *,
+    backend: str = "local",
+    workers: int | None = None,
+    order: Sequence[int] | None = None,
+    on_result: Callable[[Any, Any, int], None] | None = None,
+    progress: bool = True,
+) -> list[Any]:
+    """The engine under every sweep: ``fn(task)`` for every task, returned in task order.
+
+    ``backend``: "local" (a process pool, the default), "serial" (in this process) or "ray"
+    (``pip install dponline[ray]``; uses a running cluster if ``ray.init`` was called, else
+    starts a local one). ``fn`` must be picklable for the pool and Ray (a module-level function
+    or a :func:`functools.partial` of one). ``order``: the positions in the order to submit them
+    (longest first, say). ``on_result(task, result, done)`` is called as each one finishes.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    positions = list(range(len(tasks))) if order is None else list(order)
+    if sorted(positions) != list(range(len(tasks))):
+        raise ValueError(f"order must be a permutation of the {len(tasks)} task positions")
+    bar = _Progress(len(tasks), progress)
+    results: dict[int, Any] = {}
+
+    def finished(i: int, result: Any) -> None:
+        results[i] = result
+        bar.update()
+        if on_result is not None:
+            on_result(tasks[i], result, len(results))
+
+    if backend == "serial" or len(tasks) <= 1:
+        for i in positions:
+            finished(i, fn(tasks[i]))
+    elif backend == "local":
+        n = workers or min(len(tasks), os.cpu_count() or 1)
+        with ProcessPoolExecutor(max_workers=n) as pool:
+            futures = {pool.submit(fn, tasks[i]): i for i in positions}
+            for fut in as_completed(futures):
+                finished(futures[fut], fut.result())
+    else:
+        _run_ray([tasks[i] for i in positions], positions, fn, finished)
+    return [results[i] for i in range(len(tasks))]
+
+
 def run_sweep(
     tasks: Sequence[Task],
     *,
@@ -357,48 +404,36 @@ def run_sweep(
     checkpoint_every: int = 1000,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """Run every task and return one tidy table, ordered by task and then round and seed.
-
-    ``backend``: "local" (a process pool, the default), "serial" (in this process) or "ray"
-    (``pip install dponline[ray]``; uses a running cluster if ``ray.init`` was called, else
-    starts a local one).
-    """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    """Run every task and return one tidy table, ordered by task and then round and seed
+    (on :func:`execute_tasks`; ``backend`` as there)."""
     indices = [t.task_index for t in tasks]
     if len(set(indices)) != len(indices):
         raise ValueError(
             "tasks must have distinct task_index values (renumber tasks combined "
             "from several make_tasks calls)"
         )
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if checkpoint_dir is not None:
         Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
         warn_legacy_pickles(checkpoint_dir)
-    bar = _Progress(len(tasks), progress)
-    results: dict[int, pd.DataFrame] = {}
-    if backend == "serial" or len(tasks) <= 1:
-        for task in tasks:
-            results[task.task_index] = _run_task(task, checkpoint_dir, checkpoint_every)
-            bar.update()
-    elif backend == "local":
-        n = workers or min(len(tasks), os.cpu_count() or 1)
-        with ProcessPoolExecutor(max_workers=n) as pool:
-            futures = {
-                pool.submit(_run_task, task, checkpoint_dir, checkpoint_every): task
-                for task in tasks
-            }
-            for fut in as_completed(futures):
-                results[futures[fut].task_index] = fut.result()
-                bar.update()
-    else:
-        results = _run_ray(tasks, checkpoint_dir, checkpoint_every, bar)
-    frames = [results[t.task_index] for t in tasks]
+    run = functools.partial(
+        _run_task, checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every
+    )
+    frames = execute_tasks(tasks, run, backend=backend, workers=workers, progress=progress)
     return pd.concat(frames, ignore_index=True)
 
 
+def _call(fn: Callable[[Any], Any], task: Any) -> Any:
+    return fn(task)
+
+
 def _run_ray(
-    tasks: Sequence[Task], checkpoint_dir: str | Path | None, checkpoint_every: int, bar: _Progress
-) -> dict[int, pd.DataFrame]:
+    tasks: Sequence[Any],
+    positions: Sequence[int],
+    fn: Callable[[Any], Any],
+    finished: Callable[[int, Any], None],
+) -> None:
     try:
         import ray
     except ImportError:
@@ -408,16 +443,13 @@ def _run_ray(
         ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
         started_here = True
     try:
-        remote = ray.remote(_run_task)
-        refs = {remote.remote(task, checkpoint_dir, checkpoint_every): task for task in tasks}
-        results: dict[int, pd.DataFrame] = {}
+        remote = ray.remote(_call)  # Ray takes functions, not partials: call fn inside
+        refs = {remote.remote(fn, task): i for task, i in zip(tasks, positions, strict=True)}
         pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
-                results[refs[ref].task_index] = ray.get(ref)
-                bar.update()
-        return results
+                finished(refs[ref], ray.get(ref))
     finally:
         if started_here:
             ray.shutdown()
