@@ -126,9 +126,8 @@ def noisy_sfw(
         The ball's exponent, 1 < p <= 2.
     budget:
         The (epsilon, delta) budget of one run at one scale, over datasets differing in one
-        sample; ``None`` runs without noise. Calibration: "tight" or "paper".
-        (module docstring); a paper formula that proves less than asked needs
-        ``allow_weaker=True``.
+        sample; ``None`` runs without noise. Calibration "tight" or "paper" (module
+        docstring); a paper formula that proves less than asked needs ``allow_weaker=True``.
     step_scales:
         Factors multiplying eta (the product is capped at 1).
     runs:
