@@ -87,7 +87,8 @@ def test_counting_writes_outputs(tmp_path, capsys):
 
 def test_audit_command_json(capsys):
     assert main(["audit", "--T", "4", "--trials", "1000", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)["rows"]
+    data = json.loads(capsys.readouterr().out)
+    rows = data["rows"]
     assert {r["mechanism"] for r in rows} == {
         "binary_tree",
         "padded_tree",
@@ -96,3 +97,21 @@ def test_audit_command_json(capsys):
     }
     # correctly calibrated rows are never refuted (each: chance <= 1e-3)
     assert not any(r["refuted"] for r in rows if r["noise_fraction"] == 1.0)
+    # every registered private learner, each of its test cases, claimed beside audited epsilon
+    # at full noise and at a tenth of it
+    from dponline.registry import learners
+
+    expected = [(n, c.label) for n, e in learners().items() if e.private for c in e.test_cases]
+    assert [(r["learner"], r["case"]) for r in data["learners"]] == expected
+    for r in data["learners"]:
+        assert r["claimed_epsilon"] == pytest.approx(1.0, rel=1e-6)  # tight: exactly as asked
+        assert r["trials"] == 1000
+        assert r["epsilon_lower"] >= 0 and r["epsilon_lower_tenth_noise"] >= 0
+        assert not r["refuted"]  # each: chance <= 1e-3
+
+
+def test_audit_command_text_lists_learners(capsys):
+    assert main(["audit", "--T", "2", "--trials", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "eps lower (noise x0.1)" in out
+    assert "dp-glm-bandit" in out and "dp-frank-wolfe" in out

@@ -15,8 +15,12 @@ public handle through which an audit multiplies its calibrated noise (a tenth of
 be caught). :func:`checked_budget` and :func:`checked_count` are the argument checks every
 learner shares.
 
-The runner, the audit and the reports only use this interface; a learner module declares its
-registry entry (:mod:`dponline.registry`) and the common battery of tests covers it.
+The runner, the audit and the reports only use this interface. A new learner needs no code
+elsewhere: its module, in one of the learner packages (``online``, ``bandits``, ``stochastic``),
+declares its entry at its bottom with :func:`dponline.registry.register_learner` (factory,
+feedback kind, action space, test cases), and ``dponline list``, experiment specs (which pair
+learners and environments by feedback kind and action space), the learner battery
+(:mod:`dponline.checks`, ``tests/test_learner_battery.py``) and ``dponline audit`` pick it up.
 """
 
 from __future__ import annotations

@@ -17,8 +17,9 @@ from dponline.environments import (
     stock_losses,
     switching_best_losses,
 )
+from dponline.environments.catalogue import ENVIRONMENTS, build_environment
 from dponline.experiments.checkpoints import load_state, save_state
-from dponline.registry import ENVIRONMENTS, build_environment
+from dponline.protocol import FeedbackKind
 
 
 def test_experts_regret_by_hand():
@@ -126,27 +127,27 @@ def test_linear_losses_best_fixed_decision_by_brute_force():
         LinearLossEnvironment(L, "simplex")
 
 
-def _action(env: Environment, setting: str, t: int, replicas: int = 2) -> np.ndarray:
-    """A valid decision for each replica in round t of an environment of ``setting``."""
-    if setting == "experts":
+def _action(env: Environment, space: str, t: int, replicas: int = 2) -> np.ndarray:
+    """A valid decision for each replica in round t of an environment accepting ``space``."""
+    if space == "simplex":
         return np.full((replicas, env.dim), 1.0 / env.dim)
-    if setting in ("online linear optimisation", "bandit linear optimisation"):
+    if space in ("ball", "cube", "barrier set"):
         return np.full((replicas, env.dim), 0.1 * (-1) ** t)  # inside the unit ball and cube
-    if setting == "stochastic optimisation":
+    if space == "l_p ball":
         return np.full((replicas, env.dim), 0.01 * t)
-    if setting in ("bandit", "contextual bandit"):
-        arms = env.arms if setting == "contextual bandit" else env.dim
+    if space in ("arms", "contextual arms"):
+        arms = env.arms if space == "contextual arms" else env.dim
         return (np.arange(replicas) + t) % arms
-    raise AssertionError(f"no test action for setting {setting!r}: add one")
+    raise AssertionError(f"no test action for action space {space!r}: add one")
 
 
-def _play(env: Environment, setting: str, rounds: range) -> list[np.ndarray]:
+def _play(env: Environment, space: str, rounds: range) -> list[np.ndarray]:
     """Everything the environment reveals: contexts, feedback fields and losses."""
     seen = []
     for t in rounds:
         if env.reveals_context:
             seen.append(np.array(env.context(t)))
-        feedback, loss = env.round(t, _action(env, setting, t))
+        feedback, loss = env.round(t, _action(env, space, t))
         seen.append(np.asarray(loss))
         seen += [np.asarray(getattr(feedback, f.name)) for f in dataclasses.fields(feedback)[:-1]]
     return seen
@@ -156,19 +157,21 @@ def _play(env: Environment, setting: str, rounds: range) -> list[np.ndarray]:
 def test_every_registry_environment_follows_the_protocol(name, tmp_path):
     """An Environment whose state, saved after 5 rounds (through a checkpoint file) and loaded
     into a freshly built copy, reveals exactly what the original reveals in rounds 6-12."""
-    setting = ENVIRONMENTS[name].setting
+    entry = ENVIRONMENTS[name]
+    space = entry.action_space_for({})
     env = build_environment(name, 12, np.random.default_rng(3))
     assert isinstance(env, Environment)
     assert env.horizon == 12
-    assert env.reveals_context is (setting == "contextual bandit")
+    assert env.feedback_kind is entry.feedback_kind
+    assert env.reveals_context is (entry.feedback_kind is FeedbackKind.CONTEXTUAL_BANDIT)
     assert callable(getattr(env, "context", None)) is env.reveals_context
-    _play(env, setting, range(5))
+    _play(env, space, range(5))
     save_state(tmp_path / "env.ckpt.npz", env.state_dict(), task="t")
-    expected = _play(env, setting, range(5, 12))
+    expected = _play(env, space, range(5, 12))
 
     fresh = build_environment(name, 12, np.random.default_rng(3))
     fresh.load_state_dict(load_state(tmp_path / "env.ckpt.npz", task="t"))
-    got = _play(fresh, setting, range(5, 12))
+    got = _play(fresh, space, range(5, 12))
     for i, (a, b) in enumerate(zip(expected, got, strict=True)):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), f"{name}: value {i}"
 

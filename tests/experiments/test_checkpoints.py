@@ -16,6 +16,7 @@ import pytest
 
 import dponline
 from dponline.environments import Environment
+from dponline.environments.catalogue import ENVIRONMENTS, build_environment
 from dponline.experiments import checkpoints
 from dponline.experiments.checkpoints import (
     load_frame,
@@ -26,7 +27,7 @@ from dponline.experiments.checkpoints import (
 from dponline.experiments.runner import COLUMNS, make_tasks, run_task
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.protocol import ContextFeedback
-from dponline.registry import ENVIRONMENTS, LEARNERS, build_environment, build_learner
+from dponline.registry import LEARNERS, build_learner
 
 TASK = "task0003-0123456789abcdef"
 
@@ -124,8 +125,14 @@ def test_values_without_a_safe_encoding_are_type_errors(tmp_path, value, what):
     assert not list(tmp_path.iterdir())  # nothing written, not even a temporary file
 
 
-def _first_environment(setting: str) -> str:
-    return next(name for name, e in ENVIRONMENTS.items() if e.setting == setting)
+def _first_environment(learner: str) -> str:
+    """The first catalogue environment (default options) that fits the learner."""
+    entry = LEARNERS[learner]
+    return next(
+        name
+        for name, e in ENVIRONMENTS.items()
+        if entry.runs_in(e.feedback_kind, e.action_space_for({}))
+    )
 
 
 def _build(learner: str, env_name: str, env_seed: int, learner_seed: int):
@@ -155,9 +162,9 @@ def _play(env, agent, rounds: range) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("learner", sorted(LEARNERS))
 def test_learner_state_through_a_checkpoint_file_continues_bit_for_bit(tmp_path, learner):
-    """Every registry learner on the first environment of its setting: 17 rounds, checkpoint to
+    """Every registry learner on the first environment that fits it: 17 rounds, checkpoint to
     a file, load into a learner built with another seed, 23 more rounds = an uninterrupted run."""
-    env_name = _first_environment(LEARNERS[learner].environments[0])
+    env_name = _first_environment(learner)
     env, agent = _build(learner, env_name, env_seed=1, learner_seed=2)
     reference = _play(env, agent, range(40))
 

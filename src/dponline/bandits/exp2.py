@@ -33,10 +33,18 @@ import numpy as np
 from dponline.bandits.private_reduction import PrivateBandit, value_range
 from dponline.privacy.bounds import Box, InputBounds
 from dponline.privacy.budget import PrivacyBudget
-from dponline.protocol import checked_count
+from dponline.protocol import FeedbackKind, checked_count
+from dponline.registry import (
+    AuditCase,
+    LearnerEntry,
+    LearnerTestCase,
+    budget_from_options,
+    non_private,
+    register_learner,
+)
 from dponline.rng import RngLike, generator_from_state, generator_state
 
-__all__ = ["DPEXP2", "EXP2", "exp2_parameters", "exp2_regret_bound"]
+__all__ = ["DPEXP2", "EXP2", "exp2_parameters", "exp2_regret_bound", "same_arm"]
 
 
 def exp2_parameters(n_arms: int, horizon: int, laplace_scale: float) -> tuple[float, float]:
@@ -284,3 +292,84 @@ class DPEXP2(PrivateBandit):
     def probabilities(self) -> np.ndarray:
         """p_t = (1 - gamma) q_t + gamma mu, shape (replicas, K)."""
         return self.algorithm.probabilities()  # type: ignore[attr-defined, no-any-return]
+
+
+# --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
+
+
+def _dp_exp2(env: Any, **kw: Any) -> DPEXP2:
+    """DP-EXP2 over ``env``'s arms and horizon (Theorem 4.1's parameters by default)."""
+    return DPEXP2(env.dim, env.horizon, budget=budget_from_options(kw, 0.0), **kw)
+
+
+def same_arm(outputs: np.ndarray) -> np.ndarray:
+    """1 where round 2 repeats round 1's arm, outputs (n, 2): the event that round 1's loss
+    decides (a low loss keeps the arm, a high one moves away from it)."""
+    return (outputs[:, 0] == outputs[:, 1]).astype(float)
+
+
+_EXP2_SETTING = "multi-armed bandit"
+
+register_learner(
+    LearnerEntry(
+        "dp-exp2",
+        _dp_exp2,
+        paper="Agarwal & Singh (2017), Algorithm 4 (noisy-loss reduction) around "
+        "Algorithm 5 (EXP2 with uniform exploration), parameters of Theorem 4.1",
+        setting=_EXP2_SETTING,
+        guarantee=(
+            "event-level epsilon-DP (Laplace on each observed loss, Lemma 4.2) over loss "
+            "sequences differing in one round, for losses in [0, 1]"
+        ),
+        calibrations=("paper", "tight"),
+        private=True,
+        feedback_kind=FeedbackKind.BANDIT,
+        action_space="arms",
+        test_cases=(
+            LearnerTestCase(
+                "stock_bandit",
+                environment_options={"dataset": "djia"},
+                audit=AuditCase(
+                    # two rounds, two arms: round 1's losses are 0 or 1 for both arms, round
+                    # 2's 1/2; a large step so that one loss visibly moves the next arm
+                    horizon=2,
+                    values=(0.0, 1.0),
+                    rest=0.5,
+                    coordinates="all",
+                    environment="bernoulli_bandit",
+                    environment_options={"n_arms": 2},
+                    learner_options={"eta": 3.0, "gamma": 0.2},
+                    statistic=same_arm,
+                    trials=60_000,
+                    pilot_trials=15_000,
+                    seed=4,
+                ),
+            ),
+        ),
+        options={
+            "eta": "learning rate (default: Theorem 4.1)",
+            "gamma": "exploration (default: Theorem 4.1)",
+        },
+    )
+)
+
+register_learner(
+    LearnerEntry(
+        "exp2",
+        non_private(_dp_exp2),
+        paper="EXP2 with uniform exploration (Bubeck et al. 2012); the non-private "
+        "counterpart of dp-exp2",
+        setting=_EXP2_SETTING,
+        guarantee="none (non-private reference)",
+        calibrations=(),
+        private=False,
+        feedback_kind=FeedbackKind.BANDIT,
+        action_space="arms",
+        test_cases=(
+            LearnerTestCase(
+                "stock_bandit", environment_options={"dataset": "djia"}, randomised=True
+            ),
+        ),
+        options={"eta": "learning rate", "gamma": "exploration"},
+    )
+)

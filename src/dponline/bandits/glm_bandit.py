@@ -44,6 +44,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dponline.privacy.bounds import check_finite
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee, PrivacyNotion
 from dponline.protocol import (
@@ -54,6 +55,14 @@ from dponline.protocol import (
     RewardFeedback,
     checked_budget,
     checked_count,
+)
+from dponline.registry import (
+    AuditCase,
+    LearnerEntry,
+    LearnerTestCase,
+    budget_from_options,
+    non_private,
+    register_learner,
 )
 from dponline.rng import RngLike, as_generator
 from dponline.stochastic.glm_losses import GLMLoss
@@ -205,6 +214,11 @@ class DPGLMBandit(NoiseHandle):
 
     # --- Algorithm 3 --------------------------------------------------------------------------
 
+    def estimates(self) -> np.ndarray:
+        """Every arm's current estimator theta_{t, i}, shape (replicas, arms, dim): what the
+        proof of Theorem 4.6 releases (every other user's action is post-processing of it)."""
+        return np.stack([e.theta for e in self.estimators], axis=1)
+
     @property
     def in_warmup(self) -> bool:
         return self.t < self.arms * self.warmup
@@ -231,8 +245,7 @@ class DPGLMBandit(NoiseHandle):
             raise ValueError(
                 f"a context has shape ({self.dim},) or ({self.replicas}, {self.dim}), got {x.shape}"
             )
-        if not np.all(np.isfinite(x)):
-            raise ValueError("contexts must be finite")
+        check_finite(x, "context")  # names the offending value
         norm = float(np.abs(x).max())
         if norm > self.x_bound:
             if not self.clip:
@@ -281,13 +294,15 @@ class DPGLMBandit(NoiseHandle):
         }
 
     def state_dict(self) -> dict[str, Any]:
-        if self._context is not None:
-            raise ValueError("save between rounds, not after a context was revealed")
+        """Everything needed to resume, between rounds or within one (the revealed context and
+        the chosen actions included)."""
         return {
             "config": self._config(),
             "t": self.t,
             "forced": self.forced.copy(),
             "estimators": [e.state_dict() for e in self.estimators],
+            "context": None if self._context is None else self._context.copy(),
+            "action": None if self._action is None else self._action.copy(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -297,4 +312,97 @@ class DPGLMBandit(NoiseHandle):
             est.load_state_dict(s)
         self.t = int(state["t"])
         self.forced = np.array(state["forced"], dtype=float)
-        self._context, self._action = None, None
+        context, action = state.get("context"), state.get("action")
+        self._context = None if context is None else np.array(context, dtype=float)
+        self._action = None if action is None else np.array(action, dtype=np.int64)
+
+
+# --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
+
+
+def _dp_glm_bandit(env: Any, **kw: Any) -> DPGLMBandit:
+    """Algorithm 3 with the environment's dimension, arms, horizon, reward range, link,
+    (synthetic) h_sub and parameter radius, each overridable by an option."""
+    budget = budget_from_options(kw, 1.0 / env.horizon)
+    kw.setdefault("link", getattr(env, "link", "logistic"))
+    kw.setdefault("h_sub", getattr(env, "h_sub", 0.05))
+    kw.setdefault("radius", getattr(env, "radius", 1.0))
+    kw.setdefault("reward_range", env.reward_range)
+    return DPGLMBandit(env.dim, env.arms, env.horizon, budget=budget, **kw)
+
+
+_GLM_SETTING = "contextual generalized linear bandit (linear or logistic link)"
+
+register_learner(
+    LearnerEntry(
+        "dp-glm-bandit",
+        _dp_glm_bandit,
+        paper="Han et al., Algorithm 3 (forced sampling, pre-selection, greedy choice, "
+        "synthetic updates, Algorithm 2 per arm), Theorem 4.6",
+        setting=_GLM_SETTING,
+        guarantee=(
+            "(epsilon, delta)-joint DP (default delta = 1/T) over user streams differing "
+            "in one user's context and rewards, for ||x||_inf <= 1 and rewards in the "
+            "environment's range"
+        ),
+        calibrations=("paper", "tight"),
+        private=True,
+        feedback_kind=FeedbackKind.CONTEXTUAL_BANDIT,
+        action_space="contextual arms",
+        test_cases=(
+            LearnerTestCase(
+                "glm_bandit",
+                environment_options={"dim": 4, "link": "linear", "noise": 0.0},
+                release=DPGLMBandit.estimates,
+                audit=AuditCase(
+                    # 3 arms, t_0 = 1, linear link, rewards in [-100, 100]: user 4 (the first
+                    # after the warm-up) has reward +100 or -100 whichever arm it gets, a
+                    # sample change of 400 against the proven 2 (beta D + L) = 406
+                    horizon=6,
+                    values=(100.0, -100.0),
+                    changed_round=3,
+                    environment_options={"dim": 3, "link": "linear"},
+                    learner_options={
+                        "warmup": 1,
+                        "h_sub": 1.0,
+                        "link": "linear",
+                        "reward_range": (-100.0, 100.0),
+                        "delta": 1e-5,
+                    },
+                    trials=60_000,
+                    pilot_trials=20_000,
+                    seed=6,
+                ),
+            ),
+        ),
+        options={
+            "warmup": "t_0 per arm (default log(dT) log(T) / epsilon^2)",
+            "h_sub": "pre-selection gap (default: the environment's)",
+            "link": "linear | logistic (default: the environment's)",
+        },
+    )
+)
+
+register_learner(
+    LearnerEntry(
+        "glm-bandit",
+        non_private(_dp_glm_bandit),
+        paper="Han et al., Algorithm 3 without noise (the forced-sampling greedy GLM bandit "
+        "of Bastani & Bayati 2020 with Frank-Wolfe estimators); the non-private "
+        "counterpart of dp-glm-bandit",
+        setting=_GLM_SETTING,
+        guarantee="none (non-private reference)",
+        calibrations=(),
+        private=False,
+        feedback_kind=FeedbackKind.CONTEXTUAL_BANDIT,
+        action_space="contextual arms",
+        test_cases=(
+            LearnerTestCase(
+                "glm_bandit",
+                environment_options={"dim": 4, "link": "linear", "noise": 0.0},
+                release=DPGLMBandit.estimates,
+            ),
+        ),
+        options={"warmup": "t_0 per arm", "h_sub": "pre-selection gap"},
+    )
+)

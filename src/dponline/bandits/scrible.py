@@ -33,7 +33,15 @@ from dponline.bandits.private_reduction import PrivateBandit
 from dponline.domains.barriers import SelfConcordantBarrier
 from dponline.privacy.bounds import InputBounds, NormBall
 from dponline.privacy.budget import PrivacyBudget
-from dponline.protocol import checked_count
+from dponline.protocol import FeedbackKind, checked_count
+from dponline.registry import (
+    AuditCase,
+    LearnerEntry,
+    LearnerTestCase,
+    budget_from_options,
+    non_private,
+    register_learner,
+)
 from dponline.rng import RngLike, generator_from_state, generator_state
 
 __all__ = ["DPSCRiBLe", "SCRiBLe", "scrible_regret_bound"]
@@ -212,3 +220,71 @@ class DPSCRiBLe(PrivateBandit):
     @property
     def eta(self) -> float:
         return self.algorithm.eta  # type: ignore[attr-defined, no-any-return]
+
+
+# --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
+
+
+def _dp_scrible(env: Any, **kw: Any) -> DPSCRiBLe:
+    """DP-SCRiBLe over ``env``'s decision set (its barrier) and horizon."""
+    return DPSCRiBLe(env.barrier, env.horizon, budget=budget_from_options(kw, 0.0), **kw)
+
+
+_SCRIBLE_SETTING = "bandit linear optimisation over a set with a self-concordant barrier"
+
+register_learner(
+    LearnerEntry(
+        "dp-scrible",
+        _dp_scrible,
+        paper="Agarwal & Singh (2017), Algorithm 4 around SCRiBLe (Abernethy, Hazan & "
+        "Rakhlin 2012), Theorem 4.5",
+        setting=_SCRIBLE_SETTING,
+        guarantee=(
+            "event-level epsilon-DP (Laplace on the observed loss value, Lemma 4.2) over "
+            "loss sequences differing in one round, for losses in the unit l2 ball"
+        ),
+        calibrations=("paper", "tight"),
+        private=True,
+        feedback_kind=FeedbackKind.BANDIT,
+        action_space="barrier set",
+        test_cases=(
+            LearnerTestCase(
+                "bandit_linear",
+                environment_options={"dim": 3, "domain": "box"},
+                audit=AuditCase(
+                    # two rounds on [-1, 1] (N = 1): round 1's loss -1 or +1 (across the unit
+                    # ball), a large step so that it moves the second point played
+                    horizon=2,
+                    values=(-1.0, 1.0),
+                    environment_options={"dim": 1},
+                    learner_options={"eta": 3.0},
+                    trials=60_000,
+                    pilot_trials=15_000,
+                    seed=6,
+                ),
+            ),
+        ),
+        options={"eta": "step (default: Theorem 4.5)"},
+    )
+)
+
+register_learner(
+    LearnerEntry(
+        "scrible",
+        non_private(_dp_scrible),
+        paper="SCRiBLe (Abernethy, Hazan & Rakhlin 2012); the non-private counterpart of "
+        "dp-scrible",
+        setting=_SCRIBLE_SETTING,
+        guarantee="none (non-private reference)",
+        calibrations=(),
+        private=False,
+        feedback_kind=FeedbackKind.BANDIT,
+        action_space="barrier set",
+        test_cases=(
+            LearnerTestCase(
+                "bandit_linear", environment_options={"dim": 3, "domain": "ball"}, randomised=True
+            ),
+        ),
+        options={"eta": "step (default: Theorem 4.5 at lambda = 0)"},
+    )
+)

@@ -10,7 +10,7 @@ from dponline.environments.experts import (
     stochastic_losses,
     switching_best_losses,
 )
-from dponline.environments.linear import LinearLossEnvironment
+from dponline.environments.linear import LinearLossEnvironment, drifting_losses
 from dponline.environments.real import stock_losses
 from dponline.environments.streams import LinearRegressionStream
 
@@ -24,6 +24,7 @@ __all__ = [
     "StochasticBandit",
     "SyntheticGLMBandit",
     "alternating_losses",
+    "drifting_losses",
     "stochastic_losses",
     "stock_losses",
     "switching_best_losses",

@@ -14,7 +14,7 @@ import numpy as np
 from dponline.environments.oblivious import ObliviousLosses
 from dponline.protocol import FeedbackKind, LossVectorFeedback
 
-__all__ = ["LinearLossEnvironment"]
+__all__ = ["LinearLossEnvironment", "drifting_losses"]
 
 
 @dataclass
@@ -41,3 +41,18 @@ class LinearLossEnvironment(ObliviousLosses):
     def round(self, t: int, action: np.ndarray) -> tuple[LossVectorFeedback, np.ndarray]:
         loss = self.losses[t]
         return LossVectorFeedback(loss), np.asarray(action) @ loss
+
+
+def drifting_losses(
+    horizon: int, dim: int, domain: str, drift: float, rng: np.random.Generator
+) -> np.ndarray:
+    """Gaussian vectors around a fixed drift, rescaled into the unit l2 (``domain="ball"``) or
+    l1 (``"cube"``) ball, so that they meet the loss sets of Agarwal & Singh (2017) Corollary
+    3.2 that DP-FTRL and DP-FTPL declare (and the unit l2 ball of DP-SCRiBLe, Theorem 4.5)."""
+    if domain not in ("ball", "cube"):
+        raise ValueError(f"domain must be 'ball' or 'cube', got {domain!r}")
+    direction = np.ones(dim) / np.sqrt(dim)
+    raw = drift * direction + rng.normal(size=(horizon, dim)) / np.sqrt(dim)
+    p = 2 if domain == "ball" else 1
+    norms = np.linalg.norm(raw, ord=p, axis=1, keepdims=True)
+    return raw / np.maximum(norms * (1.0 + 1e-12), 1.0)  # strictly inside despite rounding

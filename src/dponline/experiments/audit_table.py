@@ -1,5 +1,6 @@
-"""``dponline audit``: audit every continual-counting mechanism at its claim, correctly
-calibrated and with a tenth of its noise (which the audit must catch)."""
+"""``dponline audit``: audit every continual-counting mechanism and every registered private
+learner at its claim, correctly calibrated and with a tenth of its noise (which the audit must
+catch)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import numpy as np
 
 from dponline.continual import make_counter
 from dponline.continual.registry import MECHANISMS
+from dponline.experiments.learner_audit import audit_learner
 from dponline.privacy.audit import audit, counter_sampler
 from dponline.privacy.bounds import Box
 from dponline.privacy.budget import PrivacyBudget
+from dponline.registry import learners
 
-__all__ = ["audit_table"]
+__all__ = ["audit_table", "learner_audit_table"]
 
 
 def audit_table(
@@ -67,4 +70,45 @@ def audit_table(
                         "counts": list(res.counts),
                     }
                 )
+    return rows
+
+
+def learner_audit_table(
+    *,
+    trials: int | None = None,
+    seed: int | None = None,
+    alpha: float = 1e-3,
+    calibration: str = "tight",
+) -> list[dict[str, Any]]:
+    """One row per private learner's test case (:mod:`dponline.registry`): the claimed epsilon
+    (epsilon = 1 requested, in ``calibration``) beside the audit's lower bound with the full
+    calibrated noise and with a tenth of it (:func:`~dponline.experiments.learner_audit.
+    audit_learner`). ``trials`` per input and ``seed`` default to each case's own."""
+    rows = []
+    for name, entry in learners().items():
+        if not entry.private:
+            continue
+        for case in entry.test_cases:
+            kw: dict[str, Any] = dict(
+                calibration=calibration, trials=trials, alpha=alpha, seed=seed
+            )
+            full = audit_learner(entry, case, noise_fraction=1.0, **kw)
+            tenth = audit_learner(entry, case, noise_fraction=0.1, **kw)
+            rows.append(
+                {
+                    "learner": name,
+                    "case": case.label,
+                    "calibration": calibration,
+                    "claimed_epsilon": full.claimed_epsilon,
+                    "delta": full.delta,
+                    "epsilon_lower": full.epsilon_lower,
+                    "refuted": full.refuted,
+                    "verdict": "REFUTED" if full.refuted else "not refuted",
+                    "epsilon_lower_tenth_noise": tenth.epsilon_lower,
+                    "refuted_tenth_noise": tenth.refuted,
+                    "verdict_tenth_noise": "REFUTED" if tenth.refuted else "not refuted",
+                    "trials": full.counts[1],
+                    "alpha": alpha,
+                }
+            )
     return rows

@@ -37,7 +37,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dponline import registry
 from dponline.environments.base import Environment
+from dponline.environments.catalogue import build_environment
 from dponline.experiments.checkpoints import (
     CHECKPOINT_SUFFIX,
     RESULT_SUFFIX,
@@ -51,7 +53,6 @@ from dponline.experiments.checkpoints import (
 from dponline.privacy.budget import WeakerGuaranteeError
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.protocol import ContextFeedback
-from dponline.registry import LEARNERS, build_environment, build_learner
 
 __all__ = ["BACKENDS", "Task", "execute_tasks", "make_tasks", "run_sweep", "run_task"]
 
@@ -143,12 +144,13 @@ def make_tasks(
     env_label = environment_label or (
         environment + "".join(f" {k}={v}" for k, v in sorted(env_options.items()))
     )
+    catalogue = registry.learners()
     tasks: list[Task] = []
     for spec in learners:
         name = spec["name"]
-        if name not in LEARNERS:
-            raise ValueError(f"unknown learner {name!r}; expected one of {sorted(LEARNERS)}")
-        entry = LEARNERS[name]
+        if name not in catalogue:
+            raise ValueError(f"unknown learner {name!r}; expected one of {sorted(catalogue)}")
+        entry = catalogue[name]
         options = dict(spec.get("options", {}))
         label = spec.get("label") or (
             name + "".join(f" {k}={v}" for k, v in sorted(options.items()))
@@ -236,7 +238,7 @@ def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: i
         # a paper calibration the spec allows to prove less is reported in the table instead
         warnings.simplefilter("ignore", PrivacyWarning)
         try:
-            learner = build_learner(
+            learner = registry.build_learner(
                 task.learner,
                 env,
                 epsilon=task.epsilon,

@@ -28,12 +28,14 @@ Every error names the field and what was expected.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dponline.environments.catalogue import ENVIRONMENTS
 from dponline.experiments.runner import BACKENDS, Task, make_tasks
-from dponline.registry import ENVIRONMENTS, LEARNERS
+from dponline.registry import learners
 
 __all__ = ["ExperimentSpec", "SpecError", "load_spec"]
 
@@ -59,15 +61,19 @@ class ExperimentSpec:
     allow_weaker_paper: bool = False
 
     def tasks(self) -> list[Task]:
-        """Every learner on every environment whose setting it runs in."""
+        """Every learner on every environment that fits it: the environment gives the feedback
+        the learner observes and accepts the actions it plays
+        (:meth:`~dponline.registry.LearnerEntry.runs_in`)."""
+        catalogue = learners()
         used: set[int] = set()
         tasks: list[Task] = []
         for env in self.environments:
-            setting = ENVIRONMENTS[env["name"]].setting
+            env_entry = ENVIRONMENTS[env["name"]]
+            space = env_entry.action_space_for(env.get("options", {}))
             fitting = [
                 i
                 for i, lr in enumerate(self.learners)
-                if setting in LEARNERS[lr["name"]].environments
+                if catalogue[lr["name"]].runs_in(env_entry.feedback_kind, space)
             ]
             used.update(fitting)
             if not fitting:
@@ -88,10 +94,11 @@ class ExperimentSpec:
                 tasks.append(Task(**{**task.__dict__, "task_index": len(tasks)}))
         for i, lr in enumerate(self.learners):
             if i not in used:
+                entry = catalogue[lr["name"]]
                 raise SpecError(
-                    f"spec field 'learners[{i}]': learner {lr['name']!r} runs in "
-                    f"{list(LEARNERS[lr['name']].environments)} environments, and the spec "
-                    "has none of them"
+                    f"spec field 'learners[{i}]': learner {lr['name']!r} observes "
+                    f"{entry.feedback_kind.value!r} and plays {list(entry.action_spaces)}; the "
+                    "spec has no environment that gives that feedback and accepts those actions"
                 )
         return tasks
 
@@ -114,7 +121,7 @@ def _int(data: dict, name: str, default: int | None, minimum: int = 1) -> int | 
     return int(v)
 
 
-def _entry(raw: Any, name: str, registry: dict) -> dict[str, Any]:
+def _entry(raw: Any, name: str, registry: Mapping[str, Any]) -> dict[str, Any]:
     _expect(isinstance(raw, dict), name, "a table with 'name' (and optional 'options')", raw)
     _expect("name" in raw, f"{name}.name", f"one of {sorted(registry)}", None)
     _expect(raw["name"] in registry, f"{name}.name", f"one of {sorted(registry)}", raw["name"])
@@ -154,6 +161,11 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
         _expect("environment" in data, "environment", "a table naming the environment", None)
         envs = [data["environment"]]
     environments = [_entry(e, f"environments[{i}]", ENVIRONMENTS) for i, e in enumerate(envs)]
+    for i, env in enumerate(environments):
+        try:
+            ENVIRONMENTS[env["name"]].action_space_for(env["options"])
+        except ValueError as exc:
+            raise SpecError(f"spec field 'environments[{i}].options': {exc}") from None
     learners_raw = data.get("learners")
     _expect(
         isinstance(learners_raw, list) and learners_raw,
@@ -161,7 +173,7 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
         "a non-empty array of tables",
         learners_raw,
     )
-    learners = [_entry(x, f"learners[{i}]", LEARNERS) for i, x in enumerate(learners_raw)]
+    chosen = [_entry(x, f"learners[{i}]", learners()) for i, x in enumerate(learners_raw)]
     eps = data.get("epsilons", [1.0])
     _expect(
         isinstance(eps, list)
@@ -187,7 +199,7 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
     return ExperimentSpec(
         name=name,
         environments=environments,
-        learners=learners,
+        learners=chosen,
         epsilons=[float(e) for e in eps],
         calibrations=list(cals),
         seeds=_int(data, "seeds", 10) or 10,

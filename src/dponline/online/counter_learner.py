@@ -74,4 +74,5 @@ class CounterLearner(NoiseHandle, ABC):
         self.counter.load_state_dict(state["counter"])
         self._cumulative = np.array(state["cumulative"], dtype=float)
         self._acted = bool(state["acted"])
+        self.noise_multiplier = float(state["noise_multiplier"])
         self.t = int(state["t"])

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -36,6 +36,14 @@ from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate, paper_log
 from dponline.privacy.noise import GaussianNoise
 from dponline.protocol import FeedbackKind, checked_budget, checked_count
+from dponline.registry import (
+    AuditCase,
+    LearnerEntry,
+    LearnerTestCase,
+    budget_from_options,
+    non_private,
+    register_learner,
+)
 from dponline.rng import RngLike
 
 __all__ = ["DPFTPL", "FTPLCalibrator", "ftpl_sigma_paper", "linear_oracle"]
@@ -197,3 +205,76 @@ class DPFTPL(CounterLearner):
     def _decide(self) -> np.ndarray:
         """x_t = argmin_{x in X} <x, L~_{t-1}>, shape (replicas, dim)."""
         return linear_oracle(self.domain, self._cumulative, self.radius)
+
+
+# --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
+
+
+def _dp_ftpl(env: Any, **kw: Any) -> DPFTPL:
+    """DP-FTPL on ``env``'s dimension, horizon and decision set (the simplex by default)."""
+    return DPFTPL(
+        env.dim,
+        env.horizon,
+        budget=budget_from_options(kw, 1e-6),
+        domain=getattr(env, "domain", "simplex"),
+        radius=getattr(env, "radius", 1.0),
+        **kw,
+    )
+
+
+_FTPL_SETTING = "experts; online linear optimisation over the ball or cube"
+
+register_learner(
+    LearnerEntry(
+        "dp-ftpl",
+        _dp_ftpl,
+        paper="Agarwal & Singh (2017), Algorithm 3 (FTPL with tree aggregation), Theorem 3.5",
+        setting=_FTPL_SETTING,
+        guarantee=(
+            "event-level (epsilon, delta)-DP (Gaussian tree noise, Theorem 3.5 and A.1) over "
+            "loss sequences differing in one round"
+        ),
+        calibrations=("paper", "tight"),
+        private=True,
+        feedback_kind=FeedbackKind.LOSS_VECTOR,
+        action_space=("simplex", "ball", "cube"),
+        test_cases=(
+            LearnerTestCase(
+                "stochastic",
+                environment_options={"n_experts": 3},
+                audit=AuditCase(
+                    # round 1's loss 0 or e_1 over two experts, 8 rounds
+                    horizon=8,
+                    values=(0.0, 1.0),
+                    environment_options={"n_experts": 2},
+                    learner_options={"delta": 1e-5},
+                    trials=40_000,
+                    pilot_trials=10_000,
+                    seed=8,
+                ),
+            ),
+        ),
+        options={"delta": "default 1e-6", "mechanism": "continual counter"},
+    )
+)
+
+register_learner(
+    LearnerEntry(
+        "ftpl",
+        non_private(_dp_ftpl),
+        paper="Follow-the-Perturbed-Leader with Gaussian perturbations (Abernethy et al. "
+        "2014); the non-private counterpart of dp-ftpl (Theorem 3.5's regret term only)",
+        setting=_FTPL_SETTING,
+        guarantee="none (non-private reference)",
+        calibrations=(),
+        private=False,
+        feedback_kind=FeedbackKind.LOSS_VECTOR,
+        action_space=("simplex", "ball", "cube"),
+        test_cases=(
+            LearnerTestCase("stochastic", environment_options={"n_experts": 3}, randomised=True),
+            LearnerTestCase(
+                "linear", environment_options={"dim": 3}, randomised=True, label="ball"
+            ),
+        ),
+    )
+)

@@ -23,17 +23,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.continual import BinaryTreeCounter, ContinualCounter, make_counter
 from dponline.online.counter_learner import CounterLearner
-from dponline.privacy.bounds import Box, InputBounds
+from dponline.privacy.bounds import Box, InputBounds, NormBall
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise
 from dponline.protocol import FeedbackKind, checked_budget, checked_count
+from dponline.registry import (
+    AuditCase,
+    LearnerEntry,
+    LearnerTestCase,
+    budget_from_options,
+    non_private,
+    register_learner,
+)
 from dponline.rng import RngLike
 
 __all__ = ["DPFTRL", "EntropicSimplex", "EuclideanBall", "EuclideanCube", "PolytopeDomain"]
@@ -335,3 +343,102 @@ class PolytopeDomain:
             hi = -linprog(-row, A_ub=self.a, b_ub=self.b, bounds=free).fun
             out.append(hi - lo)
         return np.array(out)
+
+
+# --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
+
+
+def _ftrl_geometry(env: Any) -> dict[str, Any]:
+    """Decision set and loss set of Agarwal & Singh's Corollary 3.2 for an environment: the
+    simplex with losses in [0, 1]^N (experts, the default), the ball with losses in the unit l2
+    ball, the cube with losses in the unit l1 ball (||Y||_1 = 1)."""
+    domain = getattr(env, "domain", "simplex")
+    if domain == "ball":
+        return {"domain": EuclideanBall(env.radius), "loss_bounds": NormBall(1.0, 2, env.dim)}
+    if domain == "cube":
+        return {"domain": EuclideanCube(), "loss_bounds": NormBall(1.0, 1, env.dim)}
+    return {}
+
+
+def _dp_ftrl(env: Any, **kw: Any) -> DPFTRL:
+    """DP-FTRL on ``env``'s dimension, horizon and geometry (Laplace noise by default)."""
+    noise = kw.pop("noise", "laplace")
+    budget = budget_from_options(kw, 0.0 if noise == "laplace" else 1e-6)
+    return DPFTRL(env.dim, env.horizon, budget=budget, noise=noise, **_ftrl_geometry(env), **kw)
+
+
+def _ftrl_audit(noise: str, environment_options: dict[str, Any]) -> AuditCase:
+    """Round 1's loss is 0 or e_1 (moved across the loss set); a large step so that one round
+    visibly moves the decisions (the guarantee holds for any eta)."""
+    return AuditCase(
+        horizon=8,
+        values=(0.0, 1.0),
+        environment_options=environment_options,
+        learner_options={"eta": 1.0, "noise": noise, "delta": 0.0 if noise == "laplace" else 1e-5},
+        trials=40_000,
+        pilot_trials=10_000,
+        seed=3,
+    )
+
+
+_FTRL_SETTING = "experts; online linear optimisation over the ball or cube (full information)"
+
+register_learner(
+    LearnerEntry(
+        "dp-ftrl",
+        _dp_ftrl,
+        paper="Agarwal & Singh (2017), Algorithm 1 with Algorithm 2 (tree aggregation)",
+        setting=_FTRL_SETTING,
+        guarantee=(
+            "event-level epsilon-DP (Laplace, Theorem 3.1) or (epsilon, delta)-DP "
+            "(Gaussian, Theorem A.1) over loss sequences differing in one round, "
+            "for losses in [0, 1]^N (experts), the unit l2 ball (ball) or the unit l1 "
+            "ball (cube)"
+        ),
+        calibrations=("paper", "tight"),
+        private=True,
+        feedback_kind=FeedbackKind.LOSS_VECTOR,
+        action_space=("simplex", "ball", "cube"),
+        test_cases=(
+            LearnerTestCase(
+                "switching_best",
+                environment_options={"n_experts": 4},
+                label="laplace",
+                audit=_ftrl_audit("laplace", {"n_experts": 2}),
+            ),
+            LearnerTestCase(
+                "linear",
+                environment_options={"dim": 3, "domain": "cube"},
+                learner_options={"noise": "gaussian"},
+                label="gaussian, cube",
+                audit=_ftrl_audit("gaussian", {"dim": 2}),
+            ),
+        ),
+        options={
+            "noise": "laplace | gaussian",
+            "delta": "for gaussian (default 1e-6)",
+            "mechanism": "continual counter (default: padded_tree paper, honaker tight)",
+            "eta": "learning rate (default sqrt(log N / T))",
+        },
+    )
+)
+
+register_learner(
+    LearnerEntry(
+        "ftrl",
+        non_private(_dp_ftrl),
+        paper="Follow-the-Regularized-Leader with entropy (Hedge); the non-private "
+        "counterpart of dp-ftrl",
+        setting=_FTRL_SETTING,
+        guarantee="none (non-private reference)",
+        calibrations=(),
+        private=False,
+        feedback_kind=FeedbackKind.LOSS_VECTOR,
+        action_space=("simplex", "ball", "cube"),
+        test_cases=(
+            LearnerTestCase("switching_best", environment_options={"n_experts": 4}),
+            LearnerTestCase("linear", environment_options={"dim": 3}, label="ball"),
+        ),
+        options={"eta": "learning rate (default sqrt(log N / T))"},
+    )
+)

@@ -17,6 +17,10 @@ Any (epsilon, delta)-DP mechanism has P_a(E) <= e^epsilon P_b(E) + delta for eve
 with probability at least 1 - alpha, ``epsilon_lb <= epsilon``: a correct claim is refuted
 (``epsilon_lb > epsilon``) with probability at most ``alpha``. The event is chosen on pilot
 runs that are not reused, so the choice does not bias the final interval.
+
+Samplers: :func:`counter_sampler` runs a continual counter over a stream; :func:`learner_sampler`
+runs any learner (built by a factory, fed by a caller-supplied ``run``) over a whole input
+stream, so this module knows nothing of counters or learners.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ __all__ = [
     "counter_sampler",
     "epsilon_lower_bound",
     "fisher_statistic",
+    "learner_sampler",
 ]
 
 Sampler = Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
@@ -103,21 +108,40 @@ def fisher_statistic(out_a: np.ndarray, out_b: np.ndarray, ridge: float = 1e-6) 
     return stat
 
 
+def _epsilon_lower_bounds(
+    k_a: np.ndarray, n_a: int, k_b: np.ndarray, n_b: int, delta: float, alpha: float
+) -> np.ndarray:
+    """:func:`epsilon_lower_bound` for arrays of counts at once (same values, elementwise)."""
+    k_a, k_b = np.asarray(k_a), np.asarray(k_b)
+    with np.errstate(invalid="ignore"):
+        a_lo = stats.beta.ppf(alpha / 2, k_a, n_a - k_a + 1)
+        b_hi = stats.beta.ppf(1 - alpha / 2, k_b + 1, n_b - k_b)
+    p_a_lo = np.where(k_a == 0, 0.0, a_lo)
+    p_b_hi = np.where(k_b == n_b, 1.0, b_hi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = np.log((p_a_lo - delta) / p_b_hi)
+    return np.where(p_a_lo <= delta, 0.0, np.maximum(0.0, eps))
+
+
 def _best_event(s_a: np.ndarray, s_b: np.ndarray, delta: float, alpha: float):  # type: ignore[no-untyped-def]
-    """Pick (threshold, direction, order) maximising the pilot's epsilon lower bound."""
+    """Pick (threshold, direction, order) maximising the pilot's epsilon lower bound: the
+    first best of thresholds (400 quantiles of the pooled scores) x directions x orders."""
     n = len(s_a)
-    qs = np.quantile(np.concatenate([s_a, s_b]), np.linspace(0.0005, 0.9995, 400))
-    best = (-math.inf, 0.0, 1, False)
-    for tau in np.unique(qs):
-        for sign in (1, -1):
-            ka = int(np.sum(sign * s_a >= sign * tau))
-            kb = int(np.sum(sign * s_b >= sign * tau))
-            for swap in (False, True):
-                k1, k2 = (kb, ka) if swap else (ka, kb)
-                e = epsilon_lower_bound(k1, n, k2, n, delta, alpha)
-                if e > best[0]:
-                    best = (e, float(tau), sign, swap)
-    return best
+    taus = np.unique(np.quantile(np.concatenate([s_a, s_b]), np.linspace(0.0005, 0.9995, 400)))
+    sa, sb = np.sort(s_a), np.sort(s_b)
+    # counts of {statistic >= tau} (sign 1) and {statistic <= tau} (sign -1)
+    counts = {
+        1: (n - np.searchsorted(sa, taus, "left"), n - np.searchsorted(sb, taus, "left")),
+        -1: (np.searchsorted(sa, taus, "right"), np.searchsorted(sb, taus, "right")),
+    }
+    # candidate order as in a loop over tau, then sign (1, -1), then swap (False, True)
+    eps = np.empty((len(taus), 2, 2))
+    for j, sign in enumerate((1, -1)):
+        ka, kb = counts[sign]
+        eps[:, j, 0] = _epsilon_lower_bounds(ka, n, kb, n, delta, alpha)
+        eps[:, j, 1] = _epsilon_lower_bounds(kb, n, ka, n, delta, alpha)
+    i, j, k = np.unravel_index(int(np.argmax(eps)), eps.shape)
+    return float(eps[i, j, k]), float(taus[i]), (1, -1)[j], bool(k)
 
 
 def audit(
@@ -192,6 +216,39 @@ def counter_sampler(
             counter = factory(m, rng)
             releases = [counter.step(x) for x in stream]  # type: ignore[attr-defined]
             outs.append(np.stack(releases, axis=1))
+            done += m
+        return np.concatenate(outs, axis=0)
+
+    return sample
+
+
+def learner_sampler(
+    factory: Callable[[int, np.random.Generator], object],
+    run: Callable[[object, np.ndarray], np.ndarray],
+    batch: int = 5_000,
+) -> Sampler:
+    """A sampler that runs a learner over a whole input stream, everything it releases as output.
+
+    ``factory(replicas, rng)`` builds a fresh learner with ``replicas`` independent replicas
+    (its noise already scaled as the audit wants); ``run(learner, stream)`` feeds it the stream
+    (act, then observe, every round) and returns what it released, shape (replicas, ...). A batch
+    of ``batch`` trials costs one vectorised run; the output has shape (n, ...).
+    """
+    if batch < 1:
+        raise ValueError(f"batch must be a positive integer, got {batch!r}")
+
+    def sample(stream: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        outs = []
+        done = 0
+        while done < n:
+            m = min(batch, n - done)
+            out = np.asarray(run(factory(m, rng), stream), dtype=float)
+            if out.ndim < 1 or out.shape[0] != m:
+                raise ValueError(
+                    f"run() must return the {m} replicas' releases along axis 0, got shape "
+                    f"{out.shape}"
+                )
+            outs.append(out)
             done += m
         return np.concatenate(outs, axis=0)
 

@@ -46,7 +46,16 @@ from dponline.privacy.generalized_gaussian import (
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise, NoiseDistribution
 from dponline.protocol import Feedback, FeedbackKind, NoiseHandle, checked_budget, checked_count
+from dponline.registry import (
+    AuditCase,
+    LearnerEntry,
+    LearnerTestCase,
+    budget_from_options,
+    non_private,
+    register_learner,
+)
 from dponline.rng import RngLike
+from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe
 from dponline.stochastic.samples import checked_sample, squared_loss_constants
 
 __all__ = ["PrivateFrankWolfeCalibrator", "PrivateStreamingFrankWolfe", "han_sigma_plus"]
@@ -278,3 +287,102 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
         self.theta_prev = np.array(state["theta_prev"], dtype=float)
         self._acted = bool(state["acted"])
         self.t = int(state["t"])
+
+
+# --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
+
+
+def _private_fw(env: Any, *, p: float = 1.5, **kw: Any) -> NoiseHandle:
+    """Algorithm 2 (:class:`~dponline.stochastic.noisy_min_frank_wolfe.NoisyMinFrankWolfe`)
+    for p = 1, Algorithm 1 otherwise, with the stream's input bounds (X in the dual norm, Y)
+    unless ``x_bound`` or ``y_bound`` is given."""
+    p = float(p)
+    budget = budget_from_options(kw, 1.0 / env.horizon)
+    kw.setdefault("y_bound", env.y_bound)
+    if p == 1.0:
+        kw.setdefault("x_bound", env.x_bound(np.inf))
+        return NoisyMinFrankWolfe(env.dim, env.horizon, budget=budget, **kw)
+    ball = LpBall(env.dim, p)
+    kw.setdefault("x_bound", env.x_bound(ball.q))
+    return PrivateStreamingFrankWolfe(ball, env.horizon, budget=budget, **kw)
+
+
+AUDIT_LABEL = 100.0
+"""Y of the audits: sample 1's label is +Y in one dataset and -Y in the other (x = e_1), which
+moves the recursive-gradient increment g_1 by 4 Y = 400 against the proven 2 (beta D + L) = 412
+(r = 1, D = 2, X = 1), nearly the worst case of Theorem 3.1's proof (Appendix A.6 for
+Algorithm 2)."""
+
+
+def _fw_audit(p: float) -> AuditCase:
+    return AuditCase(
+        horizon=4,
+        values=(AUDIT_LABEL, -AUDIT_LABEL),
+        environment_options={"dim": 2},
+        learner_options={"p": p, "x_bound": 1.0, "y_bound": AUDIT_LABEL, "delta": 1e-5},
+        trials=40_000,
+        pilot_trials=10_000,
+        seed=2,
+    )
+
+
+_FW_SETTING = "streaming stochastic convex optimisation (squared loss, l_p ball)"
+
+register_learner(
+    LearnerEntry(
+        "dp-frank-wolfe",
+        _private_fw,
+        paper="Han et al., Algorithm 1 (1 < p <= inf, tree with generalized Gaussian noise) "
+        "and Algorithm 2 (p = 1, report-noisy-min)",
+        setting=_FW_SETTING,
+        guarantee=(
+            "(epsilon, delta)-DP (default delta = 1/T) for every released iterate, over "
+            "datasets differing in one sample (continual release)"
+        ),
+        calibrations=("paper", "tight"),
+        private=True,
+        feedback_kind=FeedbackKind.SAMPLE,
+        action_space="l_p ball",
+        test_cases=(
+            LearnerTestCase(
+                "regression_stream",
+                environment_options={"dim": 3},
+                label="p=1.5, Algorithm 1",
+                audit=_fw_audit(1.5),
+            ),
+            LearnerTestCase(
+                "regression_stream",
+                environment_options={"dim": 3},
+                learner_options={"p": 1.0},
+                label="p=1, Algorithm 2",
+                audit=_fw_audit(1.0),
+            ),
+        ),
+        options={"p": "the l_p ball (default 1.5; 1 runs Algorithm 2)", "delta": "1/T"},
+    )
+)
+
+register_learner(
+    LearnerEntry(
+        "frank-wolfe",
+        non_private(_private_fw),
+        paper="Streaming Frank-Wolfe with recursive gradients (Xie et al. 2020); the "
+        "non-private counterpart of dp-frank-wolfe",
+        setting=_FW_SETTING,
+        guarantee="none (non-private reference)",
+        calibrations=(),
+        private=False,
+        feedback_kind=FeedbackKind.SAMPLE,
+        action_space="l_p ball",
+        test_cases=(
+            LearnerTestCase("regression_stream", environment_options={"dim": 3}),
+            LearnerTestCase(
+                "regression_stream",
+                environment_options={"dim": 3},
+                learner_options={"p": 1.0},
+                label="p=1",
+            ),
+        ),
+        options={"p": "the l_p ball (default 1.5)"},
+    )
+)

@@ -1,0 +1,212 @@
+"""Every named environment the runner can build (``[[environments]]`` in a spec), with the
+feedback it gives and the action space it accepts, which is how specs pair it with learners
+(:meth:`dponline.registry.LearnerEntry.runs_in`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dponline.domains.barriers import BallBarrier, BoxBarrier
+from dponline.environments.bandit_linear import BanditLinearEnvironment
+from dponline.environments.bandits import BanditEnvironment, StochasticBandit
+from dponline.environments.base import Environment
+from dponline.environments.contextual import DigitsBandit, SyntheticGLMBandit
+from dponline.environments.experts import (
+    ExpertsEnvironment,
+    alternating_losses,
+    stochastic_losses,
+    switching_best_losses,
+)
+from dponline.environments.linear import LinearLossEnvironment, drifting_losses
+from dponline.environments.real import stock_losses
+from dponline.environments.streams import LinearRegressionStream
+from dponline.protocol import FeedbackKind
+
+__all__ = ["ENVIRONMENTS", "EnvironmentEntry", "build_environment"]
+
+
+@dataclass(frozen=True)
+class EnvironmentEntry:
+    """A named environment: ``build(horizon, rng, **options)``, the feedback it gives and the
+    action space it accepts. An environment offering several action spaces chooses one by an
+    option: ``action_space_option = (option name, default)``, the option's value naming the
+    space (``linear`` with ``domain = "cube"`` accepts points of the cube)."""
+
+    name: str
+    build: Callable[..., Environment]
+    feedback_kind: FeedbackKind
+    action_space: str | tuple[str, ...]
+    description: str
+    action_space_option: tuple[str, str] | None = None
+
+    @property
+    def action_spaces(self) -> tuple[str, ...]:
+        """Every action space the environment can be built for."""
+        a = self.action_space
+        return (a,) if isinstance(a, str) else tuple(a)
+
+    def action_space_for(self, options: Mapping[str, Any]) -> str:
+        """The action space of the environment built with ``options``."""
+        if self.action_space_option is None:
+            return self.action_spaces[0]
+        key, default = self.action_space_option
+        value = options.get(key, default)
+        if value not in self.action_spaces:
+            raise ValueError(
+                f"environment {self.name!r}: option {key!r} must be one of "
+                f"{list(self.action_spaces)}, got {value!r}"
+            )
+        return str(value)
+
+
+def _horizon_cut(losses: np.ndarray, horizon: int | None) -> np.ndarray:
+    if horizon is None:
+        return losses
+    if horizon > len(losses):
+        raise ValueError(f"horizon {horizon} exceeds the {len(losses)} rounds of the data")
+    return losses[:horizon]
+
+
+def _bandit_linear(
+    horizon: int, rng: np.random.Generator, dim: int = 3, domain: str = "ball", drift: float = 0.3
+) -> BanditLinearEnvironment:
+    if domain not in ("ball", "box"):
+        raise ValueError(f"domain must be 'ball' or 'box', got {domain!r}")
+    return BanditLinearEnvironment(
+        drifting_losses(horizon, dim, "ball", drift, rng),
+        BallBarrier(dim) if domain == "ball" else BoxBarrier(dim),
+        name=f"bandit_linear:{domain}",
+    )
+
+
+ENVIRONMENTS: dict[str, EnvironmentEntry] = {
+    e.name: e
+    for e in (
+        EnvironmentEntry(
+            "stocks",
+            lambda horizon, rng, dataset="nyse_o", scale=0.1: ExpertsEnvironment(
+                _horizon_cut(stock_losses(dataset, scale), horizon), name=f"stocks:{dataset}"
+            ),
+            FeedbackKind.LOSS_VECTOR,
+            "simplex",
+            "real data: each stock is an expert; loss from its daily return "
+            "(NYSE (O) or DJIA, shipped with dponline)",
+        ),
+        EnvironmentEntry(
+            "alternating",
+            lambda horizon, rng, n_experts=10: ExpertsEnvironment(
+                alternating_losses(horizon, n_experts), name="alternating"
+            ),
+            FeedbackKind.LOSS_VECTOR,
+            "simplex",
+            "the adversary that defeats Follow-the-Leader",
+        ),
+        EnvironmentEntry(
+            "switching_best",
+            lambda horizon, rng, n_experts=10, switches=4, gap=0.2: ExpertsEnvironment(
+                switching_best_losses(horizon, n_experts, switches, gap, rng), name="switching_best"
+            ),
+            FeedbackKind.LOSS_VECTOR,
+            "simplex",
+            "Bernoulli losses whose best expert changes several times",
+        ),
+        EnvironmentEntry(
+            "stochastic",
+            lambda horizon, rng, n_experts=10, gap=0.1: ExpertsEnvironment(
+                stochastic_losses(horizon, np.r_[0.5 - gap, np.full(n_experts - 1, 0.5)], rng),
+                name="stochastic",
+            ),
+            FeedbackKind.LOSS_VECTOR,
+            "simplex",
+            "i.i.d. Bernoulli losses, one expert better by `gap`",
+        ),
+        EnvironmentEntry(
+            "linear",
+            lambda horizon, rng, dim=5, domain="ball", drift=0.3: LinearLossEnvironment(
+                drifting_losses(horizon, dim, domain, drift, rng),
+                domain=domain,
+                name=f"linear:{domain}",
+            ),
+            FeedbackKind.LOSS_VECTOR,
+            ("ball", "cube"),
+            "random loss vectors with a drift, in the unit l2 (ball) or l1 (cube) ball",
+            action_space_option=("domain", "ball"),
+        ),
+        EnvironmentEntry(
+            "stock_bandit",
+            lambda horizon, rng, dataset="djia", scale=0.1: BanditEnvironment(
+                _horizon_cut(stock_losses(dataset, scale), horizon), name=f"stock_bandit:{dataset}"
+            ),
+            FeedbackKind.BANDIT,
+            "arms",
+            "real data: each stock is an arm",
+        ),
+        EnvironmentEntry(
+            "bandit_linear",
+            _bandit_linear,
+            FeedbackKind.BANDIT,
+            "barrier set",
+            "drifting random losses in the unit l2 ball, decisions in the unit ball or the "
+            "cube [-1, 1]^dim (domain = ball | box), bandit feedback",
+        ),
+        EnvironmentEntry(
+            "regression_stream",
+            lambda horizon, rng, dim=5, noise=0.1: LinearRegressionStream(
+                np.r_[0.5, -0.3, np.zeros(dim - 2)] if dim >= 2 else np.array([0.5]),
+                horizon,
+                noise=noise,
+                rng=rng,
+            ),
+            FeedbackKind.SAMPLE,
+            "l_p ball",
+            "x uniform on [-1, 1]^dim, y = <x, theta*> + uniform noise; regret = cumulative "
+            "excess risk (exact)",
+        ),
+        EnvironmentEntry(
+            "glm_bandit",
+            lambda horizon, rng, dim=10, link="logistic", noise=0.5: SyntheticGLMBandit(
+                dim, horizon or 10_000, link=link, noise=noise, rng=rng
+            ),
+            FeedbackKind.CONTEXTUAL_BANDIT,
+            "contextual arms",
+            "3 sparse GLM arms in R^dim (one never optimal), contexts (1, U[-1, 1]^(dim-1)), "
+            "logistic (Bernoulli) or linear (uniform noise) rewards; meets Assumptions 4.2-4.5",
+        ),
+        EnvironmentEntry(
+            "digits_bandit",
+            lambda horizon, rng: DigitsBandit(horizon or 10_000, rng=rng),
+            FeedbackKind.CONTEXTUAL_BANDIT,
+            "contextual arms",
+            "real data: UCI handwritten digits (shipped), arms = the 10 digits, reward 1 for "
+            "the right one; regret = mistakes",
+        ),
+        EnvironmentEntry(
+            "bernoulli_bandit",
+            lambda horizon, rng, n_arms=10, gap=0.1: StochasticBandit(
+                np.r_[0.5 - gap, np.full(n_arms - 1, 0.5)], horizon, rng
+            ),
+            FeedbackKind.BANDIT,
+            "arms",
+            "Bernoulli arms, one better by `gap`",
+        ),
+    )
+}
+
+
+def build_environment(
+    name: str, horizon: int | None, rng: np.random.Generator, **options: Any
+) -> Environment:
+    """Build the environment ``name`` for ``horizon`` rounds (``None``: all of a real data
+    set) from ``rng`` and its options; unknown names and bad options are ValueErrors."""
+    if name not in ENVIRONMENTS:
+        raise ValueError(f"unknown environment {name!r}; expected one of {sorted(ENVIRONMENTS)}")
+    entry = ENVIRONMENTS[name]
+    entry.action_space_for(options)  # an option naming an action space must name one
+    try:
+        return entry.build(horizon, rng, **options)
+    except TypeError as exc:
+        raise ValueError(f"bad options for environment {name!r}: {exc}") from None

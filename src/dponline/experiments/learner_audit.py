@@ -1,0 +1,223 @@
+"""Empirical privacy audit of any registered learner, from its registry entry alone.
+
+The entry's :class:`~dponline.registry.AuditCase` says how: the learner is built by its factory
+(on an environment that only supplies its dimensions and geometry), two neighbouring input
+streams that differ in one round are made per feedback kind (:func:`neighbouring_streams`), the
+learner is run over each stream (:func:`stream_runner`) with many replicas at once, and
+:func:`dponline.privacy.audit.audit` compares what it released on the two streams
+(:func:`dponline.privacy.audit.learner_sampler`). A correct claim is refuted with probability at
+most ``alpha``; a learner with a tenth of its calibrated noise (:meth:`NoiseHandle.scale_noise`)
+must be caught.
+
+The neighbouring relations are those the learners' guarantees are over (DESIGN.md, "Privacy
+semantics"): loss sequences differing in one round (Agarwal & Singh 2017, Definition 2.1),
+datasets differing in one sample (Han et al., Section 2.2) and user streams differing in one
+user (Han et al., Definition 4.1; the output is what the joint-DP proof releases, the entry's
+``release``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dponline.environments.catalogue import ENVIRONMENTS, build_environment
+from dponline.privacy.audit import AuditResult, audit, learner_sampler
+from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
+from dponline.protocol import (
+    BanditFeedback,
+    ContextFeedback,
+    FeedbackKind,
+    LossVectorFeedback,
+    RewardFeedback,
+    SampleFeedback,
+)
+from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase
+
+__all__ = [
+    "audit_environment",
+    "audit_factory",
+    "audit_learner",
+    "neighbouring_streams",
+    "stream_runner",
+]
+
+
+def _audit_of(entry: LearnerEntry, case: LearnerTestCase) -> AuditCase:
+    if case.audit is None:
+        raise ValueError(f"learner {entry.name!r} (case {case.label!r}) has no AuditCase")
+    return case.audit
+
+
+def audit_environment(entry: LearnerEntry, case: LearnerTestCase) -> Any:
+    """The environment the audited learner is built for (its dimensions and geometry): the
+    audit's environment with its options, or the test case's with the audit's options merged
+    over the case's, for the audit's horizon."""
+    spec = _audit_of(entry, case)
+    if spec.environment is None:
+        name, options = case.environment, {**case.environment_options, **spec.environment_options}
+    else:
+        name, options = spec.environment, dict(spec.environment_options)
+    env_entry = ENVIRONMENTS[name] if name in ENVIRONMENTS else None
+    if env_entry is not None and env_entry.feedback_kind is not entry.feedback_kind:
+        raise ValueError(
+            f"learner {entry.name!r} observes {entry.feedback_kind.value!r}, its audit "
+            f"environment {name!r} gives {env_entry.feedback_kind.value!r}"
+        )
+    return build_environment(name, spec.horizon, np.random.default_rng(0), **options)
+
+
+def neighbouring_streams(
+    kind: FeedbackKind, spec: AuditCase, dim: int, arms: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Streams A and B of ``spec.horizon`` rows that differ in row ``spec.changed_round`` only
+    (the layouts of :class:`~dponline.registry.AuditCase`):
+
+    * ``LOSS_VECTOR``, ``BANDIT``: loss vectors (T, dim), ``value * e_1`` or ``value * 1``;
+    * ``SAMPLE``: rows (x, y) = (e_1, value), shape (T, dim + 1);
+    * ``CONTEXTUAL_BANDIT``: rows (x, reward of each arm) = (e_1, value * 1), (T, dim + arms).
+    """
+    horizon, i = spec.horizon, spec.changed_round
+    e1 = np.zeros(dim)
+    e1[0] = 1.0
+    if kind in (FeedbackKind.LOSS_VECTOR, FeedbackKind.BANDIT):
+        direction = e1 if spec.coordinates == "first" else np.ones(dim)
+        a = np.tile(spec.rest * direction, (horizon, 1))
+        b = a.copy()
+        a[i], b[i] = spec.values[0] * direction, spec.values[1] * direction
+    elif kind is FeedbackKind.SAMPLE:
+        a = np.tile(np.r_[e1, spec.rest], (horizon, 1))
+        b = a.copy()
+        a[i, dim], b[i, dim] = spec.values
+    elif kind is FeedbackKind.CONTEXTUAL_BANDIT:
+        if arms is None:
+            raise ValueError("a contextual bandit's streams need the number of arms")
+        a = np.tile(np.r_[e1, np.full(arms, spec.rest)], (horizon, 1))
+        b = a.copy()
+        a[i, dim:], b[i, dim:] = spec.values[0], spec.values[1]
+    else:
+        raise ValueError(
+            f"no generic neighbouring streams for feedback {kind.value!r}; expected one of "
+            f"{[k.name for k in FeedbackKind if k is not FeedbackKind.LOSS_FUNCTION]}"
+        )
+    return a, b
+
+
+def stream_runner(
+    kind: FeedbackKind, dim: int, release: Callable[[Any], np.ndarray] | None = None
+) -> Callable[[Any, np.ndarray], np.ndarray]:
+    """``run(learner, stream)``: every round, act and observe the stream's row (a bandit value
+    is the row's entry at the arm played, or its inner product with the point played); returns
+    what the learner released each round, shape (replicas, T, ...): the action it played, or
+    ``release(learner)`` after the round's feedback."""
+
+    def run(learner: Any, stream: np.ndarray) -> np.ndarray:
+        out = []
+        for row in np.asarray(stream, dtype=float):
+            if kind is FeedbackKind.CONTEXTUAL_BANDIT:
+                learner.observe(ContextFeedback(row[:dim]))
+                action = np.array(learner.act(), copy=True)
+                learner.observe(RewardFeedback(row[dim:][action]))
+            else:
+                action = np.array(learner.act(), copy=True)
+                if kind is FeedbackKind.LOSS_VECTOR:
+                    learner.observe(LossVectorFeedback(row))
+                elif kind is FeedbackKind.BANDIT:
+                    arms = np.issubdtype(action.dtype, np.integer)
+                    value = row[action] if arms else action @ row
+                    learner.observe(BanditFeedback(value))
+                elif kind is FeedbackKind.SAMPLE:
+                    learner.observe(SampleFeedback(row[:dim], row[dim]))
+                else:
+                    raise ValueError(f"no generic stream runner for feedback {kind.value!r}")
+            out.append(np.asarray(release(learner) if release is not None else action))
+        return np.stack(out, axis=1).astype(float)
+
+    return run
+
+
+def audit_factory(
+    entry: LearnerEntry,
+    case: LearnerTestCase,
+    env: Any,
+    *,
+    calibration: str = "tight",
+    noise_fraction: float = 1.0,
+) -> Callable[[int, np.random.Generator], Any]:
+    """``factory(replicas, rng)``: the audited learner with the case's and the audit's options,
+    its noise scaled by ``noise_fraction`` (through its public handle) before the first round."""
+    spec = _audit_of(entry, case)
+    options = {**case.learner_options, **spec.learner_options}
+
+    def build(replicas: int, rng: np.random.Generator) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyWarning)
+            learner = entry.factory(
+                env,
+                epsilon=case.epsilon,
+                calibration=calibration,
+                allow_weaker=calibration == "paper",
+                replicas=replicas,
+                rng=rng,
+                **options,
+            )
+        if noise_fraction != 1.0:
+            learner.scale_noise(noise_fraction)
+        return learner
+
+    return build
+
+
+def audit_learner(
+    entry: LearnerEntry,
+    case: LearnerTestCase | None = None,
+    *,
+    calibration: str = "tight",
+    noise_fraction: float = 1.0,
+    trials: int | None = None,
+    pilot_trials: int | None = None,
+    alpha: float = 1e-3,
+    seed: int | None = None,
+) -> AuditResult:
+    """Audit ``entry`` (its ``case``, default the first) against the guarantee it claims with
+    its full calibrated noise, run with ``noise_fraction`` of that noise.
+
+    ``trials`` and ``pilot_trials`` per input default to the audit case's (a ``trials`` given
+    alone takes a quarter as many pilot runs); ``seed`` to the case's. With probability at most
+    ``alpha`` a correct claim is refuted.
+    """
+    if not entry.private:
+        raise ValueError(f"learner {entry.name!r} is non-private: there is no claim to audit")
+    case = entry.test_case if case is None else case
+    spec = _audit_of(entry, case)
+    if trials is None:
+        trials, pilot = spec.trials, spec.pilot_trials
+    else:
+        pilot = max(10, trials // 4)
+    if pilot_trials is not None:
+        pilot = pilot_trials
+    env = audit_environment(entry, case)
+    claim = audit_factory(entry, case, env, calibration=calibration)(1, np.random.default_rng(0))
+    privacy = claim.privacy
+    if not isinstance(privacy, PrivacyGuarantee):
+        raise TypeError(f"learner {entry.name!r} declares no PrivacyGuarantee, got {privacy!r}")
+    dim = int(env.dim)
+    a, b = neighbouring_streams(entry.feedback_kind, spec, dim, getattr(env, "arms", None))
+    sampler = learner_sampler(
+        audit_factory(entry, case, env, calibration=calibration, noise_fraction=noise_fraction),
+        stream_runner(entry.feedback_kind, dim, case.release),
+    )
+    return audit(
+        sampler,
+        a,
+        b,
+        claim=privacy,
+        statistic=spec.statistic,
+        trials=trials,
+        pilot_trials=pilot,
+        alpha=alpha,
+        rng=spec.seed if seed is None else seed,
+    )
