@@ -218,6 +218,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         workers=args.workers,
         seed=args.seed,
         progress=True,
+        backend=args.backend,
+        resume=not args.fresh,
     )
     if args.json:
         print(json.dumps(result, indent=2))
@@ -229,6 +231,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     for note in result["footnotes"]:
         print(f"- {note}")
     print(f"\nPlot: {result['plot']} (data: {result['curves_csv']})")
+    if result["reused_cells"]:
+        print(
+            f"{result['reused_cells']} of {len(result['cells'])} cells were read from "
+            f"{result['checkpoints']} (finished by an earlier run of this version); --fresh "
+            "recomputes them."
+        )
     print(
         f"Wall time {result['wall_seconds']:.1f} s on {result['workers']} worker "
         f"process{'es' if result['workers'] > 1 else ''}; compute by algorithm: "
@@ -439,6 +447,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes (default: the number of cores; 1 with --quick)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of data and noise (default: 0)")
+    p.add_argument(
+        "--backend",
+        choices=["local", "serial", "ray"],
+        default="local",
+        help="where the cells run (default: %(default)s; ray needs dponline[ray])",
+    )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="recompute every cell instead of reusing the cells stored in OUT/checkpoints",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_reproduce)
     return parser

@@ -181,3 +181,25 @@ def test_quick_json_through_the_cli(tmp_path, capsys):
             assert c["scale_chosen_on"] == "validation set"
     assert {c["algorithm"] for c in cells if c["p"] == "inf"} == {"Algorithm 1", "NoisySGD"}
     assert data["config"]["y_bound"] == pytest.approx(1.25) and data["config"]["clip"] is True
+
+
+def test_a_rerun_reuses_the_stored_cells_and_fresh_recomputes(tmp_path, capsys, monkeypatch):
+    args = ["reproduce", "han2024", "--quick", "--json", "--out", str(tmp_path)]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["reused_cells"] == 0
+    stored = sorted((tmp_path / "checkpoints").glob("han2024-*.result.npz"))
+    assert len(stored) == len(first["cells"])  # no pickles: the runner's store
+
+    calls = []
+    original = han2024.run_task
+    monkeypatch.setattr(han2024, "run_task", lambda task: calls.append(task) or original(task))
+    assert main(args) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert calls == [] and again["reused_cells"] == len(first["cells"])
+    for a, b in zip(first["cells"], again["cells"], strict=True):
+        assert a["subopt_runs"] == b["subopt_runs"] and a["proven_epsilon"] == b["proven_epsilon"]
+    assert main([*args, "--fresh"]) == 0
+    fresh = json.loads(capsys.readouterr().out)
+    assert fresh["reused_cells"] == 0 and len(calls) == len(first["cells"])
+    assert [c["subopt_runs"] for c in fresh["cells"]] == [c["subopt_runs"] for c in first["cells"]]

@@ -302,6 +302,7 @@ class CellResult:
     clipped_labels: int
     seconds: float
     curve: np.ndarray | None = None  # Algorithm 1: mean test SubOpt of theta_t, t = 0..T
+    reused: bool = False  # read from the store (finished by an earlier, interrupted run)
 
 
 def _run_algorithm_1(task: Task, data: Split, test: Risk) -> tuple[Any, np.ndarray, np.ndarray]:
@@ -417,6 +418,7 @@ def run_cell(task: Task, checkpoint_dir: str | Path | None = None) -> CellResult
             s["clipped_labels"],
             s["seconds"],
             None if s["curve"] is None else np.asarray(s["curve"], dtype=float),
+            reused=True,
         )
     result = run_task(task)
     if path is not None:
@@ -620,6 +622,9 @@ def reproduce_han2024(
         "plot": None if plot is None else str(plot),
         "curves_csv": None if curves_csv is None else str(curves_csv),
         "workers": n_workers,
+        "backend": backend if n_workers > 1 else "serial",
+        "reused_cells": sum(r.reused for r in ordered),
+        "checkpoints": None if ckpt is None else str(ckpt),
         "wall_seconds": wall,
         "cpu_seconds_by_algorithm": {
             alg: sum(c["seconds"] for c in cells if c["algorithm"] == alg)
