@@ -122,7 +122,8 @@ def _arm_sampler(laplace_factor):
 
     def sample(losses, n, rng):
         lr = DPEXP2(2, 2, budget=PrivacyBudget(1.0), eta=3.0, gamma=0.2, replicas=n, rng=rng)
-        lr.noise = lr.noise.scaled(laplace_factor)
+        if laplace_factor != 1.0:
+            lr.scale_noise(laplace_factor)  # the public handle
         env = BanditEnvironment(losses)
         out = []
         for t in range(2):

@@ -288,8 +288,8 @@ def _audit_sampler(fraction, horizon=5):
 
     def sample(data, m, rng):
         b = _audit_bandit(horizon, m, rng)
-        for est in b.estimators:
-            est._scales = est._scales * fraction
+        if fraction != 1.0:
+            b.scale_noise(fraction)  # the public handle (every arm's Algorithm 2)
         out = []
         for t in range(horizon):
             b.observe(ContextFeedback(data[t, :2]))

@@ -134,7 +134,8 @@ def _sampler(fraction):
             rng=rng,
             loss_bounds=NormBall(1.0, 2, 1),
         )
-        lr.noise = lr.noise.scaled(fraction)
+        if fraction != 1.0:
+            lr.scale_noise(fraction)  # the public handle
         out = []
         for t in range(2):
             y = lr.act()

@@ -103,7 +103,8 @@ def _sampler(fraction, n=4, d=2, calibration="tight"):
             replicas=m,
             rng=rng,
         )
-        lr._scales = lr._scales * fraction
+        if fraction != 1.0:
+            lr.scale_noise(fraction)  # the public handle
         return iterates_on_stream(lr, data)
 
     return sample
