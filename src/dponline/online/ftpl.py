@@ -28,9 +28,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dponline.continual.base import ContinualCounter
+from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.registry import get_mechanism
 from dponline.online.counter_learner import CounterLearner
-from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma, zcdp_rho
+from dponline.privacy.accounting import gaussian_epsilon, zcdp_rho
 from dponline.privacy.bounds import Box, InputBounds, NormBall
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate, paper_log
@@ -77,7 +78,7 @@ class FTPLCalibrator:
     """The Gaussian sigma per node of DP-FTPL on ``mechanism`` (Theorem 3.5).
 
     ``paper``: Theorem 3.5's sigma on the mechanism; ``tight``: max(the theorem's regret term,
-    the least sigma the exact Gaussian accounting proves for the tree's l2 sensitivity). Either
+    the least sigma of the counter's own tight calibration, :class:`CounterCalibrator`). Either
     way the guarantee is what the sigma used proves, accounted as one Gaussian mechanism of l2
     sensitivity (column norm x l2 diameter of the loss set).
     """
@@ -119,12 +120,14 @@ class FTPLCalibrator:
         return self._answer(budget, sigma, "Agarwal & Singh (2017) Thm 3.5 sigma")
 
     def tight(self, budget: PrivacyBudget) -> Calibration:
+        """max(the regret term, the counter's tight Gaussian sigma for this budget)."""
         budget.require_delta("DP-FTPL's Gaussian noise")
-        sigma = max(
-            self.regret_term, gaussian_sigma(self.sensitivity, budget.epsilon, budget.delta)
-        )
-        how = "max(Thm 3.5 regret term, least sigma of the analytic Gaussian mechanism)"
-        return self._answer(budget, sigma, how)
+        private = CounterCalibrator(self.mechanism, self.horizon, self.bounds, "gaussian")
+        least = private.tight(budget)
+        if least.noise.sigma >= self.regret_term:
+            return least
+        how = "Thm 3.5 regret term (above the least private sigma of the counter calibration)"
+        return self._answer(budget, self.regret_term, how)
 
 
 class DPFTPL(CounterLearner):

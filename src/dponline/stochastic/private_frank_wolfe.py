@@ -26,6 +26,7 @@ differ in one sample (continual release, Han et al. Section 2.2).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -33,16 +34,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dponline.continual.binary_tree import BinaryTreeCounter, levels
+from dponline.continual.calibration import CounterCalibrator
 from dponline.domains.lp_ball import LpBall
-from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma, zcdp_rho
+from dponline.privacy.bounds import NormBall
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate, positive, probability
-from dponline.privacy.generalized_gaussian import (
-    GeneralizedGaussianNoise,
-    exact_kappa,
-    generalized_gaussian_sigma,
-    lq_regularity,
-)
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise, NoiseDistribution
 from dponline.protocol import Feedback, FeedbackKind, NoiseHandle, checked_budget, checked_count
@@ -88,91 +84,56 @@ def han_sigma_plus(
 
 @dataclass(frozen=True)
 class PrivateFrankWolfeCalibrator:
-    """The tree noise of Algorithm 1 for l_q sensitivity ``sensitivity`` = 2 (beta D + L) of
-    one sample's recursive-gradient increment, over ``horizon`` samples in ``dim`` dimensions
-    (module docstring)."""
+    """The tree noise of Algorithm 1: the counter calibration (:class:`CounterCalibrator` of a
+    :class:`BinaryTreeCounter`) on the set the recursive-gradient increments lie in.
+
+    Every increment g_t = (t+1) grad f(theta_t) - t grad f(theta_{t-1}) has ||g_t||_q <=
+    ||grad f(theta_t)||_q + t beta ||theta_t - theta_{t-1}||_p <= L + beta D (the step moves
+    theta by at most D / t), so the increments lie in the l_q ball of radius s / 2 with
+    s = ``sensitivity`` = 2 (beta D + L), whose l_q diameter s is the proof's sensitivity of one
+    sample (Theorem 3.1). Datasets that differ in one sample are the neighbours.
+
+    ``paper``: Theorem 3.1, Eq. (2): Lemma 2.7's generalized Gaussian per node at (eps/k,
+    delta/k), k = ceil(log2 n) + 1 (the counter's paper calibration is this formula,
+    :func:`han_sigma_plus`). ``tight``: exact Gaussian accounting; for q > 2 also Lemma 2.7 with
+    the exact node count and least kappa, keeping the noise that is smaller in l_q (what the
+    Frank-Wolfe step feels).
+    """
 
     horizon: int
     dim: int
     q: float
     sensitivity: float
 
+    def _counter(self, noise: str) -> CounterCalibrator:
+        ball = NormBall(self.sensitivity / 2.0, self.q, self.dim)
+        norm = self.q if noise == "generalized_gaussian" else None
+        return CounterCalibrator(BinaryTreeCounter, self.horizon, ball, noise, norm)
+
+    @staticmethod
+    def _neighbours(budget: PrivacyBudget) -> PrivacyBudget:
+        return dataclasses.replace(
+            budget.require_delta("Algorithm 1"), neighbouring=Neighbouring.ONE_SAMPLE
+        )
+
     def paper(self, budget: PrivacyBudget) -> Calibration:
         """Theorem 3.1: generalized Gaussian with sigma_+ of Eq. (2)."""
-        budget.require_delta("Algorithm 1")
-        n, s, eps, delta = self.horizon, self.sensitivity, budget.epsilon, budget.delta
-        reg = lq_regularity(self.q, self.dim)
-        depth = math.ceil(math.log2(n)) + 1
-        if eps / depth > 1.0:
-            raise ValueError(
-                f"Theorem 3.1 applies Lemma 2.7 per node at epsilon / {depth} = "
-                f"{eps / depth:.3g}; the lemma is used here only up to 1 per application"
-            )
-        # Eq. (2) with beta D + L = s / 2
-        sigma_plus = han_sigma_plus(n, reg.kappa, 1.0, 0.0, s / 2.0, eps, delta)
-        noise = GeneralizedGaussianNoise(sigma_plus / reg.norm_scale, reg.r)
-        how = (
-            f"Han et al. Thm 3.1: generalized Gaussian, sigma_+ = {sigma_plus:.6g} in the "
-            f"smooth norm of l_q (kappa {reg.kappa:.4g}), per-node (eps/k, delta/k)"
-        )
-        return self._answer(budget, noise, budget.prove(eps, delta, how, **self._common))
-
-    @property
-    def _common(self) -> dict:
-        return {"neighbouring": Neighbouring.ONE_SAMPLE, "stacklevel": 5}
-
-    def _answer(self, budget: PrivacyBudget, noise: NoiseDistribution, g) -> Calibration:  # type: ignore[no-untyped-def]
-        return Calibration(noise, g, budget.calibration, "binary_tree")
-
-    def _gaussian(self, budget: PrivacyBudget, total: float, how: str) -> Calibration:
-        sigma = gaussian_sigma(total, budget.epsilon, budget.delta)
-        g = budget.prove(
-            gaussian_epsilon(budget.delta, total / sigma),
-            budget.delta,
-            how,
-            rho=zcdp_rho(total, sigma),
-            **self._common,
-        )
-        return self._answer(budget, GaussianNoise(sigma), g)
+        return self._counter("generalized_gaussian").paper(self._neighbours(budget))
 
     def tight(self, budget: PrivacyBudget) -> Calibration:
         """Exact Gaussian accounting for q <= 2; for q > 2 the smaller in l_q of that and
         Lemma 2.7's generalized Gaussian with the exact node count and least kappa."""
-        budget.require_delta("Algorithm 1")
-        n, s, eps, delta = self.horizon, self.sensitivity, budget.epsilon, budget.delta
-        k = levels(n)
-        if self.q <= 2:
-            return self._gaussian(
-                budget,
-                math.sqrt(k) * s,  # ||.||_2 <= ||.||_q
-                f"Gaussian per node: l2 sensitivity <= l_q sensitivity {s:.6g}, {k} nodes, "
-                "accounted exactly (analytic Gaussian)",
-            )
-        # q > 2: either the generalized Gaussian per node (Lemma 2.7, basic composition), or
-        # Gaussian noise accounted exactly with the l2 sensitivity d^(1/2 - 1/q) s; keep the one
-        # whose noise is smaller in the dual norm l_q (what the Frank-Wolfe step feels).
-        reg = lq_regularity(self.q, self.dim)
-        kappa = exact_kappa(self.q, self.dim, reg.r) if reg.norm_scale == 1.0 else reg.kappa
-        gauss = self._gaussian(
-            budget,
-            math.sqrt(k) * self.dim ** (0.5 - 1.0 / self.q) * s,
-            f"Gaussian per node: l2 sensitivity <= d^(1/2-1/q) x {s:.6g}, {k} nodes, "
-            "accounted exactly (analytic Gaussian); smaller in l_q than Lemma 2.7's noise",
-        )
-        if not (eps / k <= 1.0 and delta / k <= 0.5):  # where Lemma 2.7 is applied
-            return gauss
+        b = self._neighbours(budget)
+        gauss = self._counter("gaussian").tight(b)
+        k = levels(self.horizon)
+        if self.q <= 2 or not (b.epsilon / k <= 1.0 and b.delta / k <= 0.5):
+            return gauss  # q <= 2: ||.||_2 <= ||.||_q; else Lemma 2.7 does not apply
+        gg = self._counter("generalized_gaussian").tight(b)
         probe = np.random.default_rng(0)
         ball = LpBall(self.dim, self.q)
         size_gauss = ball.norm(gauss.noise.sample(probe, (4000, self.dim))).mean()
-        sigma_plus = generalized_gaussian_sigma(s, eps / k, delta / k, kappa)
-        gg = GeneralizedGaussianNoise(sigma_plus / reg.norm_scale, reg.r)
-        if size_gauss <= ball.norm(gg.sample(probe, (4000, self.dim))).mean():
-            return gauss
-        how = (
-            f"generalized Gaussian per node (Lemma 2.7) at (eps/{k}, delta/{k}) with the exact "
-            f"{k} nodes and kappa {kappa:.4g}"
-        )
-        return self._answer(budget, gg, budget.prove(eps, delta, how, **self._common))
+        size_gg = ball.norm(gg.noise.sample(probe, (4000, self.dim))).mean()
+        return gauss if size_gauss <= size_gg else gg
 
 
 class PrivateStreamingFrankWolfe(NoiseHandle):
