@@ -103,7 +103,7 @@ def main() -> None:
     print("2. Laplace DP-FTRL (tight) at epsilon = 1: mean regret against T (10 seeds)")
     regrets = []
     for h in horizons:
-        r, secs = mean_regret(h, n, 10, epsilon=1.0, noise="laplace")
+        r, secs = mean_regret(h, n, 10, budget=PrivacyBudget(1.0), noise="laplace")
         regrets.append(r)
         print(f"   T = {h:>9,d}  regret {r:9.1f}   ({secs:.1f} s)")
     slope = float(np.polyfit(np.log(horizons), np.log(regrets), 1)[0])
@@ -111,7 +111,7 @@ def main() -> None:
     out["slope"] = {"horizons": horizons, "regrets": regrets, "slope": slope}
 
     print("3. 100 replicas at T = 1e5")
-    _, secs = mean_regret(T, n, 100, epsilon=1.0, noise="laplace")
+    _, secs = mean_regret(T, n, 100, budget=PrivacyBudget(1.0), noise="laplace")
     print(f"   DP-FTRL (laplace tight), N = 10: {secs:.1f} s")
     env = StochasticBandit(np.r_[0.45, np.full(9, 0.5)], T, rng=0)
     bandit = DPEXP2(10, T, budget=PrivacyBudget(1.0), replicas=100, rng=1)

@@ -131,6 +131,7 @@ class EXP2:
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"{name} must be a finite positive number, got {v!r}")
         self.eta, self.gamma = float(eta), min(1.0, float(gamma))
+        self._explore = self.gamma * self.exploration  # gamma mu, added every round
         self.replicas = replicas
         self.rng = rng
         self._log_q = np.zeros((replicas, self.n_actions))
@@ -140,8 +141,8 @@ class EXP2:
     def _probabilities(self) -> np.ndarray:
         z = self._log_q - self._log_q.max(axis=1, keepdims=True)
         q = np.exp(z)
-        q /= q.sum(axis=1, keepdims=True)
-        return (1.0 - self.gamma) * q + self.gamma * self.exploration
+        q *= (1.0 - self.gamma) / q.sum(axis=1, keepdims=True)
+        return q + self._explore
 
     def probabilities(self) -> np.ndarray:
         """p_t = (1 - gamma) q_t + gamma mu, shape (replicas, K)."""
@@ -157,6 +158,10 @@ class EXP2:
     def played(self) -> np.ndarray:
         """x_t = a_{k_t}, shape (replicas, N)."""
         return self.actions[self._chosen]
+
+    def played_arms(self) -> np.ndarray:
+        """k_t, the index of each replica's action, shape (replicas,)."""
+        return self._chosen
 
     def loss_estimate(self, values: np.ndarray) -> np.ndarray:
         """l~_t = P_t^+ x_t v_t, shape (replicas, N)."""

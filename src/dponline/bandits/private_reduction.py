@@ -62,7 +62,8 @@ class BanditAlgorithm(Protocol):
 
     dim: int
     replicas: int
-    #: True when every action is a standard basis vector (a multi-armed bandit).
+    #: True when every action is a standard basis vector (a multi-armed bandit); such an
+    #: algorithm also gives ``played_arms()``, the index of each replica's arm.
     one_hot: bool
 
     def act(self) -> np.ndarray: ...
@@ -215,11 +216,20 @@ class PrivateBandit(NoiseHandle):
         value = check_finite(feedback.loss, "bandit loss")
         if value.shape != (self.replicas,):
             raise ValueError(f"bandit loss must have shape ({self.replicas},), got {value.shape}")
-        x = self.algorithm.played()
-        low, high = value_range(self.bounds, x)
-        slack = 1e-12 * np.maximum(np.abs(low), np.abs(high))
-        inside = (value >= low - slack) & (value <= high + slack)
-        if not np.all(inside):
+        if self.algorithm.one_hot and isinstance(self.bounds, Box):  # the arm's own interval
+            arms = self.algorithm.played_arms()  # type: ignore[attr-defined]
+            low, high = self.bounds._lo[arms], self.bounds._hi[arms]
+        else:
+            x = self.algorithm.played()
+            low, high = value_range(self.bounds, x)
+            # <l, x> of a loss inside the set can round a hair past the computed interval:
+            # accept it, clipped back (below) so the sensitivity is exactly the interval's
+            slack = 1e-12 * np.maximum(np.abs(low), np.abs(high))
+            accept_low, accept_high = low - slack, high + slack
+            if ((value >= accept_low) & (value <= accept_high)).all():
+                value = np.clip(value, low, high)
+        inside = (value >= low) & (value <= high)
+        if not inside.all():
             if not self.clip:
                 j = int(np.argmin(inside))
                 raise ValueError(
