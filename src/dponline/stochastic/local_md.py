@@ -67,6 +67,7 @@ import numpy as np
 from dponline.domains.lp_ball import LpBall, dual_exponent
 from dponline.privacy.accounting import least_noise_multiplier, subsampled_gaussian_epsilon
 from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.calibration import Calibration, calibrate
 from dponline.rng import RngLike
 from dponline.stochastic.baseline_fit import (
     BaselineFit,
@@ -78,7 +79,7 @@ from dponline.stochastic.baseline_fit import (
 )
 from dponline.stochastic.samples import squared_loss_constants
 
-__all__ = ["Phase", "local_md", "local_md_schedule"]
+__all__ = ["LocalMDCalibrator", "Phase", "local_md", "local_md_schedule"]
 
 #: Bisection steps for the move onto the domain boundary (relative precision 2^-50).
 _BISECTIONS = 50
@@ -165,11 +166,7 @@ def local_md(
     ``(runs, len(step_scales), d)``.
     """
     budget = checked_budget(budget)
-    eps, delta, calibration = (
-        (math.inf, math.nan, "tight")
-        if budget is None
-        else (budget.epsilon, budget.delta, budget.calibration)
-    )
+    eps, delta = (math.inf, math.nan) if budget is None else (budget.epsilon, budget.delta)
     p = float(p)
     if not (1.0 < p <= 2.0):
         raise ValueError(f"LocalMD is for 1 < p <= 2, got p = {p!r}")
@@ -200,34 +197,10 @@ def local_md(
         params[f"eta@{s:g}"] = float(eta * s)
     sigmas = [0.0] * len(phases)
     privacy = None
-    if not math.isinf(eps):
-        proofs = []
-        for j, ph in enumerate(phases):
-            sens = 2.0 * g2 / ph.batch
-            kw = dict(population=ph.samples, sample=ph.batch, steps=ph.steps, delta=delta)
-            if calibration == "paper":
-                sigmas[j] = math.sqrt(8 * math.log(1 / delta)) * g2 / (ph.batch * ph.epsilon)
-            else:
-                sigmas[j] = sens * least_noise_multiplier(eps, **kw)
-            proofs.append(subsampled_gaussian_epsilon(sigmas[j] / sens, **kw))
-        worst = int(np.argmax(proofs))
-        how = (
-            "paper: sigma_i = sqrt(8 log(1/delta)) G / (b_i epsilon_i) with epsilon_i = "
-            "epsilon / 2^i (noisy SGD's constant for a batch mean)"
-            if calibration == "paper"
-            else "tight: per phase the least sigma_i whose accounted epsilon is <= epsilon"
-        )
-        how += (
-            f"; phases on disjoint samples (parallel composition: the max over phases, here "
-            f"phase {phases[worst].index}); within a phase, T_i subsampled Gaussian steps "
-            "(b_i of n_i without replacement, l2 sensitivity 2 G / b_i) accounted by RDP "
-            "(dp_accounting, REPLACE_ONE), or exactly as one Gaussian when b_i = n_i"
-        )
-        privacy = budget.prove(
-            max(proofs),
-            delta,
-            how,
-        )
+    if budget is not None:
+        cal = calibrate(LocalMDCalibrator(tuple(phases), g2), budget)
+        sigmas, proofs = cal.noise
+        privacy = cal.guarantee
         for ph, sig, e in zip(phases, sigmas, proofs, strict=True):
             params[f"phase{ph.index}.epsilon_proven"] = float(e)
             params[f"phase{ph.index}.sigma"] = float(sig)
@@ -242,6 +215,54 @@ def local_md(
     for k, g in enumerate(run_generators(rng, runs)):
         theta[k] = _one_run(xs, ys, ball, g, phases, sigmas, eta * scales)
     return BaselineFit(theta=theta, privacy=privacy, parameters=params)
+
+
+@dataclass(frozen=True)
+class LocalMDCalibrator:
+    """The Gaussian sigma of each phase of LocalMD (module docstring) for gradients of l_2 norm
+    at most ``g2``; phases use disjoint samples, so the run has the weakest phase's guarantee
+    (parallel composition). ``Calibration.noise`` is ``(sigma per phase, epsilon per phase)``.
+
+    ``paper``: sigma_i = sqrt(8 log(1/delta)) G / (b_i epsilon_i), epsilon_i = epsilon / 2^i
+    (noisy SGD's constant for a batch mean); ``tight``: per phase the least sigma_i whose
+    RDP-accounted epsilon is at most the request.
+    """
+
+    phases: tuple[Phase, ...]
+    g2: float
+
+    def _answer(self, budget: PrivacyBudget, sigmas: list[float], how: str) -> Calibration:
+        proofs = []
+        for ph, sigma in zip(self.phases, sigmas, strict=True):
+            sens = 2.0 * self.g2 / ph.batch
+            kw = dict(population=ph.samples, sample=ph.batch, steps=ph.steps, delta=budget.delta)
+            proofs.append(subsampled_gaussian_epsilon(sigma / sens, **kw))
+        worst = int(np.argmax(proofs))
+        how += (
+            f"; phases on disjoint samples (parallel composition: the max over phases, here "
+            f"phase {self.phases[worst].index}); within a phase, T_i subsampled Gaussian steps "
+            "(b_i of n_i without replacement, l2 sensitivity 2 G / b_i) accounted by RDP "
+            "(dp_accounting, REPLACE_ONE), or exactly as one Gaussian when b_i = n_i"
+        )
+        g = budget.prove(max(proofs), budget.delta, how, stacklevel=5)
+        return Calibration((sigmas, proofs), g, budget.calibration, "LocalMD")
+
+    def paper(self, budget: PrivacyBudget) -> Calibration:
+        log_term = math.log(1 / budget.delta)
+        sigmas = [math.sqrt(8 * log_term) * self.g2 / (ph.batch * ph.epsilon) for ph in self.phases]
+        how = (
+            "paper: sigma_i = sqrt(8 log(1/delta)) G / (b_i epsilon_i) with epsilon_i = "
+            "epsilon / 2^i (noisy SGD's constant for a batch mean)"
+        )
+        return self._answer(budget, sigmas, how)
+
+    def tight(self, budget: PrivacyBudget) -> Calibration:
+        sigmas = []
+        for ph in self.phases:
+            kw = dict(population=ph.samples, sample=ph.batch, steps=ph.steps, delta=budget.delta)
+            sigmas.append(2.0 * self.g2 / ph.batch * least_noise_multiplier(budget.epsilon, **kw))
+        how = "tight: per phase the least sigma_i whose accounted epsilon is <= epsilon"
+        return self._answer(budget, sigmas, how)
 
 
 def conjugate_gradient(z: np.ndarray, p: float) -> np.ndarray:

@@ -33,9 +33,9 @@ Replace-one sensitivities:
   l_q norm <= beta ||theta_t - theta_{t-1}||_p <= beta eta M, so 2 beta eta M / b in l_q (times c_2
   in l_2).
 
-``calibration="paper"``: generalized Gaussian noise in the smooth norm l_r of the regularity of
-l_q (:func:`~dponline.privacy.generalized_gaussian.lq_regularity`, constant kappa) with the notes'
-sigma_0 = 4 sqrt(2 kappa) L0 sqrt(log(1/delta)) / (n epsilon) and
+Noise (:class:`NoisySFWCalibrator`). ``paper``: generalized Gaussian noise in the smooth norm l_r
+of the regularity of l_q (:func:`~dponline.privacy.generalized_gaussian.lq_regularity`, constant
+kappa) with the notes' sigma_0 = 4 sqrt(2 kappa) L0 sqrt(log(1/delta)) / (n epsilon) and
 sigma_t = sqrt(32 kappa beta^2 M^2 eta^2 log(1/delta) / (n epsilon^2)). These are exactly Lemma 2.7
 of Han et al. (sigma = sqrt(2 kappa log(1/delta)) s / epsilon,
 :func:`~dponline.privacy.generalized_gaussian.generalized_gaussian_sigma`) at the sensitivities
@@ -44,8 +44,8 @@ what the noise proves for the batches actually used: by Lemma 2.7, epsilon' =
 sqrt(2 kappa log(1/delta)) s / sigma when that is <= 1, and when the smooth norm is l_2 (d <= 7,
 the noise is Gaussian) the exact analytic-Gaussian epsilon if smaller; the maximum over releases.
 
-``calibration="tight"`` (default): per release, Gaussian noise calibrated exactly with the
-analytic Gaussian mechanism (Balle & Wang 2018) on the l_2 sensitivity c_2 s; the proven epsilon
+``tight`` (default): per release, Gaussian noise calibrated exactly with the analytic Gaussian
+mechanism (Balle & Wang 2018) on the l_2 sensitivity c_2 s; the proven epsilon
 is the request (up to the root finder's 1e-6), for any epsilon. We also compared Lemma 2.7's
 generalized Gaussian at the least regularity constant of its smooth norm
 (:func:`~dponline.privacy.generalized_gaussian.exact_kappa`): for q in {3, 11, 101} and d from 8
@@ -57,16 +57,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from dponline.domains.lp_ball import LpBall, dual_exponent
 from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma
 from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.calibration import Calibration, calibrate
 from dponline.privacy.generalized_gaussian import (
     GG_MAX_DELTA,
     GG_MAX_EPSILON,
     GeneralizedGaussianNoise,
+    LqRegularity,
     lq_regularity,
 )
 from dponline.rng import RngLike
@@ -80,7 +83,7 @@ from dponline.stochastic.baseline_fit import (
 )
 from dponline.stochastic.samples import squared_loss_constants
 
-__all__ = ["noisy_sfw", "sfw_schedule"]
+__all__ = ["NoisySFWCalibrator", "noisy_sfw", "sfw_schedule"]
 
 
 def sfw_schedule(n: int) -> tuple[int, int, int, float]:
@@ -139,11 +142,6 @@ def noisy_sfw(
     BaselineFit with ``theta`` the last iterates, shape ``(runs, len(step_scales), d)``.
     """
     budget = checked_budget(budget)
-    eps, delta, calibration = (
-        (math.inf, math.nan, "tight")
-        if budget is None
-        else (budget.epsilon, budget.delta, budget.calibration)
-    )
     p = float(p)
     if not (1.0 < p <= 2.0):
         raise ValueError(f"NoisySFW is for 1 < p <= 2, got p = {p!r}")
@@ -179,38 +177,13 @@ def noisy_sfw(
     r_noise = 2.0
     sigma0 = 0.0
     sigmas = np.zeros_like(etas)
-    if not math.isinf(eps):
-        if calibration == "paper":
-            kappa = reg.kappa
-            log_term = math.log(1 / delta)
-            sigma0 = 4 * math.sqrt(2 * kappa) * lipschitz * math.sqrt(log_term) / (n * eps)
-            sigmas = np.sqrt(32 * kappa * beta**2 * diameter**2 * etas**2 * log_term / (n * eps**2))
-            family, r_noise = "gg", reg.r
-            # sigma_+ is the scale in the smooth norm norm_scale * ||.||_r; norm_scale = 1 (q >= 2)
-            pairs = [(sens0, sigma0), *zip(sens_t, sigmas, strict=True)]
-            proofs = []
-            for s, sig in pairs:
-                e = _lemma27_epsilon(kappa, delta, s, sig)
-                if reg.r == 2.0:  # the noise is N(0, sigma^2 I): exact accounting applies
-                    e = min(e, gaussian_epsilon(delta, c2 * s / sig))
-                proofs.append(e)
-            proven = max(proofs)
-            how = (
-                f"Bassily et al. (2021) Alg. 3 noise as in the notes: generalized Gaussian in l_"
-                f"{reg.r:.4g} (kappa {kappa:.4g}), sigma_0 = {sigma0:.6g}, sigma_t = "
-                f"{sigmas.max():.6g} (largest scale); each sample in one release (parallel "
-                f"composition); per release proven by Lemma 2.7 at the sensitivities of the "
-                f"batches used (n_0 = {n0}, b = {b})"
-                + (" or exact analytic Gaussian accounting (l_2 noise)" if reg.r == 2.0 else "")
-            )
-        else:
-            family, r_noise = "gaussian", 2.0
-            sigma0, sigmas, proven, how = _tight(eps, delta, c2, sens0, sens_t)
-        privacy = budget.prove(
-            proven,
-            delta,
-            how,
+    if budget is not None:
+        calibrator = NoisySFWCalibrator(
+            n, reg, lipschitz, beta, diameter, tuple(etas), c2, sens0, tuple(sens_t), n0, b
         )
+        cal = calibrate(calibrator, budget)
+        family, r_noise, sigma0, sigmas = cal.noise
+        privacy = cal.guarantee
         params["sigma_initial"] = float(sigma0)
         params["noise_r"] = float(r_noise)
         for s, sig in zip(scales, sigmas, strict=True):
@@ -224,27 +197,69 @@ def noisy_sfw(
     return BaselineFit(theta=theta, privacy=privacy, parameters=params)
 
 
-def _tight(
-    eps: float,
-    delta: float,
-    c2: float,
-    sens0: float,
-    sens_t: np.ndarray,
-) -> tuple[float, np.ndarray, float, str]:
-    """Gaussian noise per release, calibrated exactly (analytic Gaussian) on the l_2
-    sensitivity; returns (sigma_0, sigma_t per scale, proven epsilon, derivation)."""
-    sigma0 = gaussian_sigma(c2 * sens0, eps, delta)
-    sigmas = np.array([gaussian_sigma(c2 * s, eps, delta) for s in sens_t])
-    proven = max(
-        gaussian_epsilon(delta, c2 * s / sig)
-        for s, sig in [(sens0, sigma0), *zip(sens_t, sigmas, strict=True)]
-    )
-    how = (
-        f"Gaussian per release calibrated exactly (analytic Gaussian, Balle & Wang 2018) on the "
-        f"l_2 sensitivity (d^(1/2-1/q) = {c2:.4g} times the l_q one); each sample in one release "
-        "(parallel composition)"
-    )
-    return sigma0, sigmas, proven, how
+@dataclass(frozen=True)
+class NoisySFWCalibrator:
+    """The noise of NoisySFW's releases: the initial gradient (l_q sensitivity ``sens0``) and
+    one batch gradient per step (``sens_t``, one per learning-rate scale); every sample is in
+    one release, so the run has the weakest release's guarantee (parallel composition).
+    ``Calibration.noise`` is ``(family, r, sigma_0, sigma_t per scale)``.
+
+    ``paper``: Bassily et al.'s generalized Gaussian sigmas (module docstring), each release
+    proven by Lemma 2.7 (or exactly, when the smooth norm is l_2 and the noise Gaussian);
+    ``tight``: Gaussian per release, calibrated exactly (analytic Gaussian, Balle & Wang 2018)
+    on the l_2 sensitivity c2 = d^(1/2-1/q) times the l_q one.
+    """
+
+    n: int
+    regularity: LqRegularity
+    lipschitz: float
+    beta: float
+    diameter: float
+    etas: tuple[float, ...]
+    c2: float
+    sens0: float
+    sens_t: tuple[float, ...]
+    n0: int
+    b: int
+
+    def paper(self, budget: PrivacyBudget) -> Calibration:
+        reg, eps, delta, n = self.regularity, budget.epsilon, budget.delta, self.n
+        kappa, log_term = reg.kappa, math.log(1 / delta)
+        lip, beta, diameter, etas = self.lipschitz, self.beta, self.diameter, np.array(self.etas)
+        sigma0 = 4 * math.sqrt(2 * kappa) * lip * math.sqrt(log_term) / (n * eps)
+        sigmas = np.sqrt(32 * kappa * beta**2 * diameter**2 * etas**2 * log_term / (n * eps**2))
+        proofs = []
+        for s, sig in [(self.sens0, sigma0), *zip(self.sens_t, sigmas, strict=True)]:
+            e = _lemma27_epsilon(kappa, delta, s, sig)
+            if reg.r == 2.0:  # the noise is N(0, sigma^2 I): exact accounting applies
+                e = min(e, gaussian_epsilon(delta, self.c2 * s / sig))
+            proofs.append(e)
+        how = (
+            f"Bassily et al. (2021) Alg. 3 noise as in the notes: generalized Gaussian in l_"
+            f"{reg.r:.4g} (kappa {kappa:.4g}), sigma_0 = {sigma0:.6g}, sigma_t = "
+            f"{sigmas.max():.6g} (largest scale); each sample in one release (parallel "
+            f"composition); per release proven by Lemma 2.7 at the sensitivities of the "
+            f"batches used (n_0 = {self.n0}, b = {self.b})"
+            + (" or exact analytic Gaussian accounting (l_2 noise)" if reg.r == 2.0 else "")
+        )
+        g = budget.prove(max(proofs), delta, how, stacklevel=5)
+        return Calibration(("gg", reg.r, sigma0, sigmas), g, budget.calibration, "NoisySFW")
+
+    def tight(self, budget: PrivacyBudget) -> Calibration:
+        eps, delta, c2 = budget.epsilon, budget.delta, self.c2
+        sigma0 = gaussian_sigma(c2 * self.sens0, eps, delta)
+        sigmas = np.array([gaussian_sigma(c2 * s, eps, delta) for s in self.sens_t])
+        proven = max(
+            gaussian_epsilon(delta, c2 * s / sig)
+            for s, sig in [(self.sens0, sigma0), *zip(self.sens_t, sigmas, strict=True)]
+        )
+        how = (
+            f"Gaussian per release calibrated exactly (analytic Gaussian, Balle & Wang 2018) on "
+            f"the l_2 sensitivity (d^(1/2-1/q) = {c2:.4g} times the l_q one); each sample in "
+            "one release (parallel composition)"
+        )
+        g = budget.prove(proven, delta, how, stacklevel=5)
+        return Calibration(("gaussian", 2.0, sigma0, sigmas), g, budget.calibration, "NoisySFW")
 
 
 def _one_run(

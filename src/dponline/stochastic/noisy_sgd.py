@@ -27,10 +27,12 @@ adaptively; we account them with Renyi DP for sampling without replacement under
 neighbours (Wang, Balle & Kasiviswanathan 2019, Thm 27; dp_accounting), noise multiplier
 sigma / (2 L0) (:func:`~dponline.privacy.accounting.subsampled_gaussian_epsilon`).
 
-* ``calibration="paper"``: sigma = sqrt(8 L0^2 log(1/delta)) / epsilon (Bassily et al. 2020);
-  the guarantee is the epsilon this sigma is proven to give by that accounting (a
-  ``PrivacyWarning`` if it exceeds the request: at delta = 1/n it is about 1.72 for epsilon = 1).
-* ``calibration="tight"`` (default): the least sigma whose accounted epsilon is <= epsilon.
+Noise (:class:`NoisySGDCalibrator`):
+
+* ``paper``: sigma = sqrt(8 L0^2 log(1/delta)) / epsilon (Bassily et al. 2020); the guarantee is
+  the epsilon this sigma is proven to give by that accounting (at delta = 1/n it is about 1.72
+  for epsilon = 1: refused unless the budget allows a weaker paper calibration).
+* ``tight`` (default): the least sigma whose accounted epsilon is <= epsilon.
 
 Vectorisation. Runs and scales are rows of one array; run k draws its indices and noise from its
 own generator (shared by its scales), in blocks of :data:`BLOCK` steps, and each step is six
@@ -41,11 +43,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from dponline.privacy.accounting import least_noise_multiplier, subsampled_gaussian_epsilon
 from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.calibration import Calibration, calibrate
 from dponline.rng import RngLike
 from dponline.stochastic.baseline_fit import (
     BaselineFit,
@@ -57,7 +61,7 @@ from dponline.stochastic.baseline_fit import (
 )
 from dponline.stochastic.samples import squared_loss_constants
 
-__all__ = ["BLOCK", "noisy_sgd"]
+__all__ = ["BLOCK", "NoisySGDCalibrator", "noisy_sgd"]
 
 #: Steps whose sample indices and noise are drawn at once (the RNG stream depends on it).
 BLOCK = 2048
@@ -103,11 +107,7 @@ def noisy_sgd(
     BaselineFit with ``theta`` the averaged iterates, shape ``(runs, len(step_scales), d)``.
     """
     budget = checked_budget(budget)
-    eps, delta, calibration = (
-        (math.inf, math.nan, "tight")
-        if budget is None
-        else (budget.epsilon, budget.delta, budget.calibration)
-    )
+    eps, delta = (math.inf, math.nan) if budget is None else (budget.epsilon, budget.delta)
     r = float(radius)
     if not (math.isfinite(r) and r > 0):
         raise ValueError(f"radius must be finite and positive, got {radius!r}")
@@ -126,34 +126,15 @@ def noisy_sgd(
     diameter = 2.0 * r * math.sqrt(d)
     sens = 2.0 * lipschitz  # replace-one l2 sensitivity of one gradient
     privacy = None
-    if math.isinf(eps):
+    if budget is None:
         sigma = 0.0
         eta = diameter / (lipschitz * n * math.sqrt(n))
     else:
         eta = diameter / (
             lipschitz * n * max(math.sqrt(n), math.sqrt(d * math.log(1 / delta)) / eps)
         )
-        if calibration == "paper":
-            sigma = math.sqrt(8.0 * lipschitz**2 * math.log(1 / delta)) / eps
-            how = "Bassily et al. (2020) sigma = sqrt(8 L0^2 log(1/delta)) / epsilon"
-        else:
-            sigma = sens * least_noise_multiplier(
-                eps, population=n, sample=1, steps=total, delta=delta
-            )
-            how = "least sigma whose accounted epsilon is <= the request (bisection)"
-        proven = subsampled_gaussian_epsilon(
-            sigma / sens, population=n, sample=1, steps=total, delta=delta
-        )
-        how += (
-            f"; proven by RDP accounting (dp_accounting, REPLACE_ONE) of {total} adaptive "
-            f"subsampled Gaussian steps, 1 of n = {n} samples each, l2 sensitivity "
-            f"2 L0 = {sens:.6g}, noise multiplier {sigma / sens:.6g}"
-        )
-        privacy = budget.prove(
-            proven,
-            delta,
-            how,
-        )
+        cal = calibrate(NoisySGDCalibrator(n, total, lipschitz), budget)
+        sigma, privacy = cal.noise, cal.guarantee
 
     etas = eta * scales
     theta = _run(xs, ys, r, sigma, etas, total, run_generators(rng, runs))
@@ -169,6 +150,46 @@ def noisy_sgd(
     for s, e in zip(scales, etas, strict=True):
         params[f"eta@{s:g}"] = float(e)
     return BaselineFit(theta=theta, privacy=privacy, parameters=params)
+
+
+@dataclass(frozen=True)
+class NoisySGDCalibrator:
+    """The Gaussian sigma of NoisySGD's noisy gradients for ``n`` samples, ``steps`` steps and
+    gradient norm bound ``lipschitz`` = L0 (module docstring): ``paper``, Bassily et al.'s
+    sigma = sqrt(8 L0^2 log(1/delta)) / epsilon; ``tight``, the least sigma whose RDP-accounted
+    epsilon is at most the request. ``Calibration.noise`` is sigma."""
+
+    n: int
+    steps: int
+    lipschitz: float
+
+    @property
+    def sensitivity(self) -> float:
+        """The replace-one l2 sensitivity of one gradient: 2 L0."""
+        return 2.0 * self.lipschitz
+
+    def _answer(self, budget: PrivacyBudget, sigma: float, how: str) -> Calibration:
+        sens, kw = self.sensitivity, dict(population=self.n, sample=1, steps=self.steps)
+        proven = subsampled_gaussian_epsilon(sigma / sens, delta=budget.delta, **kw)
+        how += (
+            f"; proven by RDP accounting (dp_accounting, REPLACE_ONE) of {self.steps} adaptive "
+            f"subsampled Gaussian steps, 1 of n = {self.n} samples each, l2 sensitivity "
+            f"2 L0 = {sens:.6g}, noise multiplier {sigma / sens:.6g}"
+        )
+        g = budget.prove(proven, budget.delta, how, stacklevel=5)
+        return Calibration(sigma, g, budget.calibration, "NoisySGD")
+
+    def paper(self, budget: PrivacyBudget) -> Calibration:
+        sigma = math.sqrt(8.0 * self.lipschitz**2 * math.log(1 / budget.delta)) / budget.epsilon
+        return self._answer(
+            budget, sigma, "Bassily et al. (2020) sigma = sqrt(8 L0^2 log(1/delta)) / epsilon"
+        )
+
+    def tight(self, budget: PrivacyBudget) -> Calibration:
+        kw = dict(population=self.n, sample=1, steps=self.steps, delta=budget.delta)
+        sigma = self.sensitivity * least_noise_multiplier(budget.epsilon, **kw)
+        how = "least sigma whose accounted epsilon is <= the request (bisection)"
+        return self._answer(budget, sigma, how)
 
 
 def _run(
