@@ -3,7 +3,7 @@
 What is measured
 ----------------
 For every mechanism and every cell (d, T) a calibrated counter is built with
-``make_counter(name, horizon=T, bounds=Box(0, 1, dim=d), epsilon=1, delta=1e-6,
+``make_counter(name, horizon=T, bounds=Box(0, 1, dim=d), budget=PrivacyBudget(1, 1e-6),
 noise="gaussian")`` and fed a stream of inputs drawn uniformly from [0, 1]^d. The inputs are
 generated in chunks of at most ~8 MiB, outside the timed region, so the input never dominates
 memory and its generation is never timed. Each cell runs two passes:

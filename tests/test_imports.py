@@ -2,7 +2,10 @@
 
 Every ``import`` and ``from ... import`` statement in src/dponline, at module level or inside a
 function (a deferred import is still a dependency), except those under ``if TYPE_CHECKING:``,
-is an edge from the importing module to the module it names."""
+is an edge from the importing module to the module it names and to that module's parent
+packages (whose ``__init__`` runs first). The learner catalogue's discovery of learner modules
+(:data:`dponline.registry.LEARNER_PACKAGES`, by name through importlib) is a plugin lookup,
+not an import statement, and is not an edge."""
 
 from __future__ import annotations
 
@@ -60,7 +63,15 @@ def _imports(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> s
             visit(child)
 
     visit(tree)
-    return {m for m in out if m == "dponline" or m.startswith("dponline.")}
+    # importing a.b.c runs the package a.b's __init__ first: an edge to every parent package,
+    # except the packages this module lies in (they are initialised before it, not by it)
+    parents = {
+        p
+        for m in out
+        for k in range(1, m.count(".") + 1)
+        if not (module + ".").startswith((p := m.rsplit(".", k)[0]) + ".")
+    }
+    return {m for m in out | parents if m == "dponline" or m.startswith("dponline.")}
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -118,5 +129,10 @@ def test_a_cycle_would_be_caught():
     assert cycles({"a": {"b"}, "b": set()}) == []
     source = "def f():\n    from dponline.x import y\n"
     assert _imports(ast.parse(source), "dponline.z", False, {"dponline.x"}) == {"dponline.x"}
+    across = "from dponline.a.b import c\n"
+    assert _imports(ast.parse(across), "dponline.z.w", False, set()) == {
+        "dponline.a.b",
+        "dponline.a",
+    }
     guarded = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import dponline.x\n"
     assert _imports(ast.parse(guarded), "dponline.z", False, {"dponline.x"}) == set()

@@ -124,3 +124,55 @@ def test_learners_refuse_a_budget_of_the_wrong_kind():
         DPFTPL(3, 10, budget=PrivacyBudget(1.0))
     with pytest.raises(TypeError, match="budget"):
         DPFTRL(3, 10)  # type: ignore[call-arg]  # no silent default: private or None, say which
+
+
+def test_scaling_the_noise_voids_the_counters_claim_too():
+    lr = DPFTRL(3, 10, budget=PrivacyBudget(1.0), rng=0)
+    lr.scale_noise(0.1)
+    assert lr.privacy.epsilon == np.inf and lr.counter.privacy.epsilon == np.inf
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: DPFTRL(3, 4, budget=PrivacyBudget(1.0), rng=0),
+        lambda: DPEXP2(3, 4, budget=PrivacyBudget(1.0), rng=0),
+        lambda: DPGLMBandit(3, 2, 30, h_sub=0.1, warmup=2, budget=PrivacyBudget(1.0, 1e-3)),
+    ],
+)
+@pytest.mark.parametrize("t", [-3, 10_000, 1.5])
+def test_a_state_past_the_horizon_is_refused(build, t):
+    # an edited checkpoint must not let a learner release more than its guarantee covers
+    state = build().state_dict()
+    state["t"] = t
+    with pytest.raises(ValueError, match="saved round counter t must be an integer"):
+        build().load_state_dict(state)
+
+
+def test_a_budget_over_another_relation_is_refused():
+    from dponline.privacy import Neighbouring
+
+    with pytest.raises(ValueError, match="guarantee is over 'streams differing in the input"):
+        DPEXP2(3, 10, budget=PrivacyBudget(1.0, neighbouring=Neighbouring.ONE_USER))
+    glm = DPGLMBandit(3, 2, 30, h_sub=0.1, warmup=2, budget=PrivacyBudget(1.0, 1e-3))
+    assert glm.privacy.neighbouring is Neighbouring.ONE_USER
+    with pytest.raises(TypeError, match="allow_weaker must be True or False, got 'no'"):
+        PrivacyBudget(1.0, 0.0, "paper", allow_weaker="no")  # type: ignore[arg-type]
+
+
+def test_degenerate_loss_sets_and_zero_actions():
+    with pytest.raises(ValueError, match="zero width leaves nothing to protect"):
+        DPEXP2(3, 10, budget=PrivacyBudget(1.0), loss_range=(0.5, 0.5))
+    actions = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])  # the zero action reveals nothing
+    lr = DPEXP2(2, 10, budget=PrivacyBudget(1.0), actions=actions, eta=0.1, gamma=0.5)
+    assert lr.calibrator.sensitivity == 1.0
+    with pytest.raises(ValueError, match=r"actions must have shape \(K, n_arms\) = \(K, 3\)"):
+        DPEXP2(3, 10, budget=PrivacyBudget(1.0), actions=actions, eta=0.1, gamma=0.5)
+
+
+def test_the_error_names_the_replica_that_is_out_of_bounds():
+    lr = DPSCRiBLe(BallBarrier(2), 10, budget=PrivacyBudget(1.0), replicas=2, rng=0)
+    y = lr.act()
+    top = np.linalg.norm(y, axis=1)  # the largest <l, y> over the unit ball
+    with pytest.raises(ValueError, match=r"bandit loss 50.0 of replica 1 is outside"):
+        lr.observe(BanditFeedback(np.array([top[0] * (1 + 1e-13), 50.0])))

@@ -316,9 +316,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from dponline.environments.catalogue import ENVIRONMENTS
     from dponline.registry import learners
 
-    rows = [e.describe() for e in learners().values()]
+    rows = [e.describe(ENVIRONMENTS) for e in learners().values()]
     if args.json:
         print(json.dumps({"learners": rows}, indent=2))
         return 0

@@ -35,7 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from dponline.privacy.budget import PrivacyBudget
-from dponline.privacy.guarantee import PrivacyGuarantee
+from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 
 __all__ = [
     "BanditFeedback",
@@ -50,6 +50,7 @@ __all__ = [
     "SampleFeedback",
     "checked_budget",
     "checked_count",
+    "checked_round",
 ]
 
 
@@ -152,14 +153,34 @@ def checked_count(name: str, value: Any) -> int:
     return int(value)
 
 
-def checked_budget(budget: Any) -> PrivacyBudget | None:
-    """``budget`` if it is a :class:`PrivacyBudget` or ``None`` (the non-private algorithm)."""
-    if budget is not None and not isinstance(budget, PrivacyBudget):
+def checked_budget(
+    budget: Any, relation: Neighbouring = Neighbouring.ONE_ROUND
+) -> PrivacyBudget | None:
+    """``budget`` (a :class:`PrivacyBudget`, or ``None`` for the non-private algorithm) stated
+    over the learner's own neighbouring ``relation``: a budget left at the default relation
+    (one round) takes the learner's; one that names another relation is refused, since the
+    learner's proof is not over it."""
+    if budget is None:
+        return None
+    if not isinstance(budget, PrivacyBudget):
         raise TypeError(
             "budget must be a dponline.privacy.PrivacyBudget (or None for the non-private "
             f"algorithm), got {budget!r}"
         )
-    return budget
+    if budget.neighbouring not in (Neighbouring.ONE_ROUND, relation):
+        raise ValueError(
+            f"this learner's guarantee is over {relation.value!r}; the budget asks for "
+            f"{budget.neighbouring.value!r}"
+        )
+    return dataclasses.replace(budget, neighbouring=relation)
+
+
+def checked_round(t: Any, horizon: int) -> int:
+    """A saved round counter, checked to lie in [0, horizon] (a state past the horizon would
+    let a learner release more than its guarantee covers)."""
+    if isinstance(t, bool) or not isinstance(t, numbers.Integral) or not 0 <= int(t) <= horizon:
+        raise ValueError(f"saved round counter t must be an integer in [0, {horizon}], got {t!r}")
+    return int(t)
 
 
 class NoiseHandle:

@@ -220,15 +220,13 @@ class LearnerEntry:
         """True when an environment with this feedback and action space fits the learner."""
         return feedback_kind is self.feedback_kind and action_space in self.action_spaces
 
-    def describe(self) -> dict[str, Any]:
-        """What ``dponline list`` prints, with the catalogue's environments that fit."""
-        # imported here: the environments import dponline.stochastic, whose learner modules
-        # import this module
-        from dponline.environments.catalogue import ENVIRONMENTS
-
+    def describe(self, environments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """What ``dponline list`` prints, with the environments of ``environments`` (the
+        environment catalogue, passed in: this module must not import it, the environments
+        import learner packages) that fit."""
         fitting = [
             name
-            for name, env in ENVIRONMENTS.items()
+            for name, env in (environments or {}).items()
             if any(self.runs_in(env.feedback_kind, s) for s in env.action_spaces)
         ]
         return {

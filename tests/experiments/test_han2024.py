@@ -188,7 +188,7 @@ def test_a_rerun_reuses_the_stored_cells_and_fresh_recomputes(tmp_path, capsys, 
     assert main(args) == 0
     first = json.loads(capsys.readouterr().out)
     assert first["reused_cells"] == 0
-    stored = sorted((tmp_path / "checkpoints").glob("han2024-*.result.npz"))
+    stored = sorted((tmp_path / "checkpoints").glob("han2024-*.cell.npz"))
     assert len(stored) == len(first["cells"])  # no pickles: the runner's store
 
     calls = []

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.bandits.private_reduction import PrivateBandit, value_range
+from dponline.bandits.private_reduction import PrivateBanditReduction, value_range
 from dponline.privacy.bounds import Box, InputBounds
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import FeedbackKind, checked_count
@@ -203,13 +203,13 @@ class EXP2:
         self._p = self._probabilities()
 
 
-class DPEXP2(PrivateBandit):
+class DPEXP2(PrivateBanditReduction):
     """DP-EXP2: Algorithm 4 around EXP2 (Agarwal & Singh 2017, Theorem 4.1).
 
     Parameters
     ----------
     n_arms, horizon:
-        N and T (the multi-armed bandit; or give ``actions`` for a finite action set in R^N).
+        N and T: the N-armed bandit, or with ``actions`` a finite action set in R^N.
     budget:
         Pure-DP budget; ``None`` runs the non-private EXP2 (Theorem 4.1's parameters at
         lambda = 0). ``tight``: lambda = (value width) / epsilon, the exact sensitivity of one
@@ -244,8 +244,7 @@ class DPEXP2(PrivateBandit):
         if actions is None and n < 2:
             raise ValueError(f"n_arms must be at least 2, got {n_arms!r}")
         low, high = (float(v) for v in loss_range)
-        dim = n if actions is None else int(np.shape(actions)[1])
-        bounds: InputBounds = Box(low, high, dim=dim)
+        bounds: InputBounds = Box(low, high, dim=n)
         self.n_arms = n if actions is None else int(np.shape(actions)[0])
         horizon = checked_count("horizon", horizon)
         replicas = checked_count("replicas", replicas)
@@ -253,8 +252,16 @@ class DPEXP2(PrivateBandit):
             sensitivity = high - low  # a loss value moves by at most the interval's width
         else:  # sup over actions of sup |<l - l', a>| / ||a||_inf over the box
             a = np.asarray(actions, dtype=float)
+            if a.ndim != 2 or a.shape[1] != n:
+                raise ValueError(
+                    f"actions must have shape (K, n_arms) = (K, {n}) (n_arms is the dimension "
+                    f"of the action vectors), got {a.shape}"
+                )
             lo, hi = value_range(bounds, a)
-            sensitivity = float(((hi - lo) / np.abs(a).max(axis=1)).max())
+            top = np.abs(a).max(axis=1)
+            # the zero action reveals nothing: <l + Z, 0> = 0 (Lemma 4.2's fictitious loss 0)
+            ratios = (hi - lo)[top > 0] / top[top > 0]
+            sensitivity = float(ratios.max()) if ratios.size else 0.0
         if actions is not None and (eta is None or gamma is None):
             raise ValueError(
                 "Theorem 4.1's eta and gamma are for the multi-armed bandit: give eta and gamma "

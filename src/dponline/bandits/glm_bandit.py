@@ -55,6 +55,7 @@ from dponline.protocol import (
     RewardFeedback,
     checked_budget,
     checked_count,
+    checked_round,
 )
 from dponline.registry import (
     AuditCase,
@@ -127,12 +128,12 @@ class DPGLMBandit(NoiseHandle):
         self.arms = checked_count("arms", arms)
         self.horizon = checked_count("horizon", horizon)
         self.replicas = checked_count("replicas", replicas)
-        self.budget = checked_budget(budget)
+        self.budget = checked_budget(budget, Neighbouring.ONE_USER)
         epsilon = None if self.budget is None else self.budget.epsilon
         self.warmup = (
             default_warmup(self.dim, self.horizon, epsilon, self.arms)
             if warmup is None
-            else int(warmup)
+            else checked_count("warmup", warmup)
         )
         if self.arms < 2:
             raise ValueError(f"need at least 2 arms, got {arms!r}")
@@ -153,13 +154,19 @@ class DPGLMBandit(NoiseHandle):
         per_arm = self.warmup + self.horizon - self.arms * self.warmup
         gen = as_generator(rng)
         vertices = l1_ball_vertices(self.dim, radius)
+        # each arm's Algorithm 2 is private over its own samples; the bandit's JDP follows
+        arm_budget = (
+            None
+            if self.budget is None
+            else dataclasses.replace(self.budget, neighbouring=Neighbouring.ONE_SAMPLE)
+        )
         self.estimators = [
             NoisyMinFrankWolfe(
                 self.dim,
                 per_arm,
                 vertices=vertices,
                 x_bound=x_bound,
-                budget=self.budget,
+                budget=arm_budget,
                 replicas=self.replicas,
                 rng=child,
                 clip=clip,
@@ -310,7 +317,7 @@ class DPGLMBandit(NoiseHandle):
             raise ValueError("state was saved from a differently configured bandit")
         for est, s in zip(self.estimators, state["estimators"], strict=True):
             est.load_state_dict(s)
-        self.t = int(state["t"])
+        self.t = checked_round(state["t"], self.horizon)
         self.forced = np.array(state["forced"], dtype=float)
         context, action = state.get("context"), state.get("action")
         self._context = None if context is None else np.array(context, dtype=float)
@@ -356,8 +363,9 @@ register_learner(
                 release=DPGLMBandit.estimates,
                 audit=AuditCase(
                     # 3 arms, t_0 = 1, linear link, rewards in [-100, 100]: user 4 (the first
-                    # after the warm-up) has reward +100 or -100 whichever arm it gets, a
-                    # sample change of 400 against the proven 2 (beta D + L) = 406
+                    # after the warm-up) has reward +100 or -100 whichever arm it gets: its
+                    # gradient moves by 200 in l_inf, against the proven 2 (beta D + L) = 206
+                    # (L = 101, beta = 1, D = 2)
                     horizon=6,
                     values=(100.0, -100.0),
                     changed_round=3,

@@ -22,7 +22,7 @@ refused when it exceeds the budget unless the budget allows a weaker paper calib
 
 The wrapped algorithm implements :class:`BanditAlgorithm`: it acts, learns from the (noisy)
 values it is handed, and reports the point each replica played. Input bounds, the horizon, the
-act/observe order and the noise live in :class:`PrivateBandit`, once for every algorithm.
+act/observe order and the noise live in :class:`PrivateBanditReduction`, once for every algorithm.
 """
 
 from __future__ import annotations
@@ -46,12 +46,13 @@ from dponline.protocol import (
     NoiseHandle,
     checked_budget,
     checked_count,
+    checked_round,
 )
 from dponline.rng import RngLike, as_generator
 
 __all__ = [
     "BanditAlgorithm",
-    "PrivateBandit",
+    "PrivateBanditReduction",
     "ReductionCalibrator",
     "value_range",
 ]
@@ -104,6 +105,14 @@ class ReductionCalibrator:
     paper_numerator: float
     paper_source: str
 
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.sensitivity) and self.sensitivity > 0):
+            raise ValueError(
+                f"the loss values' sensitivity must be finite and positive, got "
+                f"{self.sensitivity!r}: a loss set of zero width leaves nothing to protect; "
+                "declare the range the losses really take"
+            )
+
     def _answer(self, budget: PrivacyBudget, lam: float, how: str) -> Calibration:
         budget.require_pure("Algorithm 4's Laplace noise")
         how += f" (Lemma 4.2; sensitivity {self.sensitivity:.6g})"
@@ -121,7 +130,7 @@ class ReductionCalibrator:
         return self._answer(budget, lam, how)
 
 
-class PrivateBandit(NoiseHandle):
+class PrivateBanditReduction(NoiseHandle):
     """Algorithm 4 of Agarwal & Singh (2017) around any :class:`BanditAlgorithm`.
 
     Parameters
@@ -223,17 +232,17 @@ class PrivateBandit(NoiseHandle):
             x = self.algorithm.played()
             low, high = value_range(self.bounds, x)
             # <l, x> of a loss inside the set can round a hair past the computed interval:
-            # accept it, clipped back (below) so the sensitivity is exactly the interval's
+            # such values are clipped back, so the sensitivity is exactly the interval's
             slack = 1e-12 * np.maximum(np.abs(low), np.abs(high))
-            accept_low, accept_high = low - slack, high + slack
-            if ((value >= accept_low) & (value <= accept_high)).all():
-                value = np.clip(value, low, high)
+            near = (value >= low - slack) & (value <= high + slack)
+            value = np.where(near, np.clip(value, low, high), value)
         inside = (value >= low) & (value <= high)
         if not inside.all():
             if not self.clip:
                 j = int(np.argmin(inside))
                 raise ValueError(
-                    f"bandit loss {value[j]!r} of replica {j} is outside the declared bounds: "
+                    f"bandit loss {float(value[j])!r} of replica {j} is outside the declared "
+                    "bounds: "
                     f"losses in the loss set give values in [{low[j]:.6g}, {high[j]:.6g}] at "
                     "the action played"
                 )
@@ -272,4 +281,4 @@ class PrivateBandit(NoiseHandle):
             )
         self.algorithm.load_state_dict(state["algorithm"])
         self._acted = bool(state["acted"])
-        self.t = int(state["t"])
+        self.t = checked_round(state["t"], self.horizon)

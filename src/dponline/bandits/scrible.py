@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.bandits.private_reduction import PrivateBandit
+from dponline.bandits.private_reduction import PrivateBanditReduction
 from dponline.domains.barriers import SelfConcordantBarrier
 from dponline.privacy.bounds import InputBounds, NormBall
 from dponline.privacy.budget import PrivacyBudget
@@ -152,7 +152,7 @@ class SCRiBLe:
         self.rng = generator_from_state(state["rng"])
 
 
-class DPSCRiBLe(PrivateBandit):
+class DPSCRiBLe(PrivateBanditReduction):
     """DP bandit linear optimisation over a set with a self-concordant barrier: Algorithm 4
     around :class:`SCRiBLe` (Theorem 4.5).
 

@@ -195,6 +195,7 @@ def _write(path: Path, kind: str, task: str, body: Any, arrays: dict[str, np.nda
             np.savez(fh, allow_pickle=False, **{_HEADER: np.frombuffer(blob, np.uint8)}, **arrays)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it readable by its owner only
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

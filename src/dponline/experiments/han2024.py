@@ -405,7 +405,7 @@ def run_cell(task: Task, checkpoint_dir: str | Path | None = None) -> CellResult
     """:func:`run_task`, reading and writing the cell's stored result in ``checkpoint_dir``
     (the runner's store: arrays and JSON stamped with the version and the cell's key), so an
     interrupted reproduction resumes with the cells it finished."""
-    path = None if checkpoint_dir is None else Path(checkpoint_dir) / f"{task.key}.result.npz"
+    path = None if checkpoint_dir is None else Path(checkpoint_dir) / f"{task.key}.cell.npz"
     if path is not None and path.exists():
         s = load_state(path, task=task.key)
         return CellResult(

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from dponline.continual.base import ContinualCounter, HorizonExceededError
-from dponline.protocol import Feedback, LossVectorFeedback, NoiseHandle
+from dponline.protocol import Feedback, LossVectorFeedback, NoiseHandle, checked_round
 
 __all__ = ["CounterLearner"]
 
@@ -61,6 +61,12 @@ class CounterLearner(NoiseHandle, ABC):
     def _scale_noise(self, factor: float) -> None:
         self.counter.noise = self.counter.noise.scaled(factor)
 
+    def scale_noise(self, factor: float) -> None:
+        """Multiply the calibrated noise by ``factor`` (> 0) before the first round; the
+        counter then states the learner's (possibly voided) guarantee."""
+        super().scale_noise(factor)
+        self.counter.privacy = self.privacy
+
     def state_dict(self) -> dict[str, Any]:
         return {
             "t": self.t,
@@ -75,4 +81,4 @@ class CounterLearner(NoiseHandle, ABC):
         self._cumulative = np.array(state["cumulative"], dtype=float)
         self._acted = bool(state["acted"])
         self.noise_multiplier = float(state["noise_multiplier"])
-        self.t = int(state["t"])
+        self.t = checked_round(state["t"], self.horizon)

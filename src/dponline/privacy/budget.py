@@ -85,7 +85,8 @@ class PrivacyBudget:
             raise TypeError(f"neighbouring must be a Neighbouring, got {self.neighbouring!r}")
         object.__setattr__(self, "epsilon", eps)
         object.__setattr__(self, "delta", delta)
-        object.__setattr__(self, "allow_weaker", bool(self.allow_weaker))
+        if not isinstance(self.allow_weaker, bool):
+            raise TypeError(f"allow_weaker must be True or False, got {self.allow_weaker!r}")
 
     def __repr__(self) -> str:
         return (

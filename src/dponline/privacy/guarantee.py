@@ -58,8 +58,9 @@ class PrivacyGuarantee:
     rho:
         The zero-concentrated DP parameter when the mechanism is Gaussian (``None`` otherwise).
     requested_epsilon, requested_delta:
-        What the user asked for, when it differs from what could be proven (a paper's
-        calibration can prove less than it claims; see :class:`PrivacyWarning`).
+        What the user asked for (set by every calibration, through
+        :meth:`dponline.privacy.budget.PrivacyBudget.prove`), beside what is proven: a paper's
+        calibration can prove less than it claims (see :class:`PrivacyWarning`) or more.
     """
 
     epsilon: float

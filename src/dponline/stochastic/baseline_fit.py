@@ -25,7 +25,6 @@ Their accounting (the subsampled Gaussian under replace-one neighbours) is in
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ import numpy as np
 from dponline.privacy.bounds import check_finite, lp_norm
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
+from dponline.protocol import checked_budget as checked_learner_budget
 from dponline.rng import RngLike, as_generator
 
 __all__ = [
@@ -82,13 +82,9 @@ def _positive(name: str, value: float) -> float:
 def checked_budget(budget: PrivacyBudget | None) -> PrivacyBudget | None:
     """The budget of one run at one scale, over datasets that differ in one sample; ``None``
     runs without noise. The baselines give (epsilon, delta)-DP with delta > 0."""
-    if budget is None:
-        return None
-    if not isinstance(budget, PrivacyBudget):
-        raise TypeError(f"budget must be a PrivacyBudget or None, got {budget!r}")
-    budget.require_delta("this baseline's Gaussian noise")
-    if budget.neighbouring is not Neighbouring.ONE_SAMPLE:
-        budget = dataclasses.replace(budget, neighbouring=Neighbouring.ONE_SAMPLE)
+    budget = checked_learner_budget(budget, Neighbouring.ONE_SAMPLE)
+    if budget is not None:
+        budget.require_delta("this baseline's Gaussian noise")
     return budget
 
 

@@ -44,7 +44,14 @@ from dponline.privacy.accounting import zcdp_epsilon
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
-from dponline.protocol import Feedback, FeedbackKind, NoiseHandle, checked_budget, checked_count
+from dponline.protocol import (
+    Feedback,
+    FeedbackKind,
+    NoiseHandle,
+    checked_budget,
+    checked_count,
+    checked_round,
+)
 from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
 from dponline.stochastic.glm_losses import GLMLoss, SquaredLoss
 from dponline.stochastic.samples import checked_sample
@@ -159,7 +166,7 @@ class NoisyMinFrankWolfe(NoiseHandle):
         self.dim = checked_count("dim", dim)
         self.horizon = checked_count("horizon", horizon)
         self.replicas = checked_count("replicas", replicas)
-        self.budget = checked_budget(budget)
+        self.budget = checked_budget(budget, Neighbouring.ONE_SAMPLE)
         self.vertices = (
             l1_ball_vertices(self.dim) if vertices is None else np.asarray(vertices, dtype=float)
         )
@@ -311,7 +318,7 @@ class NoisyMinFrankWolfe(NoiseHandle):
                 "state was saved from a learner with different noise, bounds, "
                 "vertices, shape or guarantee; it cannot continue this one"
             )
-        self.t = int(state["t"])
+        self.t = checked_round(state["t"], self.horizon)
         for k in ("theta", "theta_prev", "grad_sum"):
             setattr(self, k, np.array(state[k], dtype=float))
         self._acted = bool(state["acted"])

@@ -18,10 +18,12 @@ Noise (:class:`PrivateFrankWolfeCalibrator`). ``paper``: generalized Gaussian no
 smooth norm of l_q with sigma_+ of Theorem 3.1, Eq. (2). ``tight``: for p >= 2 (q <= 2),
 ||.||_2 <= ||.||_q, so the l2 sensitivity is at most 2 (beta D + L) and the tree is accounted
 exactly as one Gaussian mechanism (analytic Gaussian, adaptive composition of Gaussian
-releases); for 1 < p < 2 the generalized
-Gaussian per node with the exact number of nodes and the least regularity constant. The
-guarantee is (epsilon, delta)-DP for the whole sequence of released iterates, over datasets that
-differ in one sample (continual release, Han et al. Section 2.2).
+releases); for 1 < p < 2 (q > 2) the smaller in l_q of that Gaussian noise (l2 sensitivity
+d^(1/2 - 1/q) 2 (beta D + L)) and the generalized Gaussian per node with the exact number of
+nodes and the least regularity constant. Both go through the counters' calibration
+(:class:`~dponline.continual.calibration.CounterCalibrator`). The guarantee is (epsilon, delta)-DP
+for the whole sequence of released iterates, over datasets that differ in one sample (continual
+release, Han et al. Section 2.2).
 """
 
 from __future__ import annotations
@@ -41,7 +43,14 @@ from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate, positive, probability
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise, NoiseDistribution
-from dponline.protocol import Feedback, FeedbackKind, NoiseHandle, checked_budget, checked_count
+from dponline.protocol import (
+    Feedback,
+    FeedbackKind,
+    NoiseHandle,
+    checked_budget,
+    checked_count,
+    checked_round,
+)
 from dponline.registry import (
     AuditCase,
     LearnerEntry,
@@ -177,7 +186,7 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
         self.domain = domain
         self.horizon = checked_count("horizon", horizon)
         self.replicas = checked_count("replicas", replicas)
-        self.budget = checked_budget(budget)
+        self.budget = checked_budget(budget, Neighbouring.ONE_SAMPLE)
         self.dim, self.q = domain.dim, domain.q
         self.x_bound, self.y_bound, self.clip = float(x_bound), float(y_bound), bool(clip)
         r, D = domain.radius, domain.diameter()
@@ -206,6 +215,12 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
 
     def _scale_noise(self, factor: float) -> None:
         self.counter.noise = self.counter.noise.scaled(factor)
+
+    def scale_noise(self, factor: float) -> None:
+        """Multiply the calibrated noise by ``factor`` (> 0) before the first round; the
+        counter then states the learner's (possibly voided) guarantee."""
+        super().scale_noise(factor)
+        self.counter.privacy = self.privacy
 
     def act(self) -> np.ndarray:
         """theta_t, shape (replicas, d) (theta_n, after the last sample, is the output)."""
@@ -247,7 +262,7 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
         self.theta = np.array(state["theta"], dtype=float)
         self.theta_prev = np.array(state["theta_prev"], dtype=float)
         self._acted = bool(state["acted"])
-        self.t = int(state["t"])
+        self.t = checked_round(state["t"], self.horizon)
 
 
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
