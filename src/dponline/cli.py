@@ -15,6 +15,7 @@ Each command takes ``--json`` for machine-readable output.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -295,6 +296,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from dponline.experiments.spec import load_spec
 
     spec = load_spec(args.spec)
+    overrides = {k: getattr(args, k) for k in ("seeds", "horizon") if getattr(args, k)}
+    if overrides:  # a smaller look at the same spec (its own seeds and data otherwise)
+        spec = dataclasses.replace(spec, **overrides)
     out = Path(args.out) if args.out else Path(f"{Path(args.spec).stem}-report")
     ckpt = None if args.no_checkpoint else out / "checkpoints"
     results = run_sweep(
@@ -370,6 +374,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-checkpoint",
         action="store_true",
         help="do not checkpoint (by default OUT/checkpoints lets a run resume)",
+    )
+    p.add_argument("--seeds", type=_positive_int, default=None, help="override the spec's seeds")
+    p.add_argument(
+        "--horizon",
+        type=_positive_int,
+        default=None,
+        help="override the spec's horizon (rounds; real data is cut to it)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_run)

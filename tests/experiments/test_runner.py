@@ -249,7 +249,9 @@ def test_spec_errors_name_the_field(tmp_path):
     "example", sorted((ROOT / "examples").glob("*.toml")), ids=lambda p: p.name
 )
 def test_every_example_spec_runs(example, tmp_path, capsys):
-    assert main(["run", str(example), "--out", str(tmp_path), "--backend", "serial", "--json"]) == 0
+    # every shipped spec is valid and runs end to end; at 400 rounds and 2 seeds to stay quick
+    args = ["run", str(example), "--out", str(tmp_path), "--backend", "serial", "--json"]
+    assert main([*args, "--horizon", "400", "--seeds", "2"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert Path(data["report"]).exists()
     assert data["summary"]
