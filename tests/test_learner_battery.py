@@ -85,13 +85,20 @@ def test_paper_calibration_audit_not_refuted(entry, case):
     )
 
 
-def test_every_private_learner_is_audited_and_names_are_unique():
-    names = list(learners())
-    assert len(names) == len(set(names)) >= 12
-    private = {n for n, e in learners().items() if e.private}
-    assert private == {p.values[0].name for p in PRIVATE_CASES}
-    for name in private:
-        assert all(c.audit is not None for c in learners()[name].test_cases)
+def test_every_learner_of_the_papers_so_far_is_registered():
+    # a module that stopped registering its entries would silently leave the battery
+    expected = {
+        "dp-ftrl": "ftrl",
+        "dp-ftpl": "ftpl",
+        "dp-exp2": "exp2",
+        "dp-scrible": "scrible",
+        "dp-frank-wolfe": "frank-wolfe",
+        "dp-glm-bandit": "glm-bandit",
+    }
+    catalogue = learners()
+    for private, counterpart in expected.items():
+        assert catalogue[private].private and not catalogue[counterpart].private
+    assert {p.values[0].name for p in PRIVATE_CASES} >= set(expected)
 
 
 # --- a throwaway learner, defined here, picked up by the battery, the specs and the CLI -------

@@ -4,6 +4,7 @@ feedback it gives and the action space it accepts, which is how specs pair it wi
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -206,7 +207,8 @@ def build_environment(
         raise ValueError(f"unknown environment {name!r}; expected one of {sorted(ENVIRONMENTS)}")
     entry = ENVIRONMENTS[name]
     entry.action_space_for(options)  # an option naming an action space must name one
-    try:
-        return entry.build(horizon, rng, **options)
+    try:  # check the options against the builder's signature; its own errors pass through
+        inspect.signature(entry.build).bind(horizon, rng, **options)
     except TypeError as exc:
         raise ValueError(f"bad options for environment {name!r}: {exc}") from None
+    return entry.build(horizon, rng, **options)
