@@ -78,3 +78,41 @@ def test_specs_pair_by_feedback_kind_and_action_space():
     assert _paired(cube, ["dp-ftrl", "ftpl"]) == {("linear", "dp-ftrl"), ("linear", "ftpl")}
     with pytest.raises(SpecError, match=r"'environments\[0\]\.options'.*'domain'"):
         _paired({"name": "linear", "options": {"domain": "sphere"}}, ["dp-ftrl"])
+
+
+def test_a_module_that_fails_to_import_can_be_retried(tmp_path, monkeypatch):
+    import dponline.registry as registry
+
+    learners()  # the real catalogue first
+    package = tmp_path / "flaky_learners"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "flaky.py").write_text(
+        "import os\n"
+        "from dponline.registry import register_learner\n"
+        "from tests.test_registry import flaky_entry\n"
+        "register_learner(flaky_entry())\n"
+        "if os.environ.get('FLAKY_FAIL'):\n"
+        "    raise RuntimeError('the module fails after registering')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "LEARNER_PACKAGES", ("flaky_learners",))
+    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setenv("FLAKY_FAIL", "1")
+    try:
+        with pytest.raises(RuntimeError, match="fails after registering"):
+            registry.learners()
+        assert "flaky" not in registry._CATALOGUE  # what it registered was forgotten
+        monkeypatch.delenv("FLAKY_FAIL")
+        assert "flaky" in registry.learners()  # the retry runs it again without a clash
+    finally:
+        registry._CATALOGUE.pop("flaky", None)
+        for name in [m for m in sys.modules if m.startswith("flaky_learners")]:
+            del sys.modules[name]
+
+
+def flaky_entry():
+    """A copy of dp-exp2's entry under another name (for the retry test)."""
+    import dataclasses
+
+    return dataclasses.replace(learners()["dp-exp2"], name="flaky")

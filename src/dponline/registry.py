@@ -290,8 +290,16 @@ def _import_learner_modules() -> None:
     try:
         for package_name in LEARNER_PACKAGES:
             package = importlib.import_module(package_name)
-            for info in pkgutil.iter_modules(package.__path__, f"{package_name}."):
-                importlib.import_module(info.name)
+            for info in pkgutil.walk_packages(package.__path__, f"{package_name}."):
+                before = set(_CATALOGUE)
+                try:
+                    importlib.import_module(info.name)  # subpackages too
+                except BaseException:
+                    # Python forgets a module that failed to import, so a retry runs it again:
+                    # forget what it registered before failing, or the retry would clash
+                    for name in set(_CATALOGUE) - before:
+                        del _CATALOGUE[name]
+                    raise
     except BaseException:
         _loaded = False
         raise
