@@ -47,6 +47,7 @@ __all__ = [
     "build_learner",
     "learners",
     "non_private",
+    "non_private_entry",
     "register_learner",
     "unregister_learner",
 ]
@@ -336,6 +337,32 @@ def budget_from_options(options: dict[str, Any], delta: float) -> PrivacyBudget 
     if epsilon is None:
         return None
     return PrivacyBudget(epsilon, delta, calibration, allow_weaker=allow_weaker)
+
+
+def non_private_entry(
+    private: LearnerEntry,
+    name: str,
+    *,
+    paper: str,
+    test_cases: tuple[LearnerTestCase, ...],
+    options: Mapping[str, str] | None = None,
+) -> LearnerEntry:
+    """The entry of ``private``'s non-private counterpart: its factory with ``epsilon=None``
+    (:func:`non_private`), the same setting, feedback kind and action space, no guarantee and
+    no calibrations; ``paper`` says what algorithm that is."""
+    return LearnerEntry(
+        name,
+        non_private(private.factory),
+        paper=paper,
+        setting=private.setting,
+        guarantee="none (non-private reference)",
+        calibrations=(),
+        private=False,
+        feedback_kind=private.feedback_kind,
+        action_space=private.action_space,
+        test_cases=test_cases,
+        options=dict(options or {}),
+    )
 
 
 def non_private(factory: Callable[..., Learner]) -> Callable[..., Learner]:

@@ -271,6 +271,11 @@ def test_files_that_are_not_ours_are_refused_and_never_unpickled(tmp_path):
         z.writestr("state.pkl", payload)
     with pytest.raises(ValueError, match="not a valid dponline checkpoint file"):
         load_state(path, task=TASK)
+    # an archive compressed by a method numpy never writes (numpy's reader cannot open it)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_LZMA) as z:
+        z.writestr("header.npy", b"x" * 100)
+    with pytest.raises(ValueError, match=r"not a valid dponline checkpoint file.*compression"):
+        load_state(path, task=TASK)
     save_state(path, {"x": np.arange(1000.0)}, task=TASK)
     path.write_bytes(path.read_bytes()[:-200])
     with pytest.raises(ValueError, match="not a valid dponline checkpoint file"):

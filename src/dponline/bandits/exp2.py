@@ -39,7 +39,7 @@ from dponline.registry import (
     LearnerEntry,
     LearnerTestCase,
     budget_from_options,
-    non_private,
+    non_private_entry,
     register_learner,
 )
 from dponline.rng import RngLike, generator_from_state, generator_state
@@ -294,10 +294,6 @@ class DPEXP2(PrivateBanditReduction):
         )
 
     @property
-    def eta(self) -> float:
-        return self.algorithm.eta  # type: ignore[attr-defined, no-any-return]
-
-    @property
     def gamma(self) -> float:
         return self.algorithm.gamma  # type: ignore[attr-defined, no-any-return]
 
@@ -322,7 +318,7 @@ def same_arm(outputs: np.ndarray) -> np.ndarray:
 
 _EXP2_SETTING = "multi-armed bandit"
 
-register_learner(
+_DP_EXP2_ENTRY = register_learner(
     LearnerEntry(
         "dp-exp2",
         _dp_exp2,
@@ -366,17 +362,11 @@ register_learner(
 )
 
 register_learner(
-    LearnerEntry(
+    non_private_entry(
+        _DP_EXP2_ENTRY,
         "exp2",
-        non_private(_dp_exp2),
         paper="EXP2 with uniform exploration (Bubeck et al. 2012); the non-private "
         "counterpart of dp-exp2",
-        setting=_EXP2_SETTING,
-        guarantee="none (non-private reference)",
-        calibrations=(),
-        private=False,
-        feedback_kind=FeedbackKind.BANDIT,
-        action_space="arms",
         test_cases=(
             LearnerTestCase(
                 "stock_bandit", environment_options={"dataset": "djia"}, randomised=True

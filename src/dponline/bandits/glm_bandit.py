@@ -62,7 +62,7 @@ from dponline.registry import (
     LearnerEntry,
     LearnerTestCase,
     budget_from_options,
-    non_private,
+    non_private_entry,
     register_learner,
 )
 from dponline.rng import RngLike, as_generator
@@ -340,7 +340,7 @@ def _dp_glm_bandit(env: Any, **kw: Any) -> DPGLMBandit:
 
 _GLM_SETTING = "contextual generalized linear bandit (linear or logistic link)"
 
-register_learner(
+_DP_GLM_BANDIT_ENTRY = register_learner(
     LearnerEntry(
         "dp-glm-bandit",
         _dp_glm_bandit,
@@ -392,18 +392,12 @@ register_learner(
 )
 
 register_learner(
-    LearnerEntry(
+    non_private_entry(
+        _DP_GLM_BANDIT_ENTRY,
         "glm-bandit",
-        non_private(_dp_glm_bandit),
         paper="Han et al., Algorithm 3 without noise (the forced-sampling greedy GLM bandit "
         "of Bastani & Bayati 2020 with Frank-Wolfe estimators); the non-private "
         "counterpart of dp-glm-bandit",
-        setting=_GLM_SETTING,
-        guarantee="none (non-private reference)",
-        calibrations=(),
-        private=False,
-        feedback_kind=FeedbackKind.CONTEXTUAL_BANDIT,
-        action_space="contextual arms",
         test_cases=(
             LearnerTestCase(
                 "glm_bandit",

@@ -63,6 +63,7 @@ class BanditAlgorithm(Protocol):
 
     dim: int
     replicas: int
+    eta: float  # the learning rate (its default may depend on the calibrated noise)
     #: True when every action is a standard basis vector (a multi-armed bandit); such an
     #: algorithm also gives ``played_arms()``, the index of each replica's arm.
     one_hot: bool
@@ -190,6 +191,11 @@ class PrivateBanditReduction(NoiseHandle):
             raise ValueError(f"loss_bounds has dimension {self.bounds.dim}, expected {self.dim}")
         self._acted = False
         self.t = 0
+
+    @property
+    def eta(self) -> float:
+        """The wrapped algorithm's learning rate."""
+        return self.algorithm.eta  # type: ignore[attr-defined, no-any-return]
 
     @property
     def laplace_scale(self) -> float:

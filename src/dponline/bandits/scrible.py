@@ -39,7 +39,7 @@ from dponline.registry import (
     LearnerEntry,
     LearnerTestCase,
     budget_from_options,
-    non_private,
+    non_private_entry,
     register_learner,
 )
 from dponline.rng import RngLike, generator_from_state, generator_state
@@ -217,10 +217,6 @@ class DPSCRiBLe(PrivateBanditReduction):
             clip=clip,
         )
 
-    @property
-    def eta(self) -> float:
-        return self.algorithm.eta  # type: ignore[attr-defined, no-any-return]
-
 
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
@@ -232,7 +228,7 @@ def _dp_scrible(env: Any, **kw: Any) -> DPSCRiBLe:
 
 _SCRIBLE_SETTING = "bandit linear optimisation over a set with a self-concordant barrier"
 
-register_learner(
+_DP_SCRIBLE_ENTRY = register_learner(
     LearnerEntry(
         "dp-scrible",
         _dp_scrible,
@@ -269,17 +265,11 @@ register_learner(
 )
 
 register_learner(
-    LearnerEntry(
+    non_private_entry(
+        _DP_SCRIBLE_ENTRY,
         "scrible",
-        non_private(_dp_scrible),
         paper="SCRiBLe (Abernethy, Hazan & Rakhlin 2012); the non-private counterpart of "
         "dp-scrible",
-        setting=_SCRIBLE_SETTING,
-        guarantee="none (non-private reference)",
-        calibrations=(),
-        private=False,
-        feedback_kind=FeedbackKind.BANDIT,
-        action_space="barrier set",
         test_cases=(
             LearnerTestCase(
                 "bandit_linear", environment_options={"dim": 3, "domain": "ball"}, randomised=True

@@ -217,6 +217,10 @@ def _read(path: Path, kind: str, task: str, decode: Any) -> Any:
             f"starting with {data[:8]!r}{looks}; {_ADVICE}"
         )
     try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:  # the methods numpy's savez writes
+            methods = {i.compress_type for i in archive.infolist()}
+        if not methods <= {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED}:
+            raise ValueError(f"zip compression methods {sorted(methods)} are not numpy's")
         with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
             header = json.loads(bytes(arrays[_HEADER]).decode())
             if type(header) is not dict or header.get("format") != FORMAT:
@@ -236,7 +240,6 @@ def _read(path: Path, kind: str, task: str, decode: Any) -> Any:
         IndexError,
         EOFError,
         RecursionError,
-        NotImplementedError,  # an unsupported zip compression method
         zipfile.BadZipFile,
         zlib.error,
     ) as exc:

@@ -42,7 +42,7 @@ from dponline.registry import (
     LearnerEntry,
     LearnerTestCase,
     budget_from_options,
-    non_private,
+    non_private_entry,
     register_learner,
 )
 from dponline.rng import RngLike
@@ -227,7 +227,7 @@ def _dp_ftpl(env: Any, **kw: Any) -> DPFTPL:
 
 _FTPL_SETTING = "experts; online linear optimisation over the ball or cube"
 
-register_learner(
+_DP_FTPL_ENTRY = register_learner(
     LearnerEntry(
         "dp-ftpl",
         _dp_ftpl,
@@ -262,17 +262,11 @@ register_learner(
 )
 
 register_learner(
-    LearnerEntry(
+    non_private_entry(
+        _DP_FTPL_ENTRY,
         "ftpl",
-        non_private(_dp_ftpl),
         paper="Follow-the-Perturbed-Leader with Gaussian perturbations (Abernethy et al. "
         "2014); the non-private counterpart of dp-ftpl (Theorem 3.5's regret term only)",
-        setting=_FTPL_SETTING,
-        guarantee="none (non-private reference)",
-        calibrations=(),
-        private=False,
-        feedback_kind=FeedbackKind.LOSS_VECTOR,
-        action_space=("simplex", "ball", "cube"),
         test_cases=(
             LearnerTestCase("stochastic", environment_options={"n_experts": 3}, randomised=True),
             LearnerTestCase(

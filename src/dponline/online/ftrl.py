@@ -39,7 +39,7 @@ from dponline.registry import (
     LearnerEntry,
     LearnerTestCase,
     budget_from_options,
-    non_private,
+    non_private_entry,
     register_learner,
 )
 from dponline.rng import RngLike
@@ -383,7 +383,7 @@ def _ftrl_audit(noise: str, environment_options: dict[str, Any]) -> AuditCase:
 
 _FTRL_SETTING = "experts; online linear optimisation over the ball or cube (full information)"
 
-register_learner(
+_DP_FTRL_ENTRY = register_learner(
     LearnerEntry(
         "dp-ftrl",
         _dp_ftrl,
@@ -424,17 +424,11 @@ register_learner(
 )
 
 register_learner(
-    LearnerEntry(
+    non_private_entry(
+        _DP_FTRL_ENTRY,
         "ftrl",
-        non_private(_dp_ftrl),
         paper="Follow-the-Regularized-Leader with entropy (Hedge); the non-private "
         "counterpart of dp-ftrl",
-        setting=_FTRL_SETTING,
-        guarantee="none (non-private reference)",
-        calibrations=(),
-        private=False,
-        feedback_kind=FeedbackKind.LOSS_VECTOR,
-        action_space=("simplex", "ball", "cube"),
         test_cases=(
             LearnerTestCase("switching_best", environment_options={"n_experts": 4}),
             LearnerTestCase("linear", environment_options={"dim": 3}, label="ball"),

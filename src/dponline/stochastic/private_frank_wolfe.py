@@ -56,7 +56,7 @@ from dponline.registry import (
     LearnerEntry,
     LearnerTestCase,
     budget_from_options,
-    non_private,
+    non_private_entry,
     register_learner,
 )
 from dponline.rng import RngLike
@@ -304,7 +304,7 @@ def _fw_audit(p: float) -> AuditCase:
 
 _FW_SETTING = "streaming stochastic convex optimisation (squared loss, l_p ball)"
 
-register_learner(
+_DP_FRANK_WOLFE_ENTRY = register_learner(
     LearnerEntry(
         "dp-frank-wolfe",
         _private_fw,
@@ -339,17 +339,11 @@ register_learner(
 )
 
 register_learner(
-    LearnerEntry(
+    non_private_entry(
+        _DP_FRANK_WOLFE_ENTRY,
         "frank-wolfe",
-        non_private(_private_fw),
         paper="Streaming Frank-Wolfe with recursive gradients (Xie et al. 2020); the "
         "non-private counterpart of dp-frank-wolfe",
-        setting=_FW_SETTING,
-        guarantee="none (non-private reference)",
-        calibrations=(),
-        private=False,
-        feedback_kind=FeedbackKind.SAMPLE,
-        action_space="l_p ball",
         test_cases=(
             LearnerTestCase("regression_stream", environment_options={"dim": 3}),
             LearnerTestCase(
