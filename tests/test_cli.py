@@ -104,7 +104,8 @@ def test_audit_command_json(capsys):
     expected = [(n, c.label) for n, e in learners().items() if e.private for c in e.test_cases]
     assert [(r["learner"], r["case"]) for r in data["learners"]] == expected
     for r in data["learners"]:
-        assert r["claimed_epsilon"] == pytest.approx(1.0, rel=1e-6)  # tight: exactly as asked
+        # tight: as asked (the RDP-accounted baselines aim 1e-4 below the request, by design)
+        assert 1.0 - 2e-4 <= r["claimed_epsilon"] <= 1.0 + 1e-9
         assert r["trials"] == 1000
         assert r["epsilon_lower"] >= 0 and r["epsilon_lower_tenth_noise"] >= 0
         assert not r["refuted"]  # each: chance <= 1e-3

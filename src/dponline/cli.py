@@ -15,7 +15,6 @@ Each command takes ``--json`` for machine-readable output.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -232,17 +231,15 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     for note in result["footnotes"]:
         print(f"- {note}")
     print(f"\nPlot: {result['plot']} (data: {result['curves_csv']})")
-    if result["reused_cells"]:
+    if result["reused_tasks"]:
         print(
-            f"{result['reused_cells']} of {len(result['cells'])} cells were read from "
+            f"{result['reused_tasks']} of {result['tasks']} tasks were read from "
             f"{result['checkpoints']} (finished by an earlier run of this version); --fresh "
             "recomputes them."
         )
     print(
         f"Wall time {result['wall_seconds']:.1f} s on {result['workers']} worker "
-        f"process{'es' if result['workers'] > 1 else ''}; compute by algorithm: "
-        + ", ".join(f"{k} {v:.1f} s" for k, v in result["cpu_seconds_by_algorithm"].items())
-        + "."
+        f"process{'es' if result['workers'] > 1 else ''} (spec: {result['spec']})."
     )
     return 0
 
@@ -298,7 +295,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     overrides = {k: getattr(args, k) for k in ("seeds", "horizon") if getattr(args, k)}
     if overrides:  # a smaller look at the same spec (its own seeds and data otherwise)
-        spec = dataclasses.replace(spec, **overrides)
+        spec = spec.overridden(**overrides)
     out = Path(args.out) if args.out else Path(f"{Path(args.spec).stem}-report")
     ckpt = None if args.no_checkpoint else out / "checkpoints"
     results = run_sweep(
@@ -425,7 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         help="runs per input, a quarter as many pilot runs choosing the event (default: "
-        "50,000 for counters, each learner's own, 40,000 to 60,000)",
+        "50,000 for counters, each learner's own test case's)",
     )
     p.add_argument(
         "--seed",

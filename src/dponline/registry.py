@@ -165,6 +165,12 @@ class LearnerEntry:
     action_space: str | tuple[str, ...]
     test_cases: tuple[LearnerTestCase, ...]
     options: Mapping[str, str] = field(default_factory=dict)
+    #: Options the learner takes as a list of candidate values at once (a spec's ``tune``): it
+    #: then plays len(values) x replicas replicas, candidate-major, and the block of candidate
+    #: j equals a learner built with values[j] and the same seed (the same draws; equal numbers
+    #: up to the rounding of arithmetic vectorised over the candidates). The runner tunes such an
+    #: option in one pass instead of one pass per candidate.
+    joint_options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:

@@ -52,8 +52,8 @@ def test_table_is_tidy_and_regret_is_exact():
     assert (
         list(table.columns)
         == (
-            "learner label environment calibration epsilon proven_epsilon delta seed t "
-            "cumulative_loss regret"
+            "learner label environment calibration epsilon proven_epsilon delta tuned seed t "
+            "cumulative_loss regret final_loss"
         ).split()
     )
     assert len(table) == len(tasks) * 3 * 30

@@ -9,7 +9,7 @@ import numpy as np
 
 from dponline.protocol import Feedback
 
-__all__ = ["Environment"]
+__all__ = ["Environment", "HeldOutEvaluation"]
 
 
 @runtime_checkable
@@ -37,3 +37,19 @@ class Environment(Protocol):
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class HeldOutEvaluation(Protocol):
+    """An environment with held-out sets, on which any iterate can be scored after the stream
+    (streaming stochastic optimisation, Han et al. 2024 App. C):
+
+    * ``test_loss(action)``: each replica's loss on the test set, shape ``(replicas,)``; the
+      runner scores the learner's final output with it (the table's ``final_loss``);
+    * ``validation_loss(action)``: the same on a separate validation set, the only one a
+      hyperparameter search (a spec's ``tune``) may look at.
+    """
+
+    def test_loss(self, action: np.ndarray) -> np.ndarray: ...
+
+    def validation_loss(self, action: np.ndarray) -> np.ndarray: ...

@@ -23,6 +23,7 @@ from dponline.environments.experts import (
     switching_best_losses,
 )
 from dponline.environments.linear import LinearLossEnvironment, drifting_losses
+from dponline.environments.lp_regression import LpRegressionStream
 from dponline.environments.real import stock_losses
 from dponline.environments.streams import LinearRegressionStream
 from dponline.protocol import FeedbackKind
@@ -166,6 +167,16 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "l_p ball",
             "x uniform on [-1, 1]^dim, y = <x, theta*> + uniform noise; regret = cumulative "
             "excess risk (exact)",
+        ),
+        EnvironmentEntry(
+            "lp_regression",
+            lambda horizon, rng, dim=5, p=1.5, n_validation=10_000, n_test=10_000: (
+                LpRegressionStream(dim, horizon, p, rng, n_validation=n_validation, n_test=n_test)
+            ),
+            FeedbackKind.SAMPLE,
+            "l_p ball",
+            "Han et al. (2024) App. C: x ~ N(0, 0.05^2 I) rescaled to ||x||_q = 1, y = <x, "
+            "theta*> + N(0, 0.05^2), loss = test SubOpt; validation and test sets held out",
         ),
         EnvironmentEntry(
             "glm_bandit",

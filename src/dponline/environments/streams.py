@@ -35,6 +35,9 @@ class LinearRegressionStream:
     noise: float = 0.1
     rng: np.random.Generator | int | None = 0
     name: str = "linear regression stream"
+    #: The l_p geometry the experiment is set in (learners over an l_p ball take it as their p);
+    #: ``None``: the samples fit every l_p ball's bounds (:meth:`x_bound`), the learner chooses.
+    p: float | None = field(default=None, init=False)
     feedback_kind: FeedbackKind = field(default=FeedbackKind.SAMPLE, init=False)
     setting: str = field(default="stochastic optimisation", init=False)
 

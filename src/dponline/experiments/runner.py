@@ -7,7 +7,12 @@ position, so the results do not depend on the backend, the number of workers or 
 which tasks finish.
 
 Results are a tidy table (:mod:`pandas`): one row per task, seed and recorded round, with the
-cumulative loss and the exact regret against the best fixed decision in hindsight.
+cumulative loss and the exact regret against the best fixed decision in hindsight. Where the
+environment holds out validation and test sets (streaming optimisation,
+:class:`~dponline.environments.base.HeldOutEvaluation`), the learner's output after the last
+sample is scored on the test set (``final_loss``, on the last round's rows), and a task may
+``tune`` options on the validation set: every candidate runs on the same data with the same
+seed, and the table keeps the candidate with the least mean validation loss (``tuned``).
 
 Checkpoints: with ``checkpoint_dir`` each task saves its learner, environment and partial
 results every ``checkpoint_every`` rounds (``<task key>.ckpt.npz``) and a finished task saves
@@ -21,14 +26,17 @@ versions are ignored with a warning.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
+import itertools
 import json
+import math
 import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from dponline import registry
-from dponline.environments.base import Environment
+from dponline.environments.base import Environment, HeldOutEvaluation
 from dponline.environments.catalogue import build_environment
 from dponline.experiments.checkpoints import (
     CHECKPOINT_SUFFIX,
@@ -65,10 +73,12 @@ COLUMNS = [
     "epsilon",
     "proven_epsilon",
     "delta",
+    "tuned",
     "seed",
     "t",
     "cumulative_loss",
     "regret",
+    "final_loss",
 ]
 
 
@@ -92,6 +102,10 @@ class Task:
     #: Run a ``paper`` calibration that proves less than asked (a reproduction); the table's
     #: ``proven_epsilon`` says what it proves. Off, such a task fails with the proof.
     allow_weaker: bool = False
+    #: Options to choose on the environment's validation set: name -> candidate values. Every
+    #: combination runs (same data, same learner seed); the table keeps the one whose final
+    #: output has the least mean validation loss, and says which in its ``tuned`` column.
+    tune: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -136,9 +150,11 @@ def make_tasks(
 ) -> list[Task]:
     """The cross product of learners x epsilons x calibrations (non-private learners once).
 
-    Each learner is ``{"name": ..., "options": {...}, "label": ...}``; the label defaults to
-    the name and its options. ``allow_weaker_paper``: run ``paper`` calibrations that prove
-    less than the requested epsilon (reproductions), reporting what they prove.
+    Each learner is ``{"name": ..., "options": {...}, "label": ..., "tune": {...}}``; the label
+    defaults to the name and its options; ``tune`` maps options to candidate values chosen on
+    the environment's validation set (:attr:`Task.tune`). ``allow_weaker_paper``: run
+    ``paper`` calibrations that prove less than the requested epsilon (reproductions),
+    reporting what they prove.
     """
     env_options = dict(environment_options or {})
     env_label = environment_label or (
@@ -152,6 +168,14 @@ def make_tasks(
             raise ValueError(f"unknown learner {name!r}; expected one of {sorted(catalogue)}")
         entry = catalogue[name]
         options = dict(spec.get("options", {}))
+        tune = {k: list(v) for k, v in dict(spec.get("tune", {})).items()}
+        for k, values in tune.items():
+            if not values:
+                raise ValueError(f"learner {name!r}: tune.{k} needs at least one value")
+            if k in options:
+                raise ValueError(
+                    f"learner {name!r}: option {k!r} is both fixed ({options[k]!r}) and tuned"
+                )
         label = spec.get("label") or (
             name + "".join(f" {k}={v}" for k, v in sorted(options.items()))
         )
@@ -183,6 +207,7 @@ def make_tasks(
                     label=label,
                     environment_label=env_label,
                     allow_weaker=bool(allow_weaker_paper) and cal == "paper",
+                    tune=tune,
                 )
             )
     return tasks
@@ -207,14 +232,13 @@ def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: i
     ckpt_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     key = task.key
     done_path = ckpt_dir / f"{key}{RESULT_SUFFIX}" if ckpt_dir else None
-    part_path = ckpt_dir / f"{key}{CHECKPOINT_SUFFIX}" if ckpt_dir else None
     if ckpt_dir is not None:
         if checkpoint_every < 1:
             raise ValueError(
                 f"checkpoint_every must be a positive integer, got {checkpoint_every!r}"
             )
         ckpt_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ckpt_dir.glob(f".{key}.*.tmp"):  # left by a writer killed mid-write
+        for stale in ckpt_dir.glob(f".{key}*.tmp"):  # left by a writer killed mid-write
             stale.unlink(missing_ok=True)
     if done_path is not None and done_path.exists():
         frame = load_frame(done_path, task=key)
@@ -224,7 +248,94 @@ def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: i
                 "use a fresh output folder or delete the file"
             )
         return frame
+    candidates = tuning_candidates(task.tune)
+    joint = _joint_option(task)
+    if joint is not None:  # every candidate in one pass, as blocks of the learner's replicas
+        values = list(task.tune[joint])
+        both = _play(
+            task, {joint: values}, ckpt_dir, key, checkpoint_every, width=len(values), store=False
+        )
+        runs = both.split(len(values))
+    else:
+        runs = []
+        for i, override in enumerate(candidates):
+            sub_key = key if not task.tune else f"{key}-c{i:02d}"
+            store = bool(task.tune)
+            runs.append(_play(task, override, ckpt_dir, sub_key, checkpoint_every, store=store))
+    if task.tune:
+        chosen = _choose(runs)
+        run = runs[chosen]
+        tuned = json.dumps(candidates[chosen], sort_keys=True)
+    else:
+        run, tuned = runs[0], ""
+    frame = _rows(task, run, tuned)
+    if done_path is not None:
+        save_frame(done_path, frame, task=key)
+        for i in range(len(candidates)):  # the candidates' partial results, now in the frame
+            sub_key = key if not task.tune else f"{key}-c{i:02d}"
+            (ckpt_dir / f"{sub_key}{CHECKPOINT_SUFFIX}").unlink(missing_ok=True)  # type: ignore[operator]
+            if task.tune:
+                (ckpt_dir / f"{sub_key}{RESULT_SUFFIX}").unlink(missing_ok=True)  # type: ignore[operator]
+    return frame
 
+
+def _joint_option(task: Task) -> str | None:
+    """The tuned option, when the task tunes one option its learner takes as a list of
+    candidates at once (:attr:`~dponline.registry.LearnerEntry.joint_options`)."""
+    if len(task.tune) != 1:
+        return None
+    (name,) = task.tune
+    entry = registry.learners().get(task.learner)
+    return name if entry is not None and name in entry.joint_options else None
+
+
+def tuning_candidates(tune: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the tuned options' values, in the spec's order (the first option
+    varies slowest); ``[{}]`` when nothing is tuned."""
+    names = list(tune)
+    return [dict(zip(names, values, strict=True)) for values in itertools.product(*tune.values())]
+
+
+def _choose(runs: Sequence[_Run]) -> int:
+    """The candidate with the least mean validation loss over seeds (a non-finite loss counts
+    as infinite; ties go to the first)."""
+    means = []
+    for r in runs:
+        v = np.asarray(r.validation_loss, dtype=float)
+        means.append(float(np.where(np.isfinite(v), v, np.inf).mean()))
+    return int(np.argmin(means))
+
+
+@dataclass
+class _Run:
+    """What one learner's pass over the environment produced."""
+
+    recorded_t: np.ndarray  # (n_recorded,)
+    recorded_loss: np.ndarray  # (n_recorded, seeds) cumulative loss
+    full_regret: np.ndarray  # (horizon,) regret of zero cumulative loss = -best cumulative loss
+    final_loss: np.ndarray  # (seeds,) test loss of the final output, NaN without held-out sets
+    validation_loss: np.ndarray  # (seeds,) validation loss of the final output (or NaN)
+    proven_epsilon: float
+    delta: float
+
+    def state(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def split(self, k: int) -> list[_Run]:
+        """The runs of ``k`` candidates played as candidate-major blocks of replicas."""
+        seeds = self.final_loss.size // k
+        return [
+            dataclasses.replace(
+                self,
+                recorded_loss=self.recorded_loss[:, j * seeds : (j + 1) * seeds],
+                final_loss=self.final_loss[j * seeds : (j + 1) * seeds],
+                validation_loss=self.validation_loss[j * seeds : (j + 1) * seeds],
+            )
+            for j in range(k)
+        ]
+
+
+def _build(task: Task, override: Mapping[str, Any]) -> tuple[Environment, Any]:
     env_seq, learner_seq = task.seed_sequences()
     env = build_environment(
         task.environment, task.horizon, np.random.default_rng(env_seq), **task.environment_options
@@ -233,6 +344,12 @@ def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: i
         raise TypeError(
             f"environment {task.environment!r} built a {type(env).__name__}, which does not "
             "implement dponline.environments.Environment"
+        )
+    if task.tune and not isinstance(env, HeldOutEvaluation):
+        raise ValueError(
+            f"{task.label or task.learner}: tuning {sorted(task.tune)} needs an environment with "
+            f"a validation set (dponline.environments.HeldOutEvaluation); {task.environment!r} "
+            "has none"
         )
     with warnings.catch_warnings():
         # a paper calibration the spec allows to prove less is reported in the table instead
@@ -246,7 +363,7 @@ def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: i
                 allow_weaker=task.allow_weaker,
                 replicas=task.seeds,
                 rng=np.random.default_rng(learner_seq),
-                **task.learner_options,
+                **{**task.learner_options, **override},
             )
         except WeakerGuaranteeError as exc:
             raise WeakerGuaranteeError(
@@ -254,8 +371,33 @@ def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: i
                 "'allow_weaker_paper = true' runs such paper calibrations and reports what "
                 "they prove"
             ) from None
+    return env, learner
+
+
+def _play(
+    task: Task,
+    override: Mapping[str, Any],
+    ckpt_dir: Path | None,
+    key: str,
+    checkpoint_every: int,
+    *,
+    width: int = 1,
+    store: bool = False,
+) -> _Run:
+    """One pass of the learner (built with ``override`` over its options) over the task's
+    environment, resuming from the checkpoint ``key`` if there is one. Every candidate of a
+    tuned task sees the same environment stream and the same learner seed (common random
+    numbers: the candidates differ only in the tuned options). ``width``: candidates played at
+    once (the learner then plays ``width`` x seeds replicas); ``store``: keep the finished run
+    under ``key`` (a candidate of a tuned task)."""
+    part_path = ckpt_dir / f"{key}{CHECKPOINT_SUFFIX}" if ckpt_dir else None
+    done_path = ckpt_dir / f"{key}{RESULT_SUFFIX}" if (ckpt_dir and store) else None
+    if done_path is not None and done_path.exists():  # a finished candidate of a tuned task
+        return _Run(**load_state(done_path, task=key))
+    env, learner = _build(task, override)
     horizon = env.horizon
-    cumulative = np.zeros(task.seeds)
+    replicas = task.seeds * width
+    cumulative = np.zeros(replicas)
     recorded_t: list[int] = []
     recorded_loss: list[np.ndarray] = []
     start = 0
@@ -278,6 +420,11 @@ def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: i
         if reveals_context:
             learner.observe(ContextFeedback(env.context(t)))
         action = learner.act()
+        if t == start and np.shape(action)[:1] != (replicas,):
+            raise ValueError(
+                f"{task.label or task.learner} played actions of shape {np.shape(action)}; "
+                f"expected {replicas} replicas first"
+            )
         feedback, loss = env.round(t, action)
         learner.observe(feedback)
         cumulative = cumulative + loss
@@ -294,25 +441,39 @@ def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: i
                     "cumulative": cumulative,
                     "recorded_t": np.array(recorded_t, dtype=np.int64),
                     "recorded_loss": np.array(recorded_loss, dtype=float).reshape(
-                        len(recorded_loss), task.seeds
+                        len(recorded_loss), replicas
                     ),
                 },
                 task=key,
             )
-
-    frame = _rows(task, learner, env, np.array(recorded_t), np.array(recorded_loss))
-    if done_path is not None and part_path is not None:  # both or neither
-        save_frame(done_path, frame, task=key)
-        part_path.unlink(missing_ok=True)
-    return frame
-
-
-def _rows(task: Task, learner: Any, env: Any, ts: np.ndarray, losses: np.ndarray) -> pd.DataFrame:
-    # losses: (n_recorded, seeds); regret needs the full curve of the best decision
-    full_regret = env.regret(np.zeros((1, env.horizon)))[0]  # = -best cumulative loss
-    regret = losses + full_regret[ts - 1][:, None]
-    n_t, n_s = losses.shape
+    final = validation = np.full(replicas, np.nan)
+    if isinstance(env, HeldOutEvaluation):
+        output = learner.act()  # the output after the last sample (streaming optimisation)
+        final = np.asarray(env.test_loss(output), dtype=float)
+        validation = np.asarray(env.validation_loss(output), dtype=float)
     privacy = getattr(learner, "privacy", None)
+    run = _Run(
+        recorded_t=np.array(recorded_t, dtype=np.int64),
+        recorded_loss=np.array(recorded_loss, dtype=float).reshape(len(recorded_t), replicas),
+        full_regret=np.asarray(env.regret(np.zeros((1, horizon)))[0], dtype=float),
+        final_loss=final,
+        validation_loss=validation,
+        proven_epsilon=math.nan if privacy is None else float(privacy.epsilon),
+        delta=math.nan if privacy is None else float(privacy.delta),
+    )
+    if done_path is not None:
+        save_state(done_path, run.state(), task=key)
+        if part_path is not None:
+            part_path.unlink(missing_ok=True)
+    return run
+
+
+def _rows(task: Task, run: _Run, tuned: str) -> pd.DataFrame:
+    ts, losses = run.recorded_t, run.recorded_loss  # losses: (n_recorded, seeds)
+    regret = losses + run.full_regret[ts - 1][:, None]
+    n_t, n_s = losses.shape
+    final = np.full((n_t, n_s), np.nan)
+    final[ts == ts.max()] = run.final_loss  # on the last round's rows only
     return pd.DataFrame(
         {
             "learner": task.learner,
@@ -320,12 +481,14 @@ def _rows(task: Task, learner: Any, env: Any, ts: np.ndarray, losses: np.ndarray
             "environment": task.environment_label or task.environment,
             "calibration": task.calibration,
             "epsilon": np.nan if task.epsilon is None else task.epsilon,
-            "proven_epsilon": np.nan if privacy is None else privacy.epsilon,
-            "delta": np.nan if privacy is None else privacy.delta,
+            "proven_epsilon": run.proven_epsilon,
+            "delta": run.delta,
+            "tuned": tuned,
             "seed": np.tile(np.arange(n_s), n_t),
             "t": np.repeat(ts, n_s),
             "cumulative_loss": losses.ravel(),
             "regret": regret.ravel(),
+            "final_loss": final.ravel(),
         }
     )[COLUMNS]
 
@@ -404,10 +567,12 @@ def run_sweep(
     workers: int | None = None,
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: int = 1000,
+    order: Sequence[int] | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
     """Run every task and return one tidy table, ordered by task and then round and seed
-    (on :func:`execute_tasks`; ``backend`` as there)."""
+    (on :func:`execute_tasks`; ``backend`` and ``order``, the positions in the order to
+    submit them, as there)."""
     indices = [t.task_index for t in tasks]
     if len(set(indices)) != len(indices):
         raise ValueError(
@@ -422,7 +587,9 @@ def run_sweep(
     run = functools.partial(
         _run_task, checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every
     )
-    frames = execute_tasks(tasks, run, backend=backend, workers=workers, progress=progress)
+    frames = execute_tasks(
+        tasks, run, backend=backend, workers=workers, order=order, progress=progress
+    )
     return pd.concat(frames, ignore_index=True)
 
 

@@ -14,6 +14,8 @@
     [[environments]]                # or a single [environment] table
     name = "stocks"
     options = { dataset = "nyse_o" }
+    # horizon = 1000                # this environment's own horizon (else the top-level one)
+    # learners = ["dp-ftrl"]        # only these learners (labels or names) run here
 
     [[learners]]
     name = "dp-ftrl"
@@ -22,6 +24,11 @@
     [[learners]]
     name = "ftrl"
 
+An environment may name the learners that run on it (``learners = ["dp-ftrl"]``, by label or
+name; default: every learner that fits it). A learner may ``tune`` options on the validation
+set of an environment that holds one out (``tune = { step_scale = [0.3, 1.0, 3.0] }``; see
+:attr:`dponline.experiments.runner.Task.tune`).
+
 Every error names the field and what was expected.
 """
 
@@ -29,7 +36,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +67,11 @@ class ExperimentSpec:
     checkpoint_every: int = 1000
     allow_weaker_paper: bool = False
 
+    def overridden(self, **fields: Any) -> ExperimentSpec:
+        """This spec with top-level fields replaced (``dponline run --seeds/--horizon``); a new
+        ``horizon`` replaces every environment's own horizon too."""
+        return _overridden(self, **fields)
+
     def tasks(self) -> list[Task]:
         """Every learner on every environment that fits it: the environment gives the feedback
         the learner observes and accepts the actions it plays
@@ -74,6 +86,7 @@ class ExperimentSpec:
                 i
                 for i, lr in enumerate(self.learners)
                 if catalogue[lr["name"]].runs_in(env_entry.feedback_kind, space)
+                and (env.get("learners") is None or _named(lr, env["learners"]))
             ]
             used.update(fitting)
             if not fitting:
@@ -85,7 +98,7 @@ class ExperimentSpec:
                 calibrations=self.calibrations,
                 seeds=self.seeds,
                 seed=self.seed,
-                horizon=self.horizon,
+                horizon=env.get("horizon", self.horizon),
                 environment_options=env.get("options", {}),
                 record_every=self.record_every,
                 environment_label=env.get("label", ""),
@@ -98,9 +111,24 @@ class ExperimentSpec:
                 raise SpecError(
                     f"spec field 'learners[{i}]': learner {lr['name']!r} observes "
                     f"{entry.feedback_kind.value!r} and plays {list(entry.action_spaces)}; the "
-                    "spec has no environment that gives that feedback and accepts those actions"
+                    "spec has no environment that gives that feedback, accepts those actions "
+                    "and runs it (an environment's 'learners' list may leave it out)"
                 )
         return tasks
+
+
+def _overridden(spec: ExperimentSpec, **fields: Any) -> ExperimentSpec:
+    """``spec`` with top-level fields replaced; a new ``horizon`` replaces every
+    environment's own horizon as well (a smaller look at the same spec)."""
+    envs = spec.environments
+    if fields.get("horizon") is not None:
+        envs = [{k: v for k, v in e.items() if k != "horizon"} for e in envs]
+    return replace(spec, environments=envs, **fields)
+
+
+def _named(learner: Mapping[str, Any], names: list[str]) -> bool:
+    """Whether an environment's ``learners`` list names this learner (by label or name)."""
+    return learner["name"] in names or (bool(learner.get("label")) and learner["label"] in names)
 
 
 def _expect(cond: bool, name: str, what: str, value: Any) -> None:
@@ -121,15 +149,50 @@ def _int(data: dict, name: str, default: int | None, minimum: int = 1) -> int | 
     return int(v)
 
 
-def _entry(raw: Any, name: str, registry: Mapping[str, Any]) -> dict[str, Any]:
+def _entry(
+    raw: Any, name: str, registry: Mapping[str, Any], extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
     _expect(isinstance(raw, dict), name, "a table with 'name' (and optional 'options')", raw)
     _expect("name" in raw, f"{name}.name", f"one of {sorted(registry)}", None)
     _expect(raw["name"] in registry, f"{name}.name", f"one of {sorted(registry)}", raw["name"])
     opts = raw.get("options", {})
     _expect(isinstance(opts, dict), f"{name}.options", "a table", opts)
-    unknown = set(raw) - {"name", "options", "label"}
-    _expect(not unknown, name, "only the keys name, options, label", sorted(unknown))
-    return {"name": raw["name"], "options": dict(opts), "label": raw.get("label", "")}
+    keys = ("name", "options", "label", *extra)
+    unknown = set(raw) - set(keys)
+    _expect(not unknown, name, f"only the keys {', '.join(keys)}", sorted(unknown))
+    label = raw.get("label", "")
+    _expect(isinstance(label, str), f"{name}.label", "a string", label)
+    out = {"name": raw["name"], "options": dict(opts), "label": label}
+    if "tune" in raw:
+        tune = raw["tune"]
+        _expect(
+            isinstance(tune, dict) and tune,
+            f"{name}.tune",
+            "a table of option = [candidate values]",
+            tune,
+        )
+        for k, values in tune.items():
+            _expect(
+                isinstance(values, list) and values,
+                f"{name}.tune.{k}",
+                "a non-empty list of candidate values",
+                values,
+            )
+            _expect(k not in opts, f"{name}.tune.{k}", "an option not also fixed in options", k)
+        out["tune"] = {k: list(v) for k, v in tune.items()}
+    if "horizon" in raw:
+        _int(raw, "horizon", None)
+        out["horizon"] = int(raw["horizon"])
+    if "learners" in raw:
+        names = raw["learners"]
+        _expect(
+            isinstance(names, list) and names and all(isinstance(n, str) for n in names),
+            f"{name}.learners",
+            "a non-empty list of learner labels or names",
+            names,
+        )
+        out["learners"] = list(names)
+    return out
 
 
 def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> ExperimentSpec:
@@ -160,7 +223,10 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
     else:
         _expect("environment" in data, "environment", "a table naming the environment", None)
         envs = [data["environment"]]
-    environments = [_entry(e, f"environments[{i}]", ENVIRONMENTS) for i, e in enumerate(envs)]
+    environments = [
+        _entry(e, f"environments[{i}]", ENVIRONMENTS, extra=("learners", "horizon"))
+        for i, e in enumerate(envs)
+    ]
     for i, env in enumerate(environments):
         try:
             ENVIRONMENTS[env["name"]].action_space_for(env["options"])
@@ -173,7 +239,18 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
         "a non-empty array of tables",
         learners_raw,
     )
-    chosen = [_entry(x, f"learners[{i}]", learners()) for i, x in enumerate(learners_raw)]
+    chosen = [
+        _entry(x, f"learners[{i}]", learners(), extra=("tune",)) for i, x in enumerate(learners_raw)
+    ]
+    known_learners = [lr["label"] or lr["name"] for lr in chosen]
+    for i, env in enumerate(environments):
+        for who in env.get("learners", []):
+            _expect(
+                any(_named(lr, [who]) for lr in chosen),
+                f"environments[{i}].learners",
+                f"labels or names of the spec's learners {known_learners}",
+                who,
+            )
     eps = data.get("epsilons", [1.0])
     _expect(
         isinstance(eps, list)

@@ -18,6 +18,14 @@ Shared here:
   that run ``k`` draws the same numbers whatever ``runs`` and ``step_scales`` are (the scales of
   one run share its samples and noise: common random numbers).
 * :func:`checked_budget`: the budget of one run at one scale (``None``: no noise).
+* :class:`BatchPlan`: what a baseline fixes before it sees any data (its schedule, its noise
+  and the guarantee they prove: the calibrations are data-independent), and its ``fit`` on a
+  dataset. The batch function (``noisy_sfw``, ...) and the batch-learner adapter
+  (:class:`~dponline.stochastic.batch_learner.BatchLearner`) both build the plan and fit it, so
+  they share one path to the guarantee and one stream of numbers: :func:`fit_plan`.
+* ``noise_multiplier``: every noise scale a fit draws with is multiplied by it after
+  calibration (for audits: a multiplier below 1 voids the guarantee,
+  :func:`scaled_guarantee`, as :meth:`~dponline.protocol.NoiseHandle.scale_noise` does).
 
 Their accounting (the subsampled Gaussian under replace-one neighbours) is in
 :mod:`dponline.privacy.accounting`.
@@ -25,10 +33,12 @@ Their accounting (the subsampled Gaussian under replace-one neighbours) is in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -39,12 +49,21 @@ from dponline.protocol import checked_budget as checked_learner_budget
 from dponline.rng import RngLike, as_generator
 
 __all__ = [
+    "CHUNK_FLOATS",
     "BaselineFit",
+    "BatchPlan",
     "checked_budget",
     "checked_dataset",
+    "checked_noise_multiplier",
+    "checked_plan_data",
+    "checked_positive",
     "checked_runs",
+    "checked_samples",
     "checked_scales",
+    "fit_plan",
+    "run_chunks",
     "run_generators",
+    "scaled_guarantee",
 ]
 
 
@@ -62,7 +81,9 @@ class BaselineFit:
         that differ in one sample (:attr:`~dponline.privacy.guarantee.Neighbouring.ONE_SAMPLE`),
         with its derivation; ``None`` when the algorithm ran without noise (``epsilon=None``).
     parameters:
-        The noise scales, step sizes, batch sizes and step counts used, for reports.
+        The noise scales as calibrated, step sizes, batch sizes and step counts, for reports;
+        with ``noise_scaling`` (present only when it is not 1) the factor every calibrated noise
+        scale was multiplied by when drawing (``noise_multiplier`` of the batch function).
     """
 
     theta: np.ndarray
@@ -70,7 +91,8 @@ class BaselineFit:
     parameters: dict[str, float] = field(default_factory=dict)
 
 
-def _positive(name: str, value: float) -> float:
+def checked_positive(name: str, value: float) -> float:
+    """``value`` as a float if it is a finite positive real number (bounds, radii)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r}")
     v = float(value)
@@ -123,8 +145,8 @@ def checked_dataset(
     rescaled radially into the l_q ball of radius X and its ``y`` clipped to ``[-Y, Y]``.
     Returns float copies.
     """
-    xb = _positive("x_bound", x_bound)
-    yb = _positive("y_bound", y_bound)
+    xb = checked_positive("x_bound", x_bound)
+    yb = checked_positive("y_bound", y_bound)
     xa = np.array(check_finite(x, "x"), dtype=float)
     ya = np.array(check_finite(y, "y"), dtype=float)
     if xa.ndim != 2 or ya.shape != (xa.shape[0],):
@@ -164,3 +186,126 @@ def run_generators(rng: RngLike, runs: int) -> list[np.random.Generator]:
     run ``k`` of a vectorised call equals run ``k`` of any other call with the same seed.
     """
     return as_generator(rng).spawn(runs)
+
+
+def checked_samples(algorithm: str, samples: int, minimum: int) -> int:
+    """The number n of samples a plan is built for: an integer >= ``minimum``."""
+    if isinstance(samples, bool) or not isinstance(samples, numbers.Integral):
+        raise TypeError(f"{algorithm}: the number of samples must be an integer, got {samples!r}")
+    if samples < minimum:
+        raise ValueError(f"{algorithm} needs at least {minimum} samples, got {samples!r}")
+    return int(samples)
+
+
+def checked_noise_multiplier(noise_multiplier: float) -> float:
+    """The factor on every calibrated noise scale: a finite positive real number."""
+    if isinstance(noise_multiplier, bool) or not isinstance(noise_multiplier, numbers.Real):
+        raise TypeError(f"noise_multiplier must be a real number, got {noise_multiplier!r}")
+    m = float(noise_multiplier)
+    if not (math.isfinite(m) and m > 0):
+        raise ValueError(f"noise_multiplier must be finite and positive, got {noise_multiplier!r}")
+    return m
+
+
+def scaled_guarantee(
+    privacy: PrivacyGuarantee | None, noise_multiplier: float
+) -> PrivacyGuarantee | None:
+    """The guarantee of a run whose calibrated noise was multiplied by ``noise_multiplier``:
+    unchanged at a multiplier >= 1 (more noise proves at least as much), none (epsilon = inf,
+    the calibrated derivation kept) below 1, exactly as
+    :meth:`~dponline.protocol.NoiseHandle.scale_noise` states it for a learner."""
+    m = checked_noise_multiplier(noise_multiplier)
+    if privacy is None or m >= 1.0:
+        return privacy
+    return dataclasses.replace(
+        privacy,
+        epsilon=math.inf,
+        rho=None,
+        derivation=(
+            f"noise multiplied by {m:g} after calibration: no guarantee (for audits). As "
+            f"calibrated: {privacy.derivation}"
+        ),
+    )
+
+
+class BatchPlan(Protocol):
+    """A batch baseline with everything fixed that does not depend on the data: the schedule,
+    the calibrated noise and the guarantee it proves (the baselines' calibrations depend on n,
+    d, the bounds and the budget only), and :meth:`fit`, the algorithm on a dataset.
+
+    Attributes: ``paper`` (the algorithm, cited), ``samples`` (n), ``dim`` (d), ``q`` and
+    ``x_bound``, ``y_bound`` (the input contract ``||x||_q <= x_bound``, ``|y| <= y_bound``),
+    ``budget``, ``privacy`` (the guarantee of one run at one scale, ``None`` without noise),
+    ``parameters`` (for reports) and ``step_scales`` (the learning-rate scale factors).
+    """
+
+    paper: str
+    samples: int
+    dim: int
+    q: float
+    x_bound: float
+    y_bound: float
+    budget: PrivacyBudget | None
+    privacy: PrivacyGuarantee | None
+    parameters: Mapping[str, float]
+    step_scales: np.ndarray
+
+    def start(self) -> np.ndarray:
+        """The data-independent point the algorithm starts from, shape (d,)."""
+        ...
+
+    def fit(
+        self,
+        xs: np.ndarray,
+        ys: np.ndarray,
+        gens: Sequence[np.random.Generator],
+        noise_multiplier: float = 1.0,
+    ) -> np.ndarray:
+        """The output of one run per generator on a validated dataset (n, d), (n,) at every
+        step scale, shape (runs, n_scales, d); every noise scale times ``noise_multiplier``."""
+        ...
+
+
+def checked_plan_data(plan: BatchPlan, xs: np.ndarray, ys: np.ndarray) -> None:
+    """``xs``, ``ys`` have the shapes ``plan`` was built for, (n, d) and (n,)."""
+    shape = (plan.samples, plan.dim)
+    if np.shape(xs) != shape or np.shape(ys) != (plan.samples,):
+        raise ValueError(
+            f"the plan is for x of shape {shape} and y of shape ({plan.samples},), got "
+            f"{np.shape(xs)} and {np.shape(ys)}"
+        )
+
+
+def fit_plan(
+    plan: BatchPlan,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    *,
+    runs: int,
+    rng: RngLike,
+    noise_multiplier: float = 1.0,
+) -> BaselineFit:
+    """``plan`` fitted on the validated dataset ``xs``, ``ys`` with ``runs`` runs whose
+    generators are spawned from ``rng`` (:func:`run_generators`): the batch functions' result,
+    the guarantee scaled by ``noise_multiplier`` (:func:`scaled_guarantee`)."""
+    m = checked_noise_multiplier(noise_multiplier)
+    theta = plan.fit(xs, ys, run_generators(rng, checked_runs(runs)), m)
+    parameters = dict(plan.parameters)
+    if m != 1.0:
+        parameters["noise_scaling"] = m
+    return BaselineFit(
+        theta=theta, privacy=scaled_guarantee(plan.privacy, m), parameters=parameters
+    )
+
+
+#: The largest work buffer of one chunk of vectorised runs, in floats (16 MiB).
+CHUNK_FLOATS = 2**21
+
+
+def run_chunks(runs: int, per_run_floats: int) -> Iterator[tuple[int, int]]:
+    """``(lo, hi)`` ranges covering ``range(runs)`` whose runs need at most
+    :data:`CHUNK_FLOATS` floats together (``per_run_floats`` each; at least one run a chunk).
+    The runs of a vectorised fit are independent, so chunking changes no number."""
+    size = max(1, CHUNK_FLOATS // max(1, int(per_run_floats)))
+    for lo in range(0, runs, size):
+        yield lo, min(runs, lo + size)

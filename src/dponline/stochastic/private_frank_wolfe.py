@@ -61,7 +61,11 @@ from dponline.registry import (
 )
 from dponline.rng import RngLike
 from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe
-from dponline.stochastic.samples import checked_sample, squared_loss_constants
+from dponline.stochastic.samples import (
+    checked_sample,
+    sample_geometry,
+    squared_loss_constants,
+)
 
 __all__ = ["PrivateFrankWolfeCalibrator", "PrivateStreamingFrankWolfe", "han_sigma_plus"]
 
@@ -268,11 +272,15 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _private_fw(env: Any, *, p: float = 1.5, **kw: Any) -> NoiseHandle:
+def _private_fw(env: Any, *, p: float | None = None, **kw: Any) -> NoiseHandle:
     """Algorithm 2 (:class:`~dponline.stochastic.noisy_min_frank_wolfe.NoisyMinFrankWolfe`)
-    for p = 1, Algorithm 1 otherwise, with the stream's input bounds (X in the dual norm, Y)
+    for p = 1, Algorithm 1 otherwise, over the l_p ball of the environment's geometry
+    (:func:`~dponline.stochastic.samples.sample_geometry`: the environment's p when it sets
+    one, else the option, else 1.5), with the stream's input bounds (X in the dual norm, Y)
     unless ``x_bound`` or ``y_bound`` is given."""
-    p = float(p)
+    p = sample_geometry(
+        env, p, 1.5, "frank-wolfe" if kw.get("epsilon") is None else "dp-frank-wolfe"
+    )
     budget = budget_from_options(kw, 1.0 / env.horizon)
     kw.setdefault("y_bound", env.y_bound)
     if p == 1.0:
@@ -334,7 +342,10 @@ _DP_FRANK_WOLFE_ENTRY = register_learner(
                 audit=_fw_audit(1.0),
             ),
         ),
-        options={"p": "the l_p ball (default 1.5; 1 runs Algorithm 2)", "delta": "1/T"},
+        options={
+            "p": "the l_p ball (default: the environment's, else 1.5; 1 runs Algorithm 2)",
+            "delta": "1/T",
+        },
     )
 )
 
@@ -353,6 +364,6 @@ register_learner(
                 label="p=1",
             ),
         ),
-        options={"p": "the l_p ball (default 1.5)"},
+        options={"p": "the l_p ball (default: the environment's, else 1.5)"},
     )
 )

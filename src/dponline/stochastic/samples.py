@@ -1,8 +1,11 @@
 """The input contract of the streaming squared-loss learners: a sample (x, y) with
 ||x||_q <= X and |y| <= Y, which is what their Lipschitz and smoothness constants (and so their
-privacy) rest on."""
+privacy) rest on; and the rule that fixes their l_p geometry from the environment
+(:func:`sample_geometry`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -10,7 +13,7 @@ from dponline.domains.lp_ball import LpBall
 from dponline.privacy.bounds import check_finite
 from dponline.protocol import Feedback, SampleFeedback
 
-__all__ = ["checked_sample", "squared_loss_constants"]
+__all__ = ["checked_sample", "sample_geometry", "squared_loss_constants"]
 
 
 def checked_sample(
@@ -50,3 +53,35 @@ def squared_loss_constants(x_bound: float, y_bound: float, radius: float) -> tup
     ||grad f||_q <= 2 (X r + Y) X = L, and ||grad f(theta) - grad f(theta')||_q
     = 2 |<x, theta - theta'>| ||x||_q <= 2 X^2 ||theta - theta'||_p, so beta = 2 X^2."""
     return 2.0 * (x_bound * radius + y_bound) * x_bound, 2.0 * x_bound**2
+
+
+def sample_geometry(env: Any, p: Any, default: float, learner: str) -> float:
+    """The p of a sample learner over an l_p ball built for the environment ``env``.
+
+    The environment's ``p`` (the geometry its experiment is set in) when it sets one: an
+    explicit option ``p`` that disagrees raises ValueError naming both; when ``env.p`` is
+    ``None`` (or absent), the option ``p``, else the learner's ``default``.
+    """
+    chosen = None if p is None else _checked_p(p, f"{learner}: option p")
+    env_p = getattr(env, "p", None)
+    if env_p is None:
+        return default if chosen is None else chosen
+    env_p = _checked_p(env_p, f"{learner}: the environment's p")
+    if chosen is not None and chosen != env_p:
+        raise ValueError(
+            f"{learner}: the option p = {chosen:g} disagrees with the environment's p = "
+            f"{env_p:g} (the environment sets the geometry; omit p or pass p = {env_p:g})"
+        )
+    return env_p
+
+
+def _checked_p(p: Any, what: str) -> float:
+    if isinstance(p, bool):
+        raise TypeError(f"{what} must be a number >= 1 (or inf), got {p!r}")
+    try:
+        value = float(p)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a number >= 1 (or inf), got {p!r}") from None
+    if not value >= 1:  # NaN too
+        raise ValueError(f"{what} must be a number >= 1 (or inf), got {p!r}")
+    return value
