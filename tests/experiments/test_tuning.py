@@ -50,7 +50,8 @@ class TwoTargets:
         return {}
 
     def load_state_dict(self, state) -> None:
-        pass
+        if state:
+            raise ValueError(f"TwoTargets keeps no state, got keys {sorted(state)}")
 
 
 class Jitter:
