@@ -138,6 +138,9 @@ def _action(env: Environment, space: str, t: int, replicas: int = 2) -> np.ndarr
     if space in ("arms", "contextual arms"):
         arms = env.arms if space == "contextual arms" else env.dim
         return (np.arange(replicas) + t) % arms
+    if space == "oracle set":  # a vertex of the set (its oracle's answer)
+        direction = np.cos(np.arange(env.dim) + t)
+        return np.broadcast_to(env.domain.lmo(direction), (replicas, env.dim)).copy()
     raise AssertionError(f"no test action for action space {space!r}: add one")
 
 

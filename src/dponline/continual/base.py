@@ -189,6 +189,25 @@ class ContinualCounter(ABC):
     def _step(self, x: np.ndarray) -> np.ndarray:
         """Advance with a validated (replicas, dim) input; ``self.t`` is already the new t."""
 
+    def scale_noise(self, factor: float) -> None:
+        """Multiply the noise by ``factor`` before the first step (an audit's handle): the
+        distribution of later draws and every draw already made at construction (a mechanism
+        that draws ahead scales them in :meth:`_scale_drawn_noise`). Laplace and Gaussian
+        draws are their scale times a standard draw, so this is the counter built with the
+        scaled noise, drawing the same randomness."""
+        f = float(factor)
+        if not (np.isfinite(f) and f > 0):
+            raise ValueError(f"factor must be a finite positive number, got {factor!r}")
+        if self.t != 0:
+            raise ValueError(
+                f"scale the noise before the first step (this counter is at step {self.t})"
+            )
+        self.noise = self.noise.scaled(f)
+        self._scale_drawn_noise(f)
+
+    def _scale_drawn_noise(self, factor: float) -> None:  # noqa: B027 (a hook, no-op by default)
+        """Scale the noise drawn at construction (none by default: draws happen per step)."""
+
     def _draw(self, count: int | None = None) -> np.ndarray:
         shape = (self.replicas, self.dim) if count is None else (count, self.replicas, self.dim)
         return self.noise.sample(self._rng, shape)

@@ -58,6 +58,9 @@ class SqrtFactorizationCounter(ContinualCounter):
         del full, z
         self._prefix = np.zeros((self.replicas, self.dim))
 
+    def _scale_drawn_noise(self, factor: float) -> None:
+        self._correlated *= factor  # C z is linear in the draws z
+
     @classmethod
     def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
         c = sqrt_coefficients(int(horizon))

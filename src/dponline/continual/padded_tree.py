@@ -48,6 +48,9 @@ class PaddedTreeCounter(BinaryTreeCounter):
         # Algorithm 1, lines 2-3: L~_0 is a sum of P draws, drawn once at construction.
         self._initial = self.noise.sample_sum(self._rng, self.draws, (self.replicas, self.dim))
 
+    def _scale_drawn_noise(self, factor: float) -> None:
+        self._initial *= factor  # L~_0, drawn at construction
+
     def initial_release(self) -> np.ndarray:
         return self._initial.copy()
 

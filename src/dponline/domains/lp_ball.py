@@ -6,14 +6,29 @@ By Hoelder's inequality, with q = p / (p - 1) the dual exponent,
 
 a signed vertex -r sign(c_i) e_i at the largest |c_i| for p = 1, and -r sign(c) for p = inf;
 the minimum value is -r ||c||_q. Vectorised over a leading replicas axis.
+
+Euclidean geometry (for :class:`~dponline.domains.base.ConvexDomain`), from the norm
+comparisons ``||v||_2 <= ||v||_p <= n^{1/p - 1/2} ||v||_2`` (p <= 2) and
+``n^{1/p - 1/2} ||v||_2 <= ||v||_p <= ||v||_2`` (p >= 2), each attained (at e_1 or at the
+all-ones vector):
+
+* the largest Euclidean norm in the ball is ``r max(1, n^{1/2 - 1/p})``, and since the ball is
+  symmetric its Euclidean diameter is twice that (``||x - y|| <= ||x|| + ||y||``, attained at
+  x = -y);
+* the largest Euclidean ball inside it, centred at 0, has radius ``r min(1, n^{1/2 - 1/p})``.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
+
+from dponline.domains.base import ConvexDomain, as_directions
+from dponline.domains.checks import as_points, checked_dim, contains_by_projection
+from dponline.domains.simplex import project_simplex
 
 __all__ = ["LpBall", "dual_exponent"]
 
@@ -28,16 +43,31 @@ def dual_exponent(p: float) -> float:
 
 
 @dataclass(frozen=True)
-class LpBall:
-    """The l_p ball of radius ``radius`` in R^dim."""
+class LpBall(ConvexDomain):
+    """The l_p ball of radius ``radius`` in R^dim, 1 <= p <= inf.
+
+    * LMO (see the module docstring). Ties: for p = 1 the first index of the largest |c_i|;
+      for p = inf a coordinate with c_i = 0 gets 0 (the middle of the optimal face); the zero
+      direction gives the centre 0 for every p. For 1 < p < inf the minimiser is unique.
+    * ``diameter`` is the Euclidean diameter 2 r max(1, n^{1/2 - 1/p}) (exact);
+      :meth:`lp_diameter` is the l_p diameter 2 r.
+    * Full-dimensional; interior point 0, inscribed radius r min(1, n^{1/2 - 1/p}) (exact).
+    * ``project``: scaling (p = 2), clipping (p = inf), the simplex projection of |x| with the
+      signs restored (p = 1); for other p the KKT system z_i + lam p z_i^{p-1} = |x_i|,
+      sum z_i^p = r^p, solved by nested bisection. ``contains`` uses the exact distance.
+    """
 
     dim: int
     p: float
     radius: float = 1.0
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "dim", checked_dim("dim", self.dim))
+        if isinstance(self.p, bool) or not isinstance(self.p, numbers.Real):
+            raise TypeError(f"p must be a real number >= 1 (or inf), got {self.p!r}")
         if not (self.p >= 1):
             raise ValueError(f"p must be >= 1 (or inf), got {self.p!r}")
+        object.__setattr__(self, "p", float(self.p))
         if not (self.radius > 0 and math.isfinite(self.radius)):
             raise ValueError(f"radius must be finite and positive, got {self.radius!r}")
 
@@ -53,7 +83,7 @@ class LpBall:
 
     def lmo(self, c: np.ndarray) -> np.ndarray:
         """argmin_{||v||_p <= r} <c, v>, row by row (c = 0 gives 0)."""
-        c = np.asarray(c, dtype=float)
+        c = as_directions(c, self.dim)
         if self.p == math.inf:
             return -self.radius * np.sign(c)
         if self.p == 1:
@@ -77,11 +107,95 @@ class LpBall:
 
     def min_linear(self, c: np.ndarray) -> np.ndarray:
         """min_{||v||_p <= r} <c, v> = -r ||c||_q."""
-        a = np.abs(np.asarray(c, dtype=float))
+        a = np.abs(as_directions(c, self.dim))
         q = self.q
         nq = a.max(axis=-1) if q == math.inf else (a**q).sum(axis=-1) ** (1.0 / q)
         return -self.radius * nq
 
-    def diameter(self) -> float:
+    def lp_diameter(self) -> float:
         """The l_p diameter 2r."""
         return 2.0 * self.radius
+
+    def _euclid_factor(self) -> float:
+        """n^{1/2 - 1/p}: the ratio of the Euclidean norm of the all-ones direction's boundary
+        point to r."""
+        inv_p = 0.0 if self.p == math.inf else 1.0 / self.p
+        return float(self.dim ** (0.5 - inv_p))
+
+    @property
+    def diameter(self) -> float:
+        """The Euclidean diameter 2 r max(1, n^{1/2 - 1/p})."""
+        return 2.0 * self.radius * max(1.0, self._euclid_factor())
+
+    @property
+    def affine_dim(self) -> int:
+        return self.dim
+
+    def hull_basis(self) -> np.ndarray:
+        return np.eye(self.dim)
+
+    def interior_point(self) -> np.ndarray:
+        return np.zeros(self.dim)
+
+    @property
+    def inscribed_radius(self) -> float:
+        return self.radius * min(1.0, self._euclid_factor())
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        """The Euclidean projection of each row onto the ball."""
+        y = as_points(x, self.dim)
+        r = self.radius
+        if self.p == math.inf:
+            return np.clip(y, -r, r)
+        norm = self.norm(y)[..., None]
+        inside = norm <= r
+        if self.p == 2:
+            return np.where(inside, y, y * (r / np.where(inside, 1.0, norm)))
+        if self.p == 1:
+            return np.where(inside, y, np.sign(y) * project_simplex(np.abs(y), r))
+        out = y.copy()
+        flat_in = inside[..., 0].reshape(-1)
+        if not flat_in.all():
+            flat = out.reshape(-1, self.dim)
+            rows = flat[~flat_in]
+            flat[~flat_in] = np.sign(rows) * _lp_sphere_kkt(np.abs(rows), self.p, r)
+            out = flat.reshape(y.shape)
+        return out
+
+    def contains(self, x: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+        return contains_by_projection(self.project, x, self.dim, tol)
+
+
+def _bisect_increasing(f, lo: np.ndarray, hi: np.ndarray, iters: int = 64) -> np.ndarray:
+    """The root of an increasing function between ``lo`` and ``hi`` (elementwise)."""
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        pos = f(mid) > 0
+        hi = np.where(pos, mid, hi)
+        lo = np.where(pos, lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def _lp_sphere_kkt(a: np.ndarray, p: float, r: float) -> np.ndarray:
+    """For rows a >= 0 with ||a||_p > r: the z >= 0 with z_i + lam p z_i^{p-1} = a_i and
+    ||z||_p = r (the KKT conditions of the projection onto the l_p ball, 1 < p < inf). For a
+    fixed lam each z_i is the root of an increasing function on [0, a_i]; ||z(lam)||_p
+    decreases in lam, and lam is bracketed by doubling."""
+
+    def z_of(lam: np.ndarray) -> np.ndarray:
+        lam_b = lam[:, None]
+        return _bisect_increasing(
+            lambda z: z + lam_b * p * z ** (p - 1.0) - a, np.zeros_like(a), a.copy()
+        )
+
+    def excess(lam: np.ndarray) -> np.ndarray:
+        return (z_of(lam) ** p).sum(axis=1) - r**p
+
+    hi = np.ones(a.shape[0])
+    for _ in range(200):
+        over = excess(hi) > 0
+        if not over.any():
+            break
+        hi = np.where(over, 2.0 * hi, hi)
+    lam = _bisect_increasing(lambda lam: -excess(lam), np.zeros_like(hi), hi)
+    return z_of(lam)

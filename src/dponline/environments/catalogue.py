@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from dponline.domains.barriers import BallBarrier, BoxBarrier
+from dponline.environments.bandit_convex import bandit_convex
 from dponline.environments.bandit_linear import BanditLinearEnvironment
 from dponline.environments.bandits import BanditEnvironment, StochasticBandit
 from dponline.environments.base import Environment
@@ -24,7 +25,7 @@ from dponline.environments.experts import (
 )
 from dponline.environments.linear import LinearLossEnvironment, drifting_losses
 from dponline.environments.lp_regression import LpRegressionStream
-from dponline.environments.real import stock_losses
+from dponline.environments.real import stock_basket, stock_losses, stock_tree
 from dponline.environments.streams import LinearRegressionStream
 from dponline.protocol import FeedbackKind
 
@@ -154,6 +155,34 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "barrier set",
             "drifting random losses in the unit l2 ball, decisions in the unit ball or the "
             "cube [-1, 1]^dim (domain = ball | box), bandit feedback",
+        ),
+        EnvironmentEntry(
+            "bandit_convex",
+            bandit_convex,
+            FeedbackKind.BANDIT,
+            "oracle set",
+            "linear or quadratic losses (losses = linear | quadratic) around a random "
+            "direction, over a set with a linear minimisation oracle (domain = simplex | box | "
+            "ball | k_subsets | grid_paths), bandit feedback",
+        ),
+        EnvironmentEntry(
+            "stock_basket",
+            lambda horizon, rng, dataset="nyse_o", k=5, scale=0.1: stock_basket(
+                horizon, dataset, k, scale
+            ),
+            FeedbackKind.BANDIT,
+            "oracle set",
+            "real data: choose k stocks a day (uniform matroid) from the basket's loss alone",
+        ),
+        EnvironmentEntry(
+            "stock_tree",
+            lambda horizon, rng, dataset="djia", stocks=15, scale=0.05: stock_tree(
+                horizon, dataset, stocks, scale
+            ),
+            FeedbackKind.BANDIT,
+            "oracle set",
+            "real data: choose a spanning tree of stocks a day (graphic matroid, 105 edges) "
+            "from the tree's loss alone: edges cost how far two stocks' returns diverge",
         ),
         EnvironmentEntry(
             "regression_stream",

@@ -59,13 +59,14 @@ class CounterLearner(NoiseHandle, ABC):
         self.t += 1
 
     def _scale_noise(self, factor: float) -> None:
-        self.counter.noise = self.counter.noise.scaled(factor)
+        self.counter.scale_noise(factor)
 
     def scale_noise(self, factor: float) -> None:
         """Multiply the calibrated noise by ``factor`` (> 0) before the first round; the
         counter then states the learner's (possibly voided) guarantee."""
         super().scale_noise(factor)
         self.counter.privacy = self.privacy
+        self._cumulative = self.counter.initial_release()  # L~_0 was drawn at construction
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -254,7 +254,7 @@ class LocalMDPlan:
         self.step_scales = scales = checked_scales(step_scales)
         lipschitz, _ = squared_loss_constants(self.x_bound, self.y_bound, ball.radius)
         g2 = d ** (0.5 - 1.0 / q) * lipschitz  # l_2 bound of a gradient
-        diameter = ball.diameter()
+        diameter = ball.lp_diameter()
         self.phases = phases = tuple(local_md_schedule(n, d, eps, diameter))
         if math.isinf(eps):
             eta = diameter / lipschitz / math.sqrt(n)

@@ -229,7 +229,7 @@ class NoisySFWPlan:
         self.ball = ball = LpBall(d, self.p, float(radius))
         self.step_scales = scales = checked_scales(step_scales)
         lipschitz, beta = squared_loss_constants(self.x_bound, self.y_bound, ball.radius)
-        diameter = ball.diameter()
+        diameter = ball.lp_diameter()
         c2 = d ** (0.5 - 1.0 / q)
         n0, b, n_batches, eta = sfw_schedule(n)
         self.n0, self.b, self.n_batches = n0, b, n_batches

@@ -193,7 +193,7 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
         self.budget = checked_budget(budget, Neighbouring.ONE_SAMPLE)
         self.dim, self.q = domain.dim, domain.q
         self.x_bound, self.y_bound, self.clip = float(x_bound), float(y_bound), bool(clip)
-        r, D = domain.radius, domain.diameter()
+        r, D = domain.radius, domain.lp_diameter()
         self.lipschitz, self.beta = squared_loss_constants(self.x_bound, self.y_bound, r)
         self.sensitivity = 2.0 * (self.beta * D + self.lipschitz)  # l_q, Theorem 3.1's proof
         self.calibrator = PrivateFrankWolfeCalibrator(
@@ -218,7 +218,7 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
         return self.counter.noise
 
     def _scale_noise(self, factor: float) -> None:
-        self.counter.noise = self.counter.noise.scaled(factor)
+        self.counter.scale_noise(factor)
 
     def scale_noise(self, factor: float) -> None:
         """Multiply the calibrated noise by ``factor`` (> 0) before the first round; the

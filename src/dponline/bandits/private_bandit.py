@@ -1,0 +1,518 @@
+"""PrivateBandit: Ene, Nguyen & Vladu (2021), Algorithm 1 -- differentially private
+projection-free bandit convex optimisation over any set with a linear minimisation oracle.
+
+The horizon is cut into T_round batches of T_batch rounds (line 1; T_batch = ceil(T^{1/2}) and a
+shorter last batch when T is not a square). In batch R every round plays a fresh spherical
+perturbation of the same centre (lines 8-11; Lemma 2.2, Flaxman et al. 2004),
+
+    x_t = x~_{R-1} + zeta u_t,    u_t uniform on the unit sphere of the set's affine hull,
+
+sees the loss value f_t(x_t) and adds F_t u_t, F_t = (k / zeta) f_t(x_t), to the batch gradient
+g~_R (k the dimension of the sphere: n for a full-dimensional set). At the end of the batch the
+tree counter releases s~_R, a noisy prefix sum of the batch gradients (line 13, TreeBasedAgg of
+Appendix A, or a better counter under the ``tight`` calibration). *In parallel*, during batch R,
+the conditional gradient method solves line 14,
+
+    x~_R ~ argmin_{x in D} 1/2 ||x||^2 + <eta s~_{R-1}, x>,
+
+with one call to the linear minimisation oracle per round of the batch (so at most T_batch
+calls), stopping early once its duality gap certifies the paper's precision
+eps_cg = D / T_batch^{1/2} in distance (1-strong convexity: ||x - x*|| <= sqrt(2 gap)); its
+answer is played in batch R+1. This is NoisyOCO (Algorithm 2) on the batch losses with
+NoisyMap(-eta s~) one batch stale (Appendix C). Line 14 prints ``- <eta s~_{R-1}, x>``; the
+analysis (Lemma C.3: x^_R = grad omega*(-eta sum g~)) and NoisyOCO line 3 need ``+``, which is
+what we solve (with ``-`` the method would climb the losses).
+
+Step sizes of line 1: eta = D / (T^{3/4} k^{1/2} L), zeta = D k^{1/2} / T^{1/4}. The first
+centre x~_0 is the set's relative-interior point.
+
+Domain shrinking (Appendix D, ``shrink=True``) for losses defined only on the set: the loss is
+queried at c + (1 - zeta/r)(x_t - c), with c the interior point and r the radius of a ball
+around it inside the set, which lies in D (needs zeta < r); it adds T zeta L D / r to the regret.
+
+Privacy: :mod:`dponline.bandits.ene_noise` (exact sensitivity (k / zeta)(hi - lo) of the batch
+sums for loss values in [lo, hi]; the actions are post-processing of the tree's releases and of
+the learner's own perturbations). With ``budget=None`` the batch sums are exact: the
+non-private projection-free bandit algorithm (Garber & Kretzu 2020, as simplified in
+Algorithm 1).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dponline.bandits.ene_noise import PrivateBanditCalibrator
+from dponline.continual.base import ContinualCounter
+from dponline.continual.binary_tree import BinaryTreeCounter
+from dponline.continual.registry import get_mechanism
+from dponline.domains.base import ConvexDomain
+from dponline.domains.conditional_gradient import QuadraticFrankWolfe
+from dponline.privacy.bounds import check_finite
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.calibration import calibrate
+from dponline.privacy.guarantee import PrivacyGuarantee
+from dponline.privacy.noise import GaussianNoise
+from dponline.protocol import (
+    BanditFeedback,
+    Feedback,
+    FeedbackKind,
+    NoiseHandle,
+    checked_budget,
+    checked_count,
+    checked_round,
+)
+from dponline.registry import (
+    AuditCase,
+    LearnerEntry,
+    LearnerTestCase,
+    budget_from_options,
+    non_private_entry,
+    register_learner,
+)
+from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
+
+__all__ = ["PrivateBandit", "batch_schedule", "default_zeta", "sphere_directions"]
+
+
+def batch_schedule(horizon: int, batch: int | None = None) -> tuple[int, int]:
+    """(T_batch, T_round): T_batch = ceil(T^{1/2}) (or ``batch``), T_round = ceil(T / T_batch)."""
+    t = checked_count("horizon", horizon)
+    b = math.isqrt(t - 1) + 1 if batch is None else checked_count("batch", batch)
+    if b > t:
+        raise ValueError(f"batch must be at most the horizon {t}, got {b}")
+    return b, -(-t // b)
+
+
+def default_zeta(domain: ConvexDomain, horizon: int) -> float:
+    """Line 1's smoothing radius zeta = D k^{1/2} / T^{1/4} (k the sphere's dimension)."""
+    return float(domain.diameter) * math.sqrt(domain.affine_dim) / float(horizon) ** 0.25
+
+
+def sphere_directions(rng: np.random.Generator, basis: np.ndarray, replicas: int) -> np.ndarray:
+    """``replicas`` independent uniform unit vectors of the subspace spanned by the orthonormal
+    columns of ``basis`` (n, k), as points of R^n: a normalised standard Gaussian in R^k."""
+    k = basis.shape[1]
+    w = rng.standard_normal((replicas, k))
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    return w @ basis.T
+
+
+class PrivateBandit(NoiseHandle):
+    """Ene, Nguyen & Vladu (2021), Algorithm 1 (module docstring).
+
+    Parameters
+    ----------
+    domain:
+        The decision set (:class:`~dponline.domains.base.ConvexDomain`): its oracle, diameter D,
+        affine hull, interior point and inscribed radius.
+    horizon:
+        T; round T+1 is refused.
+    budget:
+        The :class:`~dponline.privacy.budget.PrivacyBudget`: delta = 0 gives Laplace noise
+        (Lemma 5.1), delta > 0 Gaussian (Lemma 5.4); ``None`` runs the non-private algorithm.
+    lipschitz:
+        L, the Lipschitz constant of every loss on the points played (line 1's eta and zeta).
+    loss_range:
+        [lo, hi], the interval every observed loss value must lie in (ValueError otherwise, or
+        clipping with ``clip=True``); the privacy proof's sensitivity is hi - lo. Default: the
+        paper's convention that each f_t vanishes somewhere in D, so |f_t(x_t)| <= L (D + zeta)
+        at a point played (L D with ``shrink``, whose points stay in D).
+    mechanism:
+        The counter of the batch sums (default: ``padded_tree`` for ``paper``, Honaker's
+        estimator for tight Laplace, the square-root factorisation for tight Gaussian).
+    eta, zeta, batch:
+        Override line 1's step, smoothing radius and batch length.
+    shrink:
+        Appendix D's domain shrinking.
+    """
+
+    feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.BANDIT
+    paper: ClassVar[str] = "Ene, Nguyen & Vladu (2021), Algorithm 1"
+
+    def __init__(
+        self,
+        domain: ConvexDomain,
+        horizon: int,
+        *,
+        budget: PrivacyBudget | None,
+        lipschitz: float = 1.0,
+        loss_range: tuple[float, float] | None = None,
+        mechanism: str | None = None,
+        eta: float | None = None,
+        zeta: float | None = None,
+        batch: int | None = None,
+        shrink: bool = False,
+        replicas: int = 1,
+        rng: RngLike = None,
+        clip: bool = False,
+    ) -> None:
+        if not isinstance(domain, ConvexDomain):
+            raise TypeError(f"domain must be a ConvexDomain, got {type(domain).__name__}")
+        self.domain = domain
+        self.horizon = checked_count("horizon", horizon)
+        self.replicas = checked_count("replicas", replicas)
+        self.budget = checked_budget(budget)
+        self.clip = bool(clip)
+        self.shrink = bool(shrink)
+        L = float(lipschitz)
+        if not (math.isfinite(L) and L > 0):
+            raise ValueError(f"lipschitz must be a finite positive number, got {lipschitz!r}")
+        self.lipschitz = L
+        self.dim, self.sphere_dim = domain.dim, domain.affine_dim
+        if self.sphere_dim < 1:
+            raise ValueError("the decision set is a single point: there is nothing to learn")
+        self.diameter = float(domain.diameter)
+        self.batch, self.batches = batch_schedule(self.horizon, batch)
+        T, k, D = self.horizon, self.sphere_dim, self.diameter
+        self.eta = self._positive("eta", D / (T**0.75 * math.sqrt(k) * L) if eta is None else eta)
+        self.zeta = self._positive("zeta", default_zeta(domain, T) if zeta is None else zeta)
+        self.center_point = np.asarray(domain.interior_point(), dtype=float)
+        self.radius = float(domain.inscribed_radius)
+        if self.shrink and not self.zeta < self.radius:
+            raise ValueError(
+                f"domain shrinking (Appendix D) needs zeta < r: zeta = {self.zeta:.6g}, inscribed "
+                f"radius r = {self.radius:.6g}; pass a smaller zeta or a longer horizon"
+            )
+        if loss_range is None:
+            reach = 0.0 if self.shrink else self.zeta
+            loss_range = (-L * (D + reach), L * (D + reach))
+        lo, hi = (float(v) for v in loss_range)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ValueError(f"loss_range must be finite with lo < hi, got {loss_range!r}")
+        self.loss_range = (lo, hi)
+        self._basis = np.asarray(domain.hull_basis(), dtype=float)
+        self._full = self.sphere_dim == self.dim
+
+        parent = as_generator(rng)
+        self._rng, counter_rng = parent.spawn(2)
+        self.calibrator: PrivateBanditCalibrator | None = None
+        self.privacy: PrivacyGuarantee | None = None
+        if self.budget is None:
+            self.counter: ContinualCounter = BinaryTreeCounter(
+                self.batches, self.dim, GaussianNoise(0.0), replicas=self.replicas, rng=counter_rng
+            )
+        else:
+            self.calibrator = PrivateBanditCalibrator(
+                horizon=T,
+                batches=self.batches,
+                sphere_dim=k,
+                ambient_dim=self.dim,
+                lipschitz=L,
+                term_bound=k / self.zeta * (hi - lo),
+                noise="laplace" if self.budget.delta == 0 else "gaussian",
+                mechanism=mechanism,
+            )
+            cal = calibrate(self.calibrator, self.budget)
+            self.counter = get_mechanism(cal.mechanism)(
+                self.batches,
+                self.dim,
+                cal.noise,
+                replicas=self.replicas,
+                rng=counter_rng,
+                privacy=cal.guarantee,
+            )
+            self.privacy = cal.guarantee
+        # eps_cg of line 14, in distance; the duality gap g certifies sqrt(2 g)
+        self.cg_precision = D / math.sqrt(self.batch)
+        start = np.broadcast_to(self.center_point, (self.replicas, self.dim))
+        self.solver = QuadraticFrankWolfe(domain, start)
+        self._center = start.copy()  # x~_{R-1}, played (perturbed) in the current batch
+        self._begin_map(self.counter.initial_release())  # line 14 on s~_0 during batch 1
+        self._batch_sum = np.zeros((self.replicas, self.dim))  # g~_R so far
+        self._u = np.zeros((self.replicas, self.dim))
+        self._played = start.copy()
+        self._acted = False
+        self.t = 0
+
+    @staticmethod
+    def _positive(name: str, value: float) -> float:
+        v = float(value)
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a finite positive number, got {value!r}")
+        return v
+
+    # --- NoisyOCO pieces -------------------------------------------------------------------
+
+    def _begin_map(self, prefix_sum: np.ndarray) -> None:
+        """NoisyMap(-eta s~): start line 14's conditional gradient at the current centre."""
+        self.solver.reset(-self.eta * prefix_sum, start=self._center)
+
+    def _query_point(self, x: np.ndarray) -> np.ndarray:
+        """Where the loss is evaluated: x itself, or Appendix D's c + (1 - zeta/r)(x - c)."""
+        if not self.shrink:
+            return x
+        return self.center_point + (1.0 - self.zeta / self.radius) * (x - self.center_point)
+
+    @property
+    def lmo_calls(self) -> int:
+        """Calls to the domain's linear minimisation oracle so far (at most one per round)."""
+        return self.solver.lmo_calls
+
+    @property
+    def center(self) -> np.ndarray:
+        """x~_{R-1}, the point the current batch perturbs, shape (replicas, dim)."""
+        return self._center.copy()
+
+    # --- the protocol ----------------------------------------------------------------------
+
+    def _scale_noise(self, factor: float) -> None:
+        self.counter.scale_noise(factor)
+
+    def scale_noise(self, factor: float) -> None:
+        """Multiply the calibrated noise by ``factor`` before the first round (the audit's
+        handle); the counter then states the learner's (possibly voided) guarantee, and s~_0,
+        drawn at construction, is rescaled with the rest."""
+        super().scale_noise(factor)
+        self.counter.privacy = self.privacy
+        self._begin_map(self.counter.initial_release())
+
+    def act(self) -> np.ndarray:
+        """x_t = x~_{R-1} + zeta u_t (line 9; shrunk into D with ``shrink``), (replicas, dim).
+
+        Asking again in the same round returns the same points; after round T the centre."""
+        if self.t >= self.horizon:
+            return self._center.copy()
+        if not self._acted:
+            if self._full:
+                u = self._rng.standard_normal((self.replicas, self.dim))
+                u /= np.linalg.norm(u, axis=1, keepdims=True)
+            else:
+                u = sphere_directions(self._rng, self._basis, self.replicas)
+            self._u = u
+            self._played = self._query_point(self._center + self.zeta * u)
+            self._acted = True
+        return self._played.copy()
+
+    def observe(self, feedback: Feedback) -> None:
+        """Lines 10-11 for this round, one oracle call of line 14, and line 13 after a batch."""
+        if not isinstance(feedback, BanditFeedback):
+            raise TypeError(
+                f"{type(self).__name__} observes BanditFeedback, got {type(feedback).__name__}"
+            )
+        if self.t >= self.horizon:
+            raise ValueError(
+                f"{type(self).__name__} was built for {self.horizon} rounds; the loss of round "
+                f"{self.t + 1} would void its guarantee"
+            )
+        if not self._acted:
+            raise ValueError("observe() must follow act(): no action was played this round")
+        value = check_finite(feedback.loss, "bandit loss")
+        if value.shape != (self.replicas,):
+            raise ValueError(f"bandit loss must have shape ({self.replicas},), got {value.shape}")
+        lo, hi = self.loss_range
+        outside = (value < lo) | (value > hi)
+        if np.any(outside):
+            if not self.clip:
+                j = int(np.argmax(outside))
+                raise ValueError(
+                    f"bandit loss {float(value[j])!r} of replica {j} is outside the declared "
+                    f"loss_range [{lo:.6g}, {hi:.6g}] the guarantee is proven for"
+                )
+            value = np.clip(value, lo, hi)
+        f = (self.sphere_dim / self.zeta) * value  # F_t, line 10
+        self._batch_sum += f[:, None] * self._u  # line 11
+        self.solver.step(threshold=0.5 * self.cg_precision**2)  # one LMO call of line 14
+        self._acted = False
+        self.t += 1
+        if self.t % self.batch == 0 or self.t == self.horizon:
+            self._end_batch()
+
+    def _end_batch(self) -> None:
+        """Line 13 (s~_R), and x~_R (line 14's answer) becomes the next batch's centre."""
+        prefix = self.counter.step(self._batch_sum)
+        self._batch_sum = np.zeros((self.replicas, self.dim))
+        self._center = self.solver.x.copy()
+        if self.t < self.horizon:
+            self._begin_map(prefix)
+
+    # --- regret bound ----------------------------------------------------------------------
+
+    def regret_bound(self) -> dict[str, float]:
+        """The expected-regret bound behind Lemmas 5.2 / 5.5, with the proofs' constants.
+
+        Lemma 4.1, inequality (3), on the T_round batch losses, plus the smoothing and batching
+        errors (C.1, C.3) and Appendix D's shrinking error:
+
+            R_T <= D_w^2 / eta + eta/2 T_round kappa^2 + T_round kappa gamma
+                   + 2 T zeta L (+ T zeta L D / r with shrinking),
+
+        kappa^2 = T_batch (k B / zeta)^2 + T_batch^2 L^2 (Lemma C.2, B = max |loss value|),
+        gamma = eta (m + kappa) + sqrt(20) D / T_batch^{1/2} (Corollary C.5), with
+        m = sqrt(n max_R Var(release R)) >= E||s~_R - s_R|| (the counter's exact variance; the
+        paper bounds it by ceil(log T) E||Z||), and D_w^2 = max_D ||x||^2 / 2 <=
+        (||c|| + D)^2 / 2.
+        """
+        T, Tb, Tr = self.horizon, self.batch, self.batches
+        k, D, L, eta, zeta = self.sphere_dim, self.diameter, self.lipschitz, self.eta, self.zeta
+        B = max(abs(v) for v in self.loss_range)
+        kappa = math.sqrt(Tb * (k * B / zeta) ** 2 + Tb**2 * L**2)
+        var = max(self.counter.variance(r) for r in range(1, Tr + 1))
+        m = math.sqrt(self.dim * var)
+        gamma = eta * (m + kappa) + math.sqrt(20.0) * D / math.sqrt(Tb)
+        d_omega = 0.5 * (float(np.linalg.norm(self.center_point)) + D) ** 2
+        ocos = d_omega / eta + 0.5 * eta * Tr * kappa**2 + Tr * kappa * gamma
+        smoothing = 2.0 * T * zeta * L
+        shrinking = T * zeta * L * D / self.radius if self.shrink else 0.0
+        return {
+            "bound": ocos + smoothing + shrinking,
+            "noisy_oco": ocos,
+            "smoothing": smoothing,
+            "shrinking": shrinking,
+            "kappa": kappa,
+            "gamma": gamma,
+            "noise_norm": m,
+        }
+
+    # --- state -----------------------------------------------------------------------------
+
+    def _config(self) -> dict[str, Any]:
+        return {
+            "domain": repr(self.domain),
+            "horizon": self.horizon,
+            "replicas": self.replicas,
+            "batch": self.batch,
+            "eta": self.eta,
+            "zeta": self.zeta,
+            "loss_range": list(self.loss_range),
+            "shrink": self.shrink,
+            "clip": self.clip,
+            "noise": repr(self.counter.noise),
+            "mechanism": self.counter.name,
+            "privacy": None if self.privacy is None else self.privacy.to_dict(),
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "config": self._config(),
+            "t": self.t,
+            "acted": self._acted,
+            "noise_multiplier": self.noise_multiplier,
+            "center": self._center.copy(),
+            "batch_sum": self._batch_sum.copy(),
+            "u": self._u.copy(),
+            "played": self._played.copy(),
+            "solver": self.solver.state_dict(),
+            "counter": self.counter.state_dict(),
+            "rng": generator_state(self._rng),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("config") != self._config():
+            raise ValueError(
+                f"state was saved from a {type(self).__name__} with a different domain, "
+                "horizon, schedule, noise or guarantee; it cannot continue this one"
+            )
+        t = checked_round(state["t"], self.horizon)
+        self.counter.load_state_dict(state["counter"])
+        self.solver.load_state_dict(state["solver"])
+        for key in ("center", "batch_sum", "u", "played"):
+            setattr(self, f"_{key}", np.array(state[key], dtype=float))
+        self._rng = generator_from_state(state["rng"])
+        self._acted = bool(state["acted"])
+        self.noise_multiplier = float(state["noise_multiplier"])
+        self.t = t
+
+
+# --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
+
+
+def _private_bandit(env: Any, **kw: Any) -> PrivateBandit:
+    """PrivateBandit over ``env``'s decision set, horizon and declared Lipschitz constant (on
+    the points it plays: within zeta of the set, or inside it with ``shrink``)."""
+    budget = budget_from_options(kw, 0.0)
+    zeta = kw.get("zeta")
+    if zeta is None:
+        zeta = default_zeta(env.domain, env.horizon)
+    reach = 0.0 if kw.get("shrink", False) else float(zeta)
+    kw.setdefault("lipschitz", env.lipschitz(reach))
+    return PrivateBandit(env.domain, env.horizon, budget=budget, **kw)
+
+
+_OPTIONS = {
+    "delta": "0 (Laplace, Lemma 5.1) or > 0 (Gaussian, Lemma 5.4); default 0",
+    "mechanism": "counter of the batch sums (default: padded_tree for paper; honaker / "
+    "sqrt_factorization for tight Laplace / Gaussian)",
+    "eta": "step (default: line 1, D / (T^{3/4} k^{1/2} L))",
+    "zeta": "smoothing radius (default: line 1, D k^{1/2} / T^{1/4})",
+    "batch": "batch length T_batch (default: ceil(T^{1/2}))",
+    "shrink": "Appendix D's domain shrinking (losses defined only on the set)",
+    "loss_range": "[lo, hi] of the loss values (default: +-L (D + zeta), losses vanish in D)",
+}
+
+_PRIVATE_BANDIT_ENTRY = register_learner(
+    LearnerEntry(
+        "private-bandit",
+        _private_bandit,
+        paper="Ene, Nguyen & Vladu (2021), Algorithm 1 (PrivateBandit)",
+        setting="projection-free bandit convex optimisation over a set with a linear "
+        "minimisation oracle",
+        guarantee=(
+            "event-level (epsilon, 0)-DP (Laplace) or (epsilon, delta)-DP (Gaussian) of every "
+            "action over loss sequences differing in one round, for loss values in loss_range "
+            "(exact sensitivity (k/zeta)(hi - lo) of the tree-aggregated batch sums)"
+        ),
+        calibrations=("paper", "tight"),
+        private=True,
+        feedback_kind=FeedbackKind.BANDIT,
+        action_space="oracle set",
+        test_cases=(
+            LearnerTestCase(
+                "bandit_convex",
+                horizon=25,
+                environment_options={"domain": "simplex", "dim": 4},
+                audit=AuditCase(
+                    # [-1, 1] (n = k = 1: the sphere is {-1, +1}), three batches of three
+                    # rounds. Round 1 plays +-zeta from the centre 0 and sees the loss
+                    # -+zeta u: the two ends of the declared range [-zeta, zeta], so the batch
+                    # sum moves by the full sensitivity; s~_1 then sets the third batch's centre
+                    # clip(-eta s~_1, -1, 1) (one exact line-search step on an interval).
+                    horizon=9,
+                    values=(-1.0, 1.0),
+                    environment_options={"domain": "box", "dim": 1},
+                    learner_options={"eta": 1.0, "zeta": 0.25, "loss_range": (-0.25, 0.25)},
+                    trials=40_000,
+                    pilot_trials=10_000,
+                    seed=4,
+                ),
+            ),
+            LearnerTestCase(
+                "bandit_convex",
+                horizon=16,
+                environment_options={"domain": "ball", "dim": 3, "losses": "quadratic"},
+                learner_options={"delta": 1e-5},
+                audit=AuditCase(
+                    horizon=9,
+                    values=(-1.0, 1.0),
+                    environment_options={"domain": "box", "dim": 1},
+                    learner_options={"eta": 1.0, "zeta": 0.25, "loss_range": (-0.25, 0.25)},
+                    trials=40_000,
+                    pilot_trials=10_000,
+                    seed=5,
+                ),
+                label="gaussian",
+            ),
+        ),
+        options=_OPTIONS,
+    )
+)
+
+register_learner(
+    non_private_entry(
+        _PRIVATE_BANDIT_ENTRY,
+        "projection-free-bandit",
+        paper="Garber & Kretzu (2020) as simplified in Ene, Nguyen & Vladu (2021) Algorithm 1, "
+        "without noise; the non-private counterpart of private-bandit",
+        test_cases=(
+            LearnerTestCase(
+                "bandit_convex",
+                horizon=25,
+                environment_options={"domain": "simplex", "dim": 4},
+                randomised=True,
+            ),
+        ),
+        options={k: v for k, v in _OPTIONS.items() if k not in ("delta", "mechanism")},
+    )
+)

@@ -1,0 +1,170 @@
+"""Affine hulls: orthonormal bases of their direction spaces, the distance to them, and the
+search for affinely independent vertices of a set known only through its linear oracle.
+
+An :class:`AffineHull` is ``point + span(basis)`` with ``basis`` orthonormal, shape
+``(dim, affine_dim)``. The bases are computed by singular value decompositions
+(:func:`scipy.linalg.null_space` and :func:`orthonormal_span`), which are deterministic for a
+given input, or in closed form (:func:`sum_zero_basis`, the Helmert basis of the hyperplane
+sum v = 0 that simplices, matroids and the Birkhoff polytope use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import null_space
+
+__all__ = [
+    "AffineHull",
+    "affinely_independent_vertices",
+    "discover_affine_hull",
+    "orthonormal_null_space",
+    "orthonormal_span",
+    "sum_zero_basis",
+]
+
+#: relative singular-value cut-off used to decide ranks
+RANK_RTOL = 1e-10
+
+
+def orthonormal_null_space(constraints: np.ndarray, dim: int) -> np.ndarray:
+    """Orthonormal basis (dim, k) of {v : constraints @ v = 0}; the identity for no rows."""
+    m = np.asarray(constraints, dtype=float).reshape(-1, dim)
+    if m.shape[0] == 0 or not np.any(m):
+        return np.eye(dim)
+    scale = float(np.abs(m).max())
+    return null_space(m / scale, rcond=RANK_RTOL)
+
+
+def sum_zero_basis(n: int) -> np.ndarray:
+    """The Helmert basis of {v in R^n : sum v = 0}, shape (n, n - 1): column k - 1 is
+    (1, ..., 1, -k, 0, ..., 0) / sqrt(k (k + 1)) with k ones, k = 1..n-1 (orthonormal by
+    construction, no decomposition needed)."""
+    basis = np.zeros((n, max(n - 1, 0)))
+    for k in range(1, n):
+        basis[:k, k - 1] = 1.0
+        basis[k, k - 1] = -float(k)
+        basis[:, k - 1] /= np.sqrt(k * (k + 1.0))
+    return basis
+
+
+def orthonormal_span(vectors: np.ndarray, dim: int) -> np.ndarray:
+    """Orthonormal basis (dim, k) of the span of the rows of ``vectors`` (k its rank)."""
+    v = np.asarray(vectors, dtype=float).reshape(-1, dim)
+    if v.shape[0] == 0:
+        return np.zeros((dim, 0))
+    _, s, vt = np.linalg.svd(v, full_matrices=False)
+    if s.size == 0 or s[0] == 0:
+        return np.zeros((dim, 0))
+    rank = int(np.sum(s > RANK_RTOL * s[0] * max(v.shape)))
+    return vt[:rank].T.copy()
+
+
+@dataclass(frozen=True)
+class AffineHull:
+    """The affine set ``point + span(basis)``, ``basis`` orthonormal of shape (dim, k)."""
+
+    point: np.ndarray
+    basis: np.ndarray
+
+    @property
+    def dim(self) -> int:
+        return int(self.point.shape[0])
+
+    @property
+    def affine_dim(self) -> int:
+        return int(self.basis.shape[1])
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        """The orthogonal projection of each row onto the affine set."""
+        y = x - self.point
+        return self.point + (y @ self.basis) @ self.basis.T
+
+    def distance(self, x: np.ndarray) -> np.ndarray:
+        """Euclidean distance of each row to the affine set."""
+        return np.linalg.norm(x - self.project(x), axis=-1)
+
+    def hull_norms(self, rows: np.ndarray) -> np.ndarray:
+        """``||P a||`` for each row a, P the projector onto the direction space: the rate at
+        which <a, x> can change per unit step inside the hull."""
+        return np.linalg.norm(rows @ self.basis, axis=-1)
+
+
+def _flat_threshold(scale: float) -> float:
+    return 1e-9 * (1.0 + scale)
+
+
+def affinely_independent_vertices(
+    lmo: Callable[[np.ndarray], np.ndarray], basis: np.ndarray, start: np.ndarray
+) -> np.ndarray:
+    """``affine_dim + 1`` affinely independent vertices of a polytope P whose direction space is
+    span(``basis``), found with 2 oracle calls per dimension: for a unit u in the direction
+    space orthogonal to the directions found so far, P is not flat along u (u is in its
+    direction space), so LMO(u) or LMO(-u) leaves the hyperplane <u, x> = <u, start>.
+
+    Raises RuntimeError if P turns out flat along some u, i.e. ``basis`` is not the direction
+    space of P (a bug in the caller's affine hull)."""
+    n, d = basis.shape
+    verts = [np.asarray(start, dtype=float)]
+    found = np.zeros((n, 0))
+    scale = float(np.abs(start).max()) + 1.0
+    for _ in range(d):
+        rest = basis - found @ (found.T @ basis)
+        j = int(np.argmax(np.linalg.norm(rest, axis=0)))
+        u = rest[:, j] / np.linalg.norm(rest[:, j])
+        best, gain = None, 0.0
+        for v in (lmo(u), lmo(-u)):
+            g = abs(float(u @ (v - start)))
+            if g > gain:
+                best, gain = v, g
+        if best is None or gain <= _flat_threshold(scale):
+            raise RuntimeError(
+                "the set is flat along a direction of its claimed affine hull: the hull basis "
+                "is wrong"
+            )
+        w = best - start
+        w = w - found @ (found.T @ w)
+        found = np.column_stack([found, w / np.linalg.norm(w)])
+        verts.append(np.asarray(best, dtype=float))
+    return np.array(verts)
+
+
+def discover_affine_hull(
+    lmo: Callable[[np.ndarray], np.ndarray], dim: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The affine hull of a polytope known only through its oracle: returns ``(vertices,
+    basis)``, ``affine_dim + 1`` affinely independent vertices and an orthonormal basis of the
+    direction space L. Each of the ``dim`` steps takes a unit u orthogonal to the directions
+    already classified and asks LMO(u), LMO(-u): if <u, x> is not constant on the set, a vertex
+    off the current hull is found (its difference to the first vertex lies in L); if it is
+    constant, u is orthogonal to L. Constancy is decided with a threshold of 1e-9 (relative to
+    the vertices' size), which is exact for sets whose vertices have well-separated
+    coordinates (integral vertices, say)."""
+    v0 = np.asarray(lmo(np.zeros(dim)), dtype=float)
+    scale = float(np.abs(v0).max()) + 1.0
+    verts = [v0]
+    found = np.zeros((dim, 0))
+    flat = np.zeros((dim, 0))
+    for _ in range(dim):
+        both = np.column_stack([found, flat])
+        rest = np.eye(dim) - both @ both.T
+        j = int(np.argmax(np.linalg.norm(rest, axis=0)))
+        u = rest[:, j] / np.linalg.norm(rest[:, j])
+        best, gain = None, 0.0
+        for v in (lmo(u), lmo(-u)):
+            v = np.asarray(v, dtype=float)
+            g = abs(float(u @ (v - v0)))
+            scale = max(scale, float(np.abs(v).max()) + 1.0)
+            if g > gain:
+                best, gain = v, g
+        if best is None or gain <= _flat_threshold(scale):
+            flat = np.column_stack([flat, u])
+            continue
+        w = best - v0
+        w = w - found @ (found.T @ w)
+        w = w - flat @ (flat.T @ w)
+        found = np.column_stack([found, w / np.linalg.norm(w)])
+        verts.append(best)
+    return np.array(verts), found

@@ -1,0 +1,249 @@
+"""A polytope given by inequalities and equalities, {x : A x <= b, C x = e}, reached through
+linear programs (:func:`scipy.optimize.linprog`, HiGHS)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linprog
+
+from dponline.domains.affine import AffineHull, orthonormal_null_space
+from dponline.domains.base import ConvexDomain, as_directions
+from dponline.domains.checks import (
+    SINGLETON_RADIUS,
+    as_points,
+    checked_finite_array,
+    checked_tol,
+    readonly,
+)
+from dponline.domains.facets import Facets
+from dponline.domains.min_norm_point import contains_rows
+
+__all__ = ["Polytope"]
+
+#: HiGHS tolerances for every LP here
+_LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+#: an inequality (rows normalised to unit length) whose largest slack over the polytope is below
+#: this is an implicit equality
+IMPLICIT_TOL = 1e-9
+
+
+class Polytope(ConvexDomain):
+    """{x in R^n : A x <= b, C x = e} (the equalities are optional), which must be non-empty
+    and bounded: both are checked at construction (2 n LPs, min and max of each coordinate)
+    and refused with a ValueError.
+
+    * LMO: one LP per replica (HiGHS dual simplex, which returns a vertex), then *polished*:
+      the constraints active at the LP's answer (slack <= 1e-9) are solved as equations, which
+      pins the vertex to rounding level; ties (a face of minimisers) are broken as HiGHS breaks
+      them, deterministically for a given input.
+    * Affine hull: the equalities plus the *implicit* equalities, the inequalities tight on the
+      whole polytope, found by LPs that maximise the slacks (each round finds at least one
+      inequality that can be strict, or proves the rest implicit; tolerance
+      :data:`IMPLICIT_TOL`). Its basis: :func:`scipy.linalg.null_space`.
+    * Interior point and inscribed radius: the Chebyshev centre within the hull (an LP,
+      :mod:`dponline.domains.facets`), the radius re-evaluated at the centre.
+    * Diameter: a proven upper bound (``diameter_is_exact`` is False), the smaller of the
+      diagonals of the bounding box in the standard coordinates and in an orthonormal basis of
+      the hull (the widths along each axis come from the construction-time LPs and 2 d more).
+    * Membership: certified distance bounds from the inequalities, then Wolfe's minimum-norm
+      point with the LP oracle for the undecided rows.
+    """
+
+    def __init__(self, a: Any, b: Any, c: Any = None, e: Any = None) -> None:
+        a = checked_finite_array("A", a, ndim=2)
+        b = checked_finite_array("b", b, ndim=1)
+        if b.shape != (a.shape[0],):
+            raise ValueError(f"need A (m, n) and b (m,), got shapes {a.shape} and {b.shape}")
+        n = a.shape[1]
+        if n < 1:
+            raise ValueError(f"A must have at least one column, got shape {a.shape}")
+        if (c is None) != (e is None):
+            raise ValueError("give both C and e, or neither")
+        if c is None:
+            c_arr, e_arr = np.zeros((0, n)), np.zeros(0)
+        else:
+            c_arr = checked_finite_array("C", c, ndim=2)
+            e_arr = checked_finite_array("e", e, ndim=1)
+            if c_arr.shape[1] != n or e_arr.shape != (c_arr.shape[0],):
+                raise ValueError(
+                    f"need C (p, {n}) and e (p,), got shapes {c_arr.shape} and {e_arr.shape}"
+                )
+        self.dim = n
+        norms = np.linalg.norm(a, axis=1)
+        zero = norms == 0
+        if np.any(zero & (b < 0)):
+            j = int(np.flatnonzero(zero & (b < 0))[0])
+            raise ValueError(f"the polytope is empty: row {j} of A is 0 but b[{j}] = {b[j]!r} < 0")
+        keep = ~zero
+        self.a = readonly(a[keep] / norms[keep, None])
+        self.b = readonly(b[keep] / norms[keep])
+        self.c, self.e = readonly(c_arr), readonly(e_arr)
+        lo, hi, x0 = self._bounding_box()
+        self._box = (lo, hi)
+        implicit = self._implicit_equalities()
+        self.implicit = implicit.copy()
+        self.implicit.setflags(write=False)
+        eq = np.vstack([self.c, self.a[implicit]])
+        rhs = np.concatenate([self.e, self.b[implicit]])
+        if eq.shape[0]:
+            x0 = x0 + np.linalg.lstsq(eq, rhs - eq @ x0, rcond=None)[0]
+        basis = orthonormal_null_space(eq, n) if eq.shape[0] else np.eye(n)
+        self._hull = AffineHull(readonly(x0), readonly(basis))
+        self._facets = Facets(self.a, self.b, self._hull)
+        if self.affine_dim == 0:
+            self._centre_r = (self._hull.point, SINGLETON_RADIUS)
+        else:
+            centre, radius = self._facets.chebyshev_centre()
+            if not radius > 0:
+                raise RuntimeError(
+                    "the Chebyshev centre has radius 0 within the computed affine hull: an "
+                    "implicit equality was missed (badly scaled constraints?)"
+                )
+            self._centre_r = (readonly(centre), radius)
+        self._diameter: float | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"Polytope(dim={self.dim}, inequalities={self.a.shape[0]}, "
+            f"equalities={self.c.shape[0]})"
+        )
+
+    # --- LPs -------------------------------------------------------------------------------
+
+    def _lp(self, cost: np.ndarray) -> Any:
+        return linprog(
+            cost,
+            A_ub=self.a if self.a.shape[0] else None,
+            b_ub=self.b if self.a.shape[0] else None,
+            A_eq=self.c if self.c.shape[0] else None,
+            b_eq=self.e if self.c.shape[0] else None,
+            bounds=(None, None),
+            method="highs-ds",
+            options=_LP_OPTIONS,
+        )
+
+    def _bounding_box(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = self.dim
+        lo, hi = np.empty(n), np.empty(n)
+        x0 = None
+        for i in range(n):
+            for sign, store in ((1.0, lo), (-1.0, hi)):
+                cost = np.zeros(n)
+                cost[i] = sign
+                res = self._lp(cost)
+                if res.status == 2:
+                    raise ValueError("the polytope is empty: the constraints are infeasible")
+                if res.status == 3:
+                    side = "below" if sign > 0 else "above"
+                    raise ValueError(
+                        f"the set is unbounded (x[{i}] is not bounded {side}): a Polytope must "
+                        "be bounded"
+                    )
+                if res.status != 0:
+                    raise RuntimeError(f"an LP failed while checking boundedness: {res.message}")
+                store[i] = res.x[i]
+                x0 = res.x if x0 is None else x0
+        assert x0 is not None
+        return lo, hi, np.asarray(x0, dtype=float)
+
+    def _implicit_equalities(self) -> np.ndarray:
+        """Mask of the inequalities tight on the whole polytope (see the class docstring)."""
+        m, n = self.a.shape
+        undecided = np.ones(m, dtype=bool)
+        while undecided.any():
+            idx = np.flatnonzero(undecided)
+            k = idx.size
+            # variables (x, s), s_j the slack of undecided row j, 0 <= s <= 1: max sum s
+            a_ub = np.hstack([self.a, np.zeros((m, k))])
+            a_ub[idx, n + np.arange(k)] = 1.0
+            a_eq = np.hstack([self.c, np.zeros((self.c.shape[0], k))]) if self.c.size else None
+            cost = np.concatenate([np.zeros(n), -np.ones(k)])
+            res = linprog(
+                cost,
+                A_ub=a_ub,
+                b_ub=self.b,
+                A_eq=a_eq,
+                b_eq=self.e if self.c.size else None,
+                bounds=[(None, None)] * n + [(0.0, 1.0)] * k,
+                method="highs",
+                options=_LP_OPTIONS,
+            )
+            if res.status != 0:
+                raise RuntimeError(f"the implicit-equality LP failed: {res.message}")
+            strict = res.x[n:] > IMPLICIT_TOL
+            if not strict.any():
+                break
+            undecided[idx[strict]] = False
+        return undecided
+
+    # --- oracle ----------------------------------------------------------------------------
+
+    def _vertex(self, d: np.ndarray) -> np.ndarray:
+        res = self._lp(d)
+        if res.status != 0:
+            raise RuntimeError(f"the LMO's LP failed: {res.message}")
+        x = np.asarray(res.x, dtype=float)
+        active = self.b - self.a @ x <= 1e-9
+        eq = np.vstack([self.c, self.a[active]])
+        rhs = np.concatenate([self.e, self.b[active]])
+        if eq.shape[0]:
+            polished = x + np.linalg.lstsq(eq, rhs - eq @ x, rcond=None)[0]
+            ok = np.all(self.a @ polished <= self.b + 1e-12) and d @ polished <= d @ x + 1e-12 * (
+                1.0 + abs(d @ x)
+            )
+            if ok:
+                return polished
+        return x
+
+    def lmo(self, direction: np.ndarray) -> np.ndarray:
+        d = as_directions(direction, self.dim)
+        flat = d.reshape(-1, self.dim)
+        return np.array([self._vertex(row) for row in flat]).reshape(d.shape)
+
+    # --- geometry --------------------------------------------------------------------------
+
+    @property
+    def diameter(self) -> float:
+        if self._diameter is None:
+            lo, hi = self._box
+            box = float(np.linalg.norm(hi - lo))
+            q = self._hull.basis
+            widths = []
+            for col in q.T:
+                top = -float(self._lp(-col).fun)
+                bottom = float(self._lp(col).fun)
+                widths.append(max(0.0, top - bottom))
+            hull_box = math.sqrt(sum(w * w for w in widths))
+            self._diameter = min(box, hull_box)
+        return self._diameter
+
+    @property
+    def diameter_is_exact(self) -> bool:
+        return False
+
+    @property
+    def affine_dim(self) -> int:
+        return self._hull.affine_dim
+
+    def hull_basis(self) -> np.ndarray:
+        return self._hull.basis
+
+    def interior_point(self) -> np.ndarray:
+        return self._centre_r[0].copy()
+
+    @property
+    def inscribed_radius(self) -> float:
+        return self._centre_r[1]
+
+    def contains(self, x: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+        t = checked_tol(tol)
+        pts = as_points(x, self.dim)
+        c, r = self._centre_r
+
+        def bounds(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return self._facets.distance_bounds(rows, c, r)
+
+        return contains_rows(pts, t, self.lmo, c, bounds)
