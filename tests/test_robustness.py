@@ -10,7 +10,7 @@ from dponline.bandits.exp2 import DPEXP2
 from dponline.bandits.glm_bandit import DPGLMBandit
 from dponline.bandits.scrible import DPSCRiBLe
 from dponline.continual import make_counter
-from dponline.domains.barriers import BallBarrier
+from dponline.domains import LpBall
 from dponline.online.ftpl import DPFTPL
 from dponline.online.ftrl import DPFTRL
 from dponline.privacy import Box, PrivacyBudget, PrivacyWarning, WeakerGuaranteeError
@@ -30,7 +30,7 @@ def test_bandits_refuse_rounds_past_their_horizon(make):
     if make == "exp2":
         lr = DPEXP2(3, 2, budget=budget, rng=0)
     else:
-        lr = DPSCRiBLe(BallBarrier(2), 2, budget=budget, rng=0)
+        lr = DPSCRiBLe(LpBall(2, 2.0), 2, budget=budget, rng=0)
     for _ in range(2):
         lr.act()
         lr.observe(BanditFeedback(np.zeros(1)))
@@ -64,7 +64,7 @@ def test_every_private_learner_has_a_public_noise_handle():
         DPFTRL(3, 10, budget=PrivacyBudget(1.0), rng=0),
         DPFTPL(3, 10, budget=PrivacyBudget(1.0, 1e-6), rng=0),
         DPEXP2(3, 10, budget=PrivacyBudget(1.0), rng=0),
-        DPSCRiBLe(BallBarrier(2), 10, budget=PrivacyBudget(1.0), rng=0),
+        DPSCRiBLe(LpBall(2, 2.0), 10, budget=PrivacyBudget(1.0), rng=0),
     ]
     for lr in learners:
         claimed = lr.privacy.epsilon
@@ -87,7 +87,7 @@ def test_every_private_learner_has_a_public_noise_handle():
         # DP-EXP2's Theorem 4.1 lambda = ||l||_inf / epsilon for signed losses: twice epsilon
         lambda b: DPEXP2(4, 100, budget=b, loss_range=(-1.0, 1.0)),
         # DP-SCRiBLe's Theorem 4.5 lambda = ||Y||_1 / epsilon for a symmetric loss set
-        lambda b: DPSCRiBLe(BallBarrier(3), 100, budget=b),
+        lambda b: DPSCRiBLe(LpBall(3, 2.0), 100, budget=b),
         # Agarwal & Singh Thm 3.1 counts log2 T levels; the tree has ceil(log2(T+1))
         lambda b: DPFTRL(10, 1000, budget=b, noise="laplace"),
     ],
@@ -171,7 +171,7 @@ def test_degenerate_loss_sets_and_zero_actions():
 
 
 def test_the_error_names_the_replica_that_is_out_of_bounds():
-    lr = DPSCRiBLe(BallBarrier(2), 10, budget=PrivacyBudget(1.0), replicas=2, rng=0)
+    lr = DPSCRiBLe(LpBall(2, 2.0), 10, budget=PrivacyBudget(1.0), replicas=2, rng=0)
     y = lr.act()
     top = np.linalg.norm(y, axis=1)  # the largest <l, y> over the unit ball
     with pytest.raises(ValueError, match=r"bandit loss 50.0 of replica 1 is outside"):

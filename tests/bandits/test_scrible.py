@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 
 from dponline.bandits.scrible import DPSCRiBLe, scrible_regret_bound
-from dponline.domains import BallBarrier, BoxBarrier, PolytopeBarrier
+from dponline.domains import (
+    BallBarrier,
+    Box,
+    BoxBarrier,
+    LpBall,
+    Polytope,
+    PolytopeBarrier,
+    Simplex,
+)
 from dponline.privacy.audit import audit
 from dponline.privacy.bounds import NormBall
 from dponline.privacy.budget import PrivacyBudget
@@ -14,13 +22,9 @@ from dponline.privacy.guarantee import PrivacyWarning
 from dponline.protocol import BanditFeedback
 from tests.helpers import maybe_budget
 
-BARRIERS = {
-    "ball": BallBarrier(3),
-    "box": BoxBarrier(3),
-    "polytope": PolytopeBarrier(
-        np.r_[np.eye(3), -np.eye(3), np.ones((1, 3))], np.r_[np.ones(3), np.ones(3), [1.5]]
-    ),
-}
+POLY_A = np.r_[np.eye(3), -np.eye(3), np.ones((1, 3))]
+POLY_B = np.r_[np.ones(3), np.ones(3), [1.5]]
+DOMAINS = {"ball": LpBall(3, 2.0), "box": Box(3), "polytope": Polytope(POLY_A, POLY_B)}
 
 
 def _losses(T, N, seed=0):
@@ -29,14 +33,31 @@ def _losses(T, N, seed=0):
     return L / np.maximum(np.linalg.norm(L, axis=1, keepdims=True) * (1 + 1e-12), 1.0)
 
 
-@pytest.mark.parametrize("name", BARRIERS)
+def test_the_barrier_comes_from_the_domain():
+    assert DOMAINS["ball"].barrier == BallBarrier(3)
+    assert DOMAINS["box"].barrier == BoxBarrier(3)
+    poly = DOMAINS["polytope"].barrier
+    assert isinstance(poly, PolytopeBarrier) and repr(poly) == repr(PolytopeBarrier(POLY_A, POLY_B))
+    for no_barrier in (
+        LpBall(3, 1.5),
+        Simplex(3),
+        Polytope(-np.eye(3), np.zeros(3), [[1, 1, 1]], [1]),
+    ):
+        with pytest.raises(TypeError, match="self-concordant barrier"):
+            DPSCRiBLe(no_barrier, 10, budget=PrivacyBudget(1.0))
+    with pytest.raises(TypeError, match="ConvexDomain"):
+        DPSCRiBLe(BallBarrier(3), 10, budget=PrivacyBudget(1.0))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", DOMAINS)
 def test_dikin_points_stay_inside_and_ftrl_point_is_optimal(name):
-    barrier = BARRIERS[name]
-    lr = DPSCRiBLe(barrier, 200, budget=PrivacyBudget(1.0), replicas=8, rng=0)
+    domain = DOMAINS[name]
+    barrier = domain.barrier
+    lr = DPSCRiBLe(domain, 200, budget=PrivacyBudget(1.0), replicas=8, rng=0)
     L = _losses(200, 3)
     for t in range(200):
         y = lr.act()
-        assert barrier.contains(y).all()
+        assert barrier.contains(y).all() and domain.contains(y).all()
         lr.observe(BanditFeedback(y @ L[t]))
     # x_t minimises eta <L~, x> + R(x): the gradient vanishes
     g = lr.eta * lr.algorithm._cum + barrier.gradient(lr.algorithm._x)
@@ -46,7 +67,7 @@ def test_dikin_points_stay_inside_and_ftrl_point_is_optimal(name):
 def test_loss_estimate_is_unbiased():
     """E[N <l, y> s lambda_i^{1/2} e_i] = l: Monte Carlo over 400,000 replicas."""
     R = 400_000
-    lr = DPSCRiBLe(BARRIERS["box"], 10, budget=None, replicas=R, rng=2)
+    lr = DPSCRiBLe(DOMAINS["box"], 10, budget=None, replicas=R, rng=2)
     lr.algorithm._x = np.tile([0.3, -0.2, 0.5], (R, 1))  # an off-centre point
     loss = np.array([0.5, -0.3, 0.2])
     y = lr.act()
@@ -56,20 +77,20 @@ def test_loss_estimate_is_unbiased():
 
 
 def test_privacy_tight_and_paper():
-    tight = DPSCRiBLe(BARRIERS["ball"], 100, budget=PrivacyBudget(0.5), rng=0)
+    tight = DPSCRiBLe(DOMAINS["ball"], 100, budget=PrivacyBudget(0.5), rng=0)
     # unit l2 ball of losses: l1 diameter 2 sqrt(3)
     assert tight.laplace_scale == pytest.approx(2 * np.sqrt(3) / 0.5)
     assert tight.privacy.epsilon == pytest.approx(0.5)
     with pytest.warns(PrivacyWarning, match="proves only"):
         paper = DPSCRiBLe(
-            BARRIERS["ball"], 100, budget=PrivacyBudget(0.5, 0.0, "paper", allow_weaker=True), rng=0
+            DOMAINS["ball"], 100, budget=PrivacyBudget(0.5, 0.0, "paper", allow_weaker=True), rng=0
         )
     assert paper.laplace_scale == pytest.approx(np.sqrt(3) / 0.5)  # ||Y||_1 / eps
     assert paper.privacy.epsilon == pytest.approx(1.0)
 
 
 def test_input_contract():
-    lr = DPSCRiBLe(BARRIERS["ball"], 10, budget=PrivacyBudget(1.0), rng=0)
+    lr = DPSCRiBLe(DOMAINS["ball"], 10, budget=PrivacyBudget(1.0), rng=0)
     with pytest.raises(ValueError, match="must follow act"):
         lr.observe(BanditFeedback(np.array([0.1])))
     y = lr.act()
@@ -80,18 +101,19 @@ def test_input_contract():
         lr.observe(BanditFeedback(np.array([np.inf])))
 
 
-@pytest.mark.parametrize("name", BARRIERS)
+@pytest.mark.parametrize("name", DOMAINS)
 @pytest.mark.parametrize("epsilon", [None, 1.0])
 def test_regret_within_theorem_4_5(name, epsilon):
-    barrier, T, R = BARRIERS[name], 2000, 10
+    domain, T, R = DOMAINS[name], 2000, 10
+    barrier = domain.barrier
     L = _losses(T, 3)
-    lr = DPSCRiBLe(barrier, T, budget=maybe_budget(epsilon), replicas=R, rng=1)
+    lr = DPSCRiBLe(domain, T, budget=maybe_budget(epsilon), replicas=R, rng=1)
     cum = np.zeros(R)
     for t in range(T):
         y = lr.act()
         lr.observe(BanditFeedback(y @ L[t]))
         cum += y @ L[t]
-    regret = (cum - barrier.min_linear(L.sum(axis=0))).mean()
+    regret = (cum - domain.min_linear(L.sum(axis=0))).mean()
     y1 = NormBall(1.0, 2, 3).max_norm(1)
     bound = scrible_regret_bound(barrier.nu, 3, T, lr.m, barrier.max_norm(), y1, epsilon)
     assert regret <= bound
@@ -108,14 +130,14 @@ def test_resume_bit_for_bit():
             lr.observe(BanditFeedback(y @ L[t]))
         return out
 
-    full = run(DPSCRiBLe(BARRIERS["box"], 30, budget=PrivacyBudget(1.0), replicas=3, rng=5), 0, 30)
-    part = DPSCRiBLe(BARRIERS["box"], 30, budget=PrivacyBudget(1.0), replicas=3, rng=5)
+    full = run(DPSCRiBLe(DOMAINS["box"], 30, budget=PrivacyBudget(1.0), replicas=3, rng=5), 0, 30)
+    part = DPSCRiBLe(DOMAINS["box"], 30, budget=PrivacyBudget(1.0), replicas=3, rng=5)
     run(part, 0, 11)
-    resumed = DPSCRiBLe(BARRIERS["box"], 30, budget=PrivacyBudget(1.0), replicas=3, rng=5)
+    resumed = DPSCRiBLe(DOMAINS["box"], 30, budget=PrivacyBudget(1.0), replicas=3, rng=5)
     resumed.load_state_dict(part.state_dict())
     for a, b in zip(run(resumed, 11, 30), full[11:], strict=True):
         np.testing.assert_array_equal(a, b)
-    other = DPSCRiBLe(BARRIERS["box"], 30, budget=PrivacyBudget(2.0), replicas=3, rng=5)
+    other = DPSCRiBLe(DOMAINS["box"], 30, budget=PrivacyBudget(2.0), replicas=3, rng=5)
     with pytest.raises(ValueError, match="different noise"):
         other.load_state_dict(part.state_dict())
 
@@ -126,7 +148,7 @@ def _sampler(fraction):
 
     def sample(losses, n, rng):
         lr = DPSCRiBLe(
-            BoxBarrier(1),
+            Box(1),
             2,
             budget=PrivacyBudget(1.0),
             eta=3.0,
@@ -149,9 +171,7 @@ def _sampler(fraction):
 def test_audit_not_refuted_and_a_tenth_of_the_noise_refuted():
     a = np.array([[-1.0], [0.0]])
     b = np.array([[1.0], [0.0]])
-    claim = DPSCRiBLe(
-        BoxBarrier(1), 2, budget=PrivacyBudget(1.0), loss_bounds=NormBall(1.0, 2, 1)
-    ).privacy
+    claim = DPSCRiBLe(Box(1), 2, budget=PrivacyBudget(1.0), loss_bounds=NormBall(1.0, 2, 1)).privacy
     kw = dict(claim=claim, trials=100_000, pilot_trials=20_000, rng=6)
     ok = audit(_sampler(1.0), a, b, **kw)
     assert not ok.refuted, str(ok)  # false refutation chance <= 1e-3
@@ -165,14 +185,15 @@ def test_regret_within_theorem_4_5_on_an_adversarial_sequence(epsilon):
     T, R, N = 2000, 10, 3
     base = np.ones(N) / np.sqrt(N)
     L = np.array([base if (t // 250) % 2 == 0 else -0.5 * base for t in range(T)])
-    barrier = BARRIERS["ball"]
-    lr = DPSCRiBLe(barrier, T, budget=maybe_budget(epsilon), replicas=R, rng=4)
+    domain = DOMAINS["ball"]
+    barrier = domain.barrier
+    lr = DPSCRiBLe(domain, T, budget=maybe_budget(epsilon), replicas=R, rng=4)
     cum = np.zeros(R)
     for t in range(T):
         y = lr.act()
         lr.observe(BanditFeedback(y @ L[t]))
         cum += y @ L[t]
-    regret = (cum - barrier.min_linear(L.sum(axis=0))).mean()
+    regret = (cum - domain.min_linear(L.sum(axis=0))).mean()
     y1 = NormBall(1.0, 2, N).max_norm(1)
     assert regret <= scrible_regret_bound(barrier.nu, N, T, lr.m, barrier.max_norm(), y1, epsilon)
 
@@ -180,13 +201,13 @@ def test_regret_within_theorem_4_5_on_an_adversarial_sequence(epsilon):
 def test_value_check_uses_the_attainable_interval_of_a_lopsided_box():
     """Box(0, 1) losses at a positive point give values in [0, <1, y>]: a negative value could
     come from no loss in Y and would double the sensitivity, so it is refused."""
-    from dponline.privacy.bounds import Box
+    from dponline.privacy.bounds import Box as LossBox
 
     lr = DPSCRiBLe(
-        BoxBarrier(1, low=10.0, high=11.0),
+        Box(1, 10.0, 11.0),
         10,
         budget=PrivacyBudget(1.0),
-        loss_bounds=Box(0.0, 1.0, dim=1),
+        loss_bounds=LossBox(0.0, 1.0, dim=1),
         rng=0,
     )
     y = lr.act()
@@ -196,7 +217,7 @@ def test_value_check_uses_the_attainable_interval_of_a_lopsided_box():
 
 
 def test_huge_step_is_a_clear_error_not_nan():
-    lr = DPSCRiBLe(BARRIERS["ball"], 100, budget=PrivacyBudget(1.0), eta=1e12, rng=0)
+    lr = DPSCRiBLe(DOMAINS["ball"], 100, budget=PrivacyBudget(1.0), eta=1e12, rng=0)
     with pytest.raises(ValueError, match="eta"):
         for _ in range(100):
             y = lr.act()
@@ -204,18 +225,15 @@ def test_huge_step_is_a_clear_error_not_nan():
 
 
 def test_state_from_another_barrier_or_replica_count_is_refused():
-    a = DPSCRiBLe(BARRIERS["ball"], 10, budget=PrivacyBudget(1.0), replicas=2, rng=0)
+    a = DPSCRiBLe(DOMAINS["ball"], 10, budget=PrivacyBudget(1.0), replicas=2, rng=0)
+    with pytest.raises(ValueError, match="different"):
+        DPSCRiBLe(DOMAINS["box"], 10, budget=PrivacyBudget(1.0), replicas=2, rng=0).load_state_dict(
+            a.state_dict()
+        )
     with pytest.raises(ValueError, match="different"):
         DPSCRiBLe(
-            BARRIERS["box"], 10, budget=PrivacyBudget(1.0), replicas=2, rng=0
+            DOMAINS["ball"], 10, budget=PrivacyBudget(1.0), replicas=1, rng=0
         ).load_state_dict(a.state_dict())
-    with pytest.raises(ValueError, match="different"):
-        DPSCRiBLe(
-            BARRIERS["ball"], 10, budget=PrivacyBudget(1.0), replicas=1, rng=0
-        ).load_state_dict(a.state_dict())
-    poly = BARRIERS["polytope"]
-    p1 = DPSCRiBLe(poly, 10, budget=PrivacyBudget(1.0), rng=0)
-    p2 = DPSCRiBLe(
-        PolytopeBarrier(poly.a.copy(), poly.b.copy()), 10, budget=PrivacyBudget(1.0), rng=0
-    )
+    p1 = DPSCRiBLe(DOMAINS["polytope"], 10, budget=PrivacyBudget(1.0), rng=0)
+    p2 = DPSCRiBLe(Polytope(POLY_A.copy(), POLY_B.copy()), 10, budget=PrivacyBudget(1.0), rng=0)
     p2.load_state_dict(p1.state_dict())  # equal polytopes are the same configuration

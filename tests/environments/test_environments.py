@@ -109,22 +109,52 @@ def test_linear_regression_stream_excess_risk_is_exact():
 def test_linear_losses_best_fixed_decision_by_brute_force():
     from scipy.optimize import linprog
 
+    from dponline.domains import Box, LpBall, Simplex
     from dponline.environments import LinearLossEnvironment
+    from dponline.privacy.bounds import NormBall
 
     L = np.random.default_rng(3).uniform(-1, 1, size=(20, 3))
     cum = np.cumsum(L, axis=0)
-    ball = LinearLossEnvironment(L, "ball", radius=2.0)
-    cube = LinearLossEnvironment(L, "cube")
+    ball = LinearLossEnvironment(L, LpBall(3, 2.0, 2.0))
+    cube = LinearLossEnvironment(L, Box(3))
+    experts = LinearLossEnvironment(L, Simplex(3))
     for t in (0, 9, 19):
         # the ball: the minimiser is -r L / ||L||; the cube: an LP solved by scipy
         x = -2.0 * cum[t] / np.linalg.norm(cum[t])
         assert ball.regret(np.zeros(20))[t] == pytest.approx(-(x @ cum[t]))
         lp = linprog(cum[t], bounds=[(-1, 1)] * 3)
         assert cube.regret(np.zeros(20))[t] == pytest.approx(-lp.fun)
+        assert experts.regret(np.zeros(20))[t] == pytest.approx(-cum[t].min())
     _, loss = ball.round(0, np.ones((2, 3)))
     np.testing.assert_allclose(loss, [L[0].sum()] * 2)
-    with pytest.raises(ValueError, match="domain"):
-        LinearLossEnvironment(L, "simplex")
+    with pytest.raises(TypeError, match="ConvexDomain"):
+        LinearLossEnvironment(L, "ball")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="3 columns"):
+        LinearLossEnvironment(L[:, :2], Box(3))
+    with pytest.raises(ValueError, match="outside the declared bounds"):
+        LinearLossEnvironment(L, Box(3), loss_bounds=NormBall(1.0, 2, 3))
+
+
+def test_catalogue_maps_set_names_to_domains_once():
+    """The linear and bandit_linear options name sets; the builders turn them into domain
+    objects and declare the loss sets (Agarwal & Singh Corollary 3.2 and Theorem 4.5), which
+    the learners read from the environment."""
+    from dponline.domains import Box, LpBall
+    from dponline.privacy.bounds import NormBall
+
+    rng = np.random.default_rng(0)
+    ball = build_environment("linear", 5, rng, dim=3)
+    cube = build_environment("linear", 5, rng, dim=3, domain="cube")
+    assert isinstance(ball.domain, LpBall) and ball.domain.p == 2 and ball.domain.radius == 1
+    assert isinstance(cube.domain, Box) and cube.loss_bounds == NormBall(1.0, 1, 3)
+    assert ball.loss_bounds == NormBall(1.0, 2, 3)
+    for name in ("ball", "box"):
+        env = build_environment("bandit_linear", 5, rng, dim=3, domain=name)
+        assert env.domain.barrier.dim == 3 and env.loss_bounds == NormBall(1.0, 2, 3)
+        with pytest.raises(ValueError, match="outside the decision set"):
+            env.round(0, np.full((1, 3), 1.5))
+    with pytest.raises(ValueError, match="'ball' or 'box'"):
+        build_environment("bandit_linear", 5, rng, domain="simplex")
 
 
 def _action(env: Environment, space: str, t: int, replicas: int = 2) -> np.ndarray:

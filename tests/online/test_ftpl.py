@@ -8,24 +8,68 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from dponline.online.ftpl import DPFTPL, ftpl_sigma_paper, linear_oracle
+from dponline import domains
+from dponline.online.ftpl import DPFTPL, ftpl_sigma_paper
 from dponline.privacy.accounting import gaussian_epsilon
+from dponline.privacy.bounds import NormBall
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import LossVectorFeedback
 from tests.helpers import first_coordinate_decisions, maybe_budget, with_noise_fraction
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_linear_oracle_against_linprog(seed):
+def test_domain_oracles_against_linprog(seed):
     c = np.random.default_rng(seed).normal(size=(1, 4))
-    x = linear_oracle("simplex", c)[0]
+    x = domains.Simplex(4).lmo(c)[0]
     lp = linprog(c[0], A_eq=np.ones((1, 4)), b_eq=[1], bounds=[(0, 1)] * 4)
     assert x @ c[0] == pytest.approx(lp.fun)
-    cube = linear_oracle("cube", c)[0]
+    cube = domains.Box(4).lmo(c)[0]
     assert cube @ c[0] == pytest.approx(linprog(c[0], bounds=[(-1, 1)] * 4).fun)
-    ball = linear_oracle("ball", c, radius=2.0)[0]
+    ball = domains.LpBall(4, 2.0, 2.0).lmo(c)[0]
     assert ball @ c[0] == pytest.approx(-2.0 * np.linalg.norm(c[0]))
     assert np.linalg.norm(ball) == pytest.approx(2.0)
+
+
+def test_decisions_are_the_domain_oracle_on_the_noisy_sum():
+    """x_t = domain.lmo(L~_{t-1}); against the closed forms the simplex, ball and cube FTPL
+    used before they became domains (a vertex at the argmin, -r L / ||L||, -sign(L)), and on a
+    polytope (an LP per replica)."""
+    N, T = 4, 15
+    rng = np.random.default_rng(3)
+    raw = rng.normal(size=(T, N))
+    l2 = raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True) * (1 + 1e-12), 1.0)
+    l1 = raw / np.maximum(np.abs(raw).sum(axis=1, keepdims=True) * (1 + 1e-12), 1.0)
+    polytope = domains.Polytope(
+        np.r_[np.eye(N), -np.eye(N), np.ones((1, N))], np.r_[np.ones(2 * N), 1.5]
+    )
+    cases = [
+        (domains.Simplex(N), None, np.abs(raw) / np.abs(raw).max()),
+        (domains.LpBall(N, 2.0, 2.0), NormBall(1.0, 2, N), l2),
+        (domains.Box(N), NormBall(1.0, 1, N), l1),
+        (polytope, NormBall(1.0, 2, N), l2),
+    ]
+    for domain, bounds, losses in cases:
+        lr = DPFTPL(
+            N,
+            T,
+            budget=PrivacyBudget(1.0, 1e-6),
+            mechanism="padded_tree",  # L~_0 is noise: no ties
+            domain=domain,
+            loss_bounds=bounds,
+            replicas=3,
+            rng=1,
+        )
+        for t in range(T):
+            x, cum = lr.act(), lr._cumulative
+            np.testing.assert_allclose((x * cum).sum(axis=1), domain.min_linear(cum), atol=1e-9)
+            if isinstance(domain, domains.Simplex):
+                np.testing.assert_array_equal(x, np.eye(N)[np.argmin(cum, axis=1)])
+            elif isinstance(domain, domains.LpBall):
+                expected = -2.0 * cum / np.linalg.norm(cum, axis=1, keepdims=True)
+                np.testing.assert_allclose(x, expected, rtol=1e-14, atol=1e-15)
+            elif isinstance(domain, domains.Box):
+                np.testing.assert_array_equal(x, -np.sign(cum))
+            lr.observe(LossVectorFeedback(losses[t]))
 
 
 def test_theorem_3_5_sigma_by_hand():
@@ -71,8 +115,10 @@ def test_resume_and_contract():
     fresh.act()
     with pytest.raises(ValueError, match="outside the declared bounds"):
         fresh.observe(LossVectorFeedback(np.array([0.0, 2.0, 0.0])))
-    with pytest.raises(ValueError, match="domain"):
-        DPFTPL(3, 25, budget=PrivacyBudget(1.0, 1e-6), domain="sphere")
+    with pytest.raises(TypeError, match="ConvexDomain"):
+        DPFTPL(3, 25, budget=PrivacyBudget(1.0, 1e-6), domain="sphere")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="dimension 4, expected 3"):
+        DPFTPL(3, 25, budget=PrivacyBudget(1.0, 1e-6), domain=domains.Box(4))
 
 
 def _ftpl_sampler(fraction):

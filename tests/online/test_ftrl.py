@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dponline.online import DPFTRL, EntropicSimplex, EuclideanBall, EuclideanCube
-from dponline.privacy.bounds import Box
+from dponline import domains
+from dponline.online import DPFTRL, EntropicRegulariser, EuclideanRegulariser
+from dponline.privacy.bounds import Box, NormBall
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import LossVectorFeedback
 from tests.helpers import maybe_budget
@@ -20,7 +21,7 @@ from tests.helpers import maybe_budget
 @settings(max_examples=50, deadline=None)
 def test_entropic_argmin_is_softmax_and_minimises_the_objective(cum, eta):
     L = np.array(cum)
-    x = EntropicSimplex().argmin(eta, L)
+    x = EntropicRegulariser().argmin(domains.Simplex(len(L)), eta, L)
     expected = np.exp(-eta * L - np.max(-eta * L))
     np.testing.assert_allclose(x, expected / expected.sum(), rtol=1e-10)
     # first-order optimality on the simplex: eta L_i + log x_i + 1 is constant
@@ -30,10 +31,106 @@ def test_entropic_argmin_is_softmax_and_minimises_the_objective(cum, eta):
 
 def test_ball_and_cube_argmins_are_projections():
     L = np.array([3.0, -4.0])
-    np.testing.assert_allclose(EuclideanBall(1.0).argmin(1.0, L), [-0.6, 0.8])
-    np.testing.assert_allclose(EuclideanBall(10.0).argmin(1.0, L), [-1.5, 2.0])
-    np.testing.assert_allclose(EuclideanCube().argmin(1.0, L), [-1.0, 1.0])
-    np.testing.assert_allclose(EuclideanCube().argmin(0.2, L), [-0.3, 0.4])
+    euclid = EuclideanRegulariser()
+    np.testing.assert_allclose(euclid.argmin(domains.LpBall(2, 2.0), 1.0, L), [-0.6, 0.8])
+    np.testing.assert_allclose(euclid.argmin(domains.LpBall(2, 2.0, 10.0), 1.0, L), [-1.5, 2.0])
+    np.testing.assert_allclose(euclid.argmin(domains.Box(2), 1.0, L), [-1.0, 1.0])
+    np.testing.assert_allclose(euclid.argmin(domains.Box(2), 0.2, L), [-0.3, 0.4])
+
+
+@pytest.mark.parametrize("radius", [1.0, 2.5])
+def test_euclidean_ftrl_on_the_ball_and_box_is_the_closed_form(radius):
+    """Regression against the closed forms the ball and cube FTRL used before they became
+    domains: clip(-eta L / 2, -1, 1) on the box (bit for bit), the radial scaling
+    x min(1, r / ||x||) on the ball; D_R = r^2 and N; noise ranges 2 r ||z||_2 and 2 ||z||_1."""
+    N, T = 4, 30
+    rng = np.random.default_rng(4)
+    raw = rng.normal(size=(T, N))
+    l1 = raw / np.maximum(np.abs(raw).sum(axis=1, keepdims=True) * (1 + 1e-12), 1.0)
+    l2 = raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True) * (1 + 1e-12), 1.0)
+    budget = PrivacyBudget(1.0, 1e-6)
+    cube = DPFTRL(
+        N,
+        T,
+        budget=budget,
+        noise="gaussian",
+        domain=domains.Box(N),
+        loss_bounds=NormBall(1.0, 1, N),
+        replicas=3,
+        rng=2,
+    )
+    ball = DPFTRL(
+        N,
+        T,
+        budget=budget,
+        noise="gaussian",
+        domain=domains.LpBall(N, 2.0, radius),
+        loss_bounds=NormBall(1.0, 2, N),
+        replicas=3,
+        rng=2,
+    )
+    assert isinstance(cube.regulariser, EuclideanRegulariser)
+    assert cube.eta == math.sqrt(N / T) and ball.eta == math.sqrt(radius**2 / T)
+    for t in range(T):
+        np.testing.assert_array_equal(
+            cube.act(), np.clip(-cube.eta * cube._cumulative / 2.0, -1.0, 1.0)
+        )
+        x = -ball.eta * ball._cumulative / 2.0
+        n = np.linalg.norm(x, axis=-1, keepdims=True)
+        np.testing.assert_allclose(
+            ball.act(),
+            x * np.minimum(1.0, radius / np.where(n > 0, n, 1.0)),
+            rtol=1e-14,
+            atol=1e-15,
+        )
+        cube.observe(LossVectorFeedback(l1[t]))
+        ball.observe(LossVectorFeedback(l2[t]))
+    z = rng.normal(size=(50, N))
+    euclid = EuclideanRegulariser()
+    np.testing.assert_allclose(
+        euclid.noise_range(domains.Box(N), z), 2.0 * np.abs(z).sum(axis=1), rtol=1e-14
+    )
+    np.testing.assert_allclose(
+        euclid.noise_range(ball.domain, z), 2.0 * radius * np.linalg.norm(z, axis=1), rtol=1e-14
+    )
+    assert euclid.range_of_regulariser(ball.domain) == radius**2
+
+
+def test_regulariser_and_domain_are_checked():
+    from dponline.online import make_regulariser
+
+    simplex, box = domains.Simplex(3), domains.Box(3)
+    assert isinstance(make_regulariser(None, simplex), EntropicRegulariser)
+    assert isinstance(make_regulariser(None, box), EuclideanRegulariser)
+    assert isinstance(make_regulariser("euclidean", simplex), EuclideanRegulariser)
+    with pytest.raises(ValueError, match="simplex only"):
+        DPFTRL(3, 10, budget=None, domain=box, regulariser="entropic")
+    with pytest.raises(ValueError, match="regulariser must be one of"):
+        DPFTRL(3, 10, budget=None, regulariser="l2")
+    with pytest.raises(TypeError, match="Euclidean projection"):
+        DPFTRL(4, 10, budget=None, domain=domains.BirkhoffPolytope(2))
+    with pytest.raises(TypeError, match="ConvexDomain"):
+        DPFTRL(3, 10, budget=None, domain="ball")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="dimension 4, expected 3"):
+        DPFTRL(3, 10, budget=None, domain=domains.Box(4))
+
+
+def test_euclidean_ftrl_on_the_simplex_is_the_simplex_projection():
+    """R = ||x||^2 on the simplex (Corollary 3.2 with another regulariser): x is the
+    sort-based projection of -eta L / 2; D_R = max ||x||^2 - min ||x||^2 <= N - 1/N (the
+    bounding-box bound) and the noise range is max z - min z."""
+    lr = DPFTRL(4, 50, budget=None, regulariser="euclidean", eta=0.5)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        expected = _project_simplex(-0.5 * lr._cumulative[0] / 2.0)
+        np.testing.assert_allclose(lr.act()[0], expected, atol=1e-12)
+        lr.observe(LossVectorFeedback(rng.uniform(size=4)))
+    d_r = lr.regulariser.range_of_regulariser(lr.domain)
+    assert d_r == pytest.approx(4.0 - 0.25)
+    z = rng.normal(size=(5, 4))
+    np.testing.assert_array_equal(
+        lr.regulariser.noise_range(lr.domain, z), z.max(axis=1) - z.min(axis=1)
+    )
 
 
 def test_non_private_ftrl_is_hedge():
@@ -164,44 +261,72 @@ def _project_simplex(v):
     return np.maximum(v - (css[k] - 1) / (k + 1), 0.0)
 
 
-def test_polytope_domain_matches_closed_forms():
-    from dponline.online import PolytopeDomain
-
+def test_polytope_argmin_matches_closed_forms():
+    """The Euclidean FTRL step on a Polytope (its exact projection) against the closed forms
+    of the cube, the corner simplex and the simplex written as a polytope with an implicit
+    equality."""
     N = 3
     rng = np.random.default_rng(0)
     L = rng.normal(size=(4, N)) * 3
-    cube = PolytopeDomain(np.r_[np.eye(N), -np.eye(N)], np.ones(2 * N))
-    np.testing.assert_allclose(cube.argmin(0.7, L), EuclideanCube().argmin(0.7, L), atol=1e-5)
+    euclid = EuclideanRegulariser()
+    cube = domains.Polytope(np.r_[np.eye(N), -np.eye(N)], np.ones(2 * N))
+    np.testing.assert_allclose(
+        euclid.argmin(cube, 0.7, L), euclid.argmin(domains.Box(N), 0.7, L), atol=1e-12
+    )
     # the corner simplex {x >= 0, sum x <= 1}: clip at 0, or the probability simplex
-    corner = PolytopeDomain(np.r_[-np.eye(N), np.ones((1, N))], np.r_[np.zeros(N), 1.0])
-    got = corner.argmin(0.9, L)
+    corner = domains.Polytope(np.r_[-np.eye(N), np.ones((1, N))], np.r_[np.zeros(N), 1.0])
+    got = euclid.argmin(corner, 0.9, L)
     for row, c in zip(got, L, strict=True):
         v = -0.9 * c / 2
         expected = np.maximum(v, 0) if np.maximum(v, 0).sum() <= 1 else _project_simplex(v)
-        np.testing.assert_allclose(row, expected, atol=1e-5)
-    with pytest.raises(ValueError, match="interior"):
-        PolytopeDomain(
-            np.r_[-np.eye(N), np.ones((1, N)), -np.ones((1, N))], np.r_[np.zeros(N), 1.0, -1.0]
-        )
-    assert cube.range_of_regulariser(N) == pytest.approx(3.0)
+        np.testing.assert_allclose(row, expected, atol=1e-12)
+    flat = domains.Polytope(
+        np.r_[-np.eye(N), np.ones((1, N)), -np.ones((1, N))], np.r_[np.zeros(N), 1.0, -1.0]
+    )
+    assert flat.affine_dim == N - 1
+    for row, c in zip(euclid.argmin(flat, 0.8, L), L, strict=True):
+        np.testing.assert_allclose(row, _project_simplex(-0.8 * c / 2), atol=1e-12)
+    assert euclid.range_of_regulariser(cube) == pytest.approx(3.0)
     with pytest.raises(ValueError, match="bounded"):
-        PolytopeDomain(np.array([[1.0, 0.0]]), np.array([1.0]))
+        domains.Polytope(np.array([[1.0, 0.0]]), np.array([1.0]))
+
+
+def _triangle_projection(t, vertices):
+    """Brute force: t itself if inside the triangle, else the nearest point of its edges."""
+    a = np.array([[-1.0, 0.0], [0.0, -1.0], [1.0, 1.0]])
+    if np.all(a @ t <= 1.0):
+        return t
+    best = None
+    for i in range(3):
+        p, q = vertices[i], vertices[(i + 1) % 3]
+        s = np.clip((t - p) @ (q - p) / ((q - p) @ (q - p)), 0.0, 1.0)
+        x = p + s * (q - p)
+        if best is None or np.linalg.norm(x - t) < np.linalg.norm(best - t):
+            best = x
+    return best
+
+
+def test_polytope_projection_is_exact():
+    """The least distance programme lands on the projection to rounding (the SLSQP solve it
+    replaced was off by up to 1.3e-6 on these targets)."""
+    triangle = domains.Polytope(np.array([[-1.0, 0.0], [0.0, -1.0], [1.0, 1.0]]), np.ones(3))
+    vertices = np.array([[-1.0, -1.0], [-1.0, 2.0], [2.0, -1.0]])
+    targets = np.random.default_rng(0).normal(size=(300, 2)) * 3
+    expected = np.array([_triangle_projection(t, vertices) for t in targets])
+    np.testing.assert_allclose(triangle.project(targets), expected, atol=1e-12)
 
 
 @pytest.mark.filterwarnings("ignore::dponline.privacy.guarantee.PrivacyWarning")
 def test_dp_ftrl_on_a_general_polytope():
     """A triangle-like polytope in R^2: private FTRL runs, its decisions stay feasible, and its
     regret is below the proof's bound of Theorem 3.4."""
-    from dponline.online import PolytopeDomain
-    from dponline.privacy.bounds import NormBall
-
     a = np.array([[-1.0, 0.0], [0.0, -1.0], [1.0, 1.0]])
     b = np.array([1.0, 1.0, 1.0])
     T, R = 200, 4
     rng = np.random.default_rng(1)
     L = rng.normal(size=(T, 2)) / 2 + np.array([0.3, 0.1])
     L /= np.maximum(np.linalg.norm(L, axis=1, keepdims=True) * (1 + 1e-12), 1.0)
-    domain = PolytopeDomain(a, b)
+    domain = domains.Polytope(a, b)
     lr = DPFTRL(
         2,
         T,
@@ -226,12 +351,11 @@ def test_dp_ftrl_on_a_general_polytope():
 
 
 def test_polytope_projection_is_always_feasible_and_stateless():
-    from dponline.online import PolytopeDomain
-
-    simplex = PolytopeDomain(np.r_[-np.eye(3), np.ones((1, 3))], np.r_[np.zeros(3), 1.0])
+    simplex = domains.Polytope(np.r_[-np.eye(3), np.ones((1, 3))], np.r_[np.zeros(3), 1.0])
+    euclid = EuclideanRegulariser()
     rng = np.random.default_rng(0)
     for scale in (1.0, 1e3, 1e6, 1e8):
-        x = simplex.argmin(1.0, rng.normal(size=(50, 3)) * scale)
+        x = euclid.argmin(simplex, 1.0, rng.normal(size=(50, 3)) * scale)
         assert np.all(x @ simplex.a.T <= simplex.b)
     c = rng.normal(size=(4, 3))
-    np.testing.assert_array_equal(simplex.argmin(0.5, c), simplex.argmin(0.5, c))
+    np.testing.assert_array_equal(euclid.argmin(simplex, 0.5, c), euclid.argmin(simplex, 0.5, c))

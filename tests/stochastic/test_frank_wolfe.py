@@ -77,3 +77,31 @@ def test_iterates_stay_in_the_ball_and_resume():
     fw2.load_state_dict(state)
     for i, ref in zip(range(50, 100), a, strict=True):
         np.testing.assert_array_equal(fw2.step(x[i], y[i]), ref)
+
+
+def test_any_domain_through_its_oracle():
+    """Over the simplex (not an l_p ball) the optimiser starts at the domain's interior point,
+    its iterates stay in the set, and it approaches the least-squares point of the simplex."""
+    from scipy.optimize import minimize
+
+    from dponline.domains import Simplex
+
+    rng = np.random.default_rng(5)
+    theta_star = np.array([0.7, 0.3, 0.0, 0.0])
+    x = rng.uniform(-1, 1, size=(3000, 4))
+    y = x @ theta_star + rng.normal(0, 0.05, 3000)
+    simplex = Simplex(4)
+    fw = StreamingFrankWolfe(simplex, _grad, replicas=2)
+    np.testing.assert_array_equal(fw.theta, np.full((2, 4), 0.25))
+    for i in range(3000):
+        th = fw.step(x[i], y[i])
+        assert simplex.contains(th).all()
+    best = minimize(
+        lambda t: np.mean((x @ t - y) ** 2),
+        np.full(4, 0.25),
+        constraints=[{"type": "eq", "fun": lambda t: t.sum() - 1.0}],
+        bounds=[(0, 1)] * 4,
+    ).x
+    np.testing.assert_allclose(th[0], best, atol=0.05)
+    with pytest.raises(TypeError, match="ConvexDomain"):
+        StreamingFrankWolfe("simplex", _grad)  # type: ignore[arg-type]

@@ -82,6 +82,10 @@ def test_input_contract():
     assert clipped.t == 1
     with pytest.raises(ValueError, match="1 < p"):
         PrivateStreamingFrankWolfe(LpBall(2, 1.0), 10, budget=PrivacyBudget(1.0, 1e-6))
+    from dponline.domains import Box
+
+    with pytest.raises(TypeError, match="LpBall"):
+        PrivateStreamingFrankWolfe(Box(2), 10, budget=PrivacyBudget(1.0, 1e-6))
 
 
 AUDIT_LABEL = 100.0  # Y: the label-flip pair then moves g_1 by 400 of the proven 412

@@ -45,14 +45,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dponline.bandits.ene_noise import PrivateBanditCalibrator
+from dponline.bandits.noisy_oco import ConditionalGradientMap, NoisyOCO, SphericalSmoothing
 from dponline.continual.base import ContinualCounter
 from dponline.continual.binary_tree import BinaryTreeCounter
 from dponline.continual.registry import get_mechanism
 from dponline.domains.base import ConvexDomain
-from dponline.domains.conditional_gradient import QuadraticFrankWolfe
 from dponline.privacy.bounds import check_finite
 from dponline.privacy.budget import PrivacyBudget
-from dponline.privacy.calibration import calibrate
+from dponline.privacy.calibration import calibrate, positive
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise
 from dponline.protocol import (
@@ -72,9 +72,9 @@ from dponline.registry import (
     non_private_entry,
     register_learner,
 )
-from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
+from dponline.rng import RngLike, as_generator
 
-__all__ = ["PrivateBandit", "batch_schedule", "default_zeta", "sphere_directions"]
+__all__ = ["PrivateBandit", "batch_schedule", "default_zeta"]
 
 
 def batch_schedule(horizon: int, batch: int | None = None) -> tuple[int, int]:
@@ -89,15 +89,6 @@ def batch_schedule(horizon: int, batch: int | None = None) -> tuple[int, int]:
 def default_zeta(domain: ConvexDomain, horizon: int) -> float:
     """Line 1's smoothing radius zeta = D k^{1/2} / T^{1/4} (k the sphere's dimension)."""
     return float(domain.diameter) * math.sqrt(domain.affine_dim) / float(horizon) ** 0.25
-
-
-def sphere_directions(rng: np.random.Generator, basis: np.ndarray, replicas: int) -> np.ndarray:
-    """``replicas`` independent uniform unit vectors of the subspace spanned by the orthonormal
-    columns of ``basis`` (n, k), as points of R^n: a normalised standard Gaussian in R^k."""
-    k = basis.shape[1]
-    w = rng.standard_normal((replicas, k))
-    w /= np.linalg.norm(w, axis=1, keepdims=True)
-    return w @ basis.T
 
 
 class PrivateBandit(NoiseHandle):
@@ -157,25 +148,17 @@ class PrivateBandit(NoiseHandle):
         self.budget = checked_budget(budget)
         self.clip = bool(clip)
         self.shrink = bool(shrink)
-        L = float(lipschitz)
-        if not (math.isfinite(L) and L > 0):
-            raise ValueError(f"lipschitz must be a finite positive number, got {lipschitz!r}")
-        self.lipschitz = L
+        self.lipschitz = L = positive("lipschitz", lipschitz)
         self.dim, self.sphere_dim = domain.dim, domain.affine_dim
         if self.sphere_dim < 1:
             raise ValueError("the decision set is a single point: there is nothing to learn")
         self.diameter = float(domain.diameter)
         self.batch, self.batches = batch_schedule(self.horizon, batch)
         T, k, D = self.horizon, self.sphere_dim, self.diameter
-        self.eta = self._positive("eta", D / (T**0.75 * math.sqrt(k) * L) if eta is None else eta)
-        self.zeta = self._positive("zeta", default_zeta(domain, T) if zeta is None else zeta)
+        self.eta = positive("eta", D / (T**0.75 * math.sqrt(k) * L) if eta is None else eta)
+        self.zeta = positive("zeta", default_zeta(domain, T) if zeta is None else zeta)
         self.center_point = np.asarray(domain.interior_point(), dtype=float)
         self.radius = float(domain.inscribed_radius)
-        if self.shrink and not self.zeta < self.radius:
-            raise ValueError(
-                f"domain shrinking (Appendix D) needs zeta < r: zeta = {self.zeta:.6g}, inscribed "
-                f"radius r = {self.radius:.6g}; pass a smaller zeta or a longer horizon"
-            )
         if loss_range is None:
             reach = 0.0 if self.shrink else self.zeta
             loss_range = (-L * (D + reach), L * (D + reach))
@@ -183,15 +166,16 @@ class PrivateBandit(NoiseHandle):
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError(f"loss_range must be finite with lo < hi, got {loss_range!r}")
         self.loss_range = (lo, hi)
-        self._basis = np.asarray(domain.hull_basis(), dtype=float)
-        self._full = self.sphere_dim == self.dim
 
         parent = as_generator(rng)
-        self._rng, counter_rng = parent.spawn(2)
+        grad_rng, counter_rng = parent.spawn(2)
+        self.smoothing = SphericalSmoothing(  # lines 8-11 (checks Appendix D's zeta < r)
+            domain, self.zeta, self.replicas, grad_rng, shrink=self.shrink
+        )
         self.calibrator: PrivateBanditCalibrator | None = None
         self.privacy: PrivacyGuarantee | None = None
         if self.budget is None:
-            self.counter: ContinualCounter = BinaryTreeCounter(
+            counter: ContinualCounter = BinaryTreeCounter(
                 self.batches, self.dim, GaussianNoise(0.0), replicas=self.replicas, rng=counter_rng
             )
         else:
@@ -206,7 +190,7 @@ class PrivateBandit(NoiseHandle):
                 mechanism=mechanism,
             )
             cal = calibrate(self.calibrator, self.budget)
-            self.counter = get_mechanism(cal.mechanism)(
+            counter = get_mechanism(cal.mechanism)(
                 self.batches,
                 self.dim,
                 cal.noise,
@@ -215,46 +199,39 @@ class PrivateBandit(NoiseHandle):
                 privacy=cal.guarantee,
             )
             self.privacy = cal.guarantee
-        # eps_cg of line 14, in distance; the duality gap g certifies sqrt(2 g)
-        self.cg_precision = D / math.sqrt(self.batch)
-        start = np.broadcast_to(self.center_point, (self.replicas, self.dim))
-        self.solver = QuadraticFrankWolfe(domain, start)
-        self._center = start.copy()  # x~_{R-1}, played (perturbed) in the current batch
-        self._begin_map(self.counter.initial_release())  # line 14 on s~_0 during batch 1
-        self._batch_sum = np.zeros((self.replicas, self.dim))  # g~_R so far
-        self._u = np.zeros((self.replicas, self.dim))
-        self._played = start.copy()
+        self.counter = counter
+        start = np.broadcast_to(self.center_point, (self.replicas, self.dim)).copy()
+        # eps_cg of line 14, in distance: D / T_batch^{1/2}
+        self.noisy_map = ConditionalGradientMap(domain, start, precision=D / math.sqrt(self.batch))
+        self.oco = NoisyOCO(
+            eta=self.eta,
+            inner=self.batch,
+            steps=self.horizon,
+            grad=self.smoothing,
+            noisy_map=self.noisy_map,
+            aggregator=counter,
+            start=start,
+        )
+        self._played = start
         self._acted = False
         self.t = 0
 
-    @staticmethod
-    def _positive(name: str, value: float) -> float:
-        v = float(value)
-        if not (math.isfinite(v) and v > 0):
-            raise ValueError(f"{name} must be a finite positive number, got {value!r}")
-        return v
-
-    # --- NoisyOCO pieces -------------------------------------------------------------------
-
-    def _begin_map(self, prefix_sum: np.ndarray) -> None:
-        """NoisyMap(-eta s~): start line 14's conditional gradient at the current centre."""
-        self.solver.reset(-self.eta * prefix_sum, start=self._center)
-
-    def _query_point(self, x: np.ndarray) -> np.ndarray:
-        """Where the loss is evaluated: x itself, or Appendix D's c + (1 - zeta/r)(x - c)."""
-        if not self.shrink:
-            return x
-        return self.center_point + (1.0 - self.zeta / self.radius) * (x - self.center_point)
+    # --- views -----------------------------------------------------------------------------
 
     @property
     def lmo_calls(self) -> int:
         """Calls to the domain's linear minimisation oracle so far (at most one per round)."""
-        return self.solver.lmo_calls
+        return self.noisy_map.lmo_calls
 
     @property
     def center(self) -> np.ndarray:
         """x~_{R-1}, the point the current batch perturbs, shape (replicas, dim)."""
-        return self._center.copy()
+        return self.oco.center
+
+    @property
+    def batch_sum(self) -> np.ndarray:
+        """g~_R of the current batch so far, shape (replicas, dim)."""
+        return self.smoothing.partial
 
     # --- the protocol ----------------------------------------------------------------------
 
@@ -267,27 +244,22 @@ class PrivateBandit(NoiseHandle):
         drawn at construction, is rescaled with the rest."""
         super().scale_noise(factor)
         self.counter.privacy = self.privacy
-        self._begin_map(self.counter.initial_release())
+        self.oco.restart_map()
 
     def act(self) -> np.ndarray:
         """x_t = x~_{R-1} + zeta u_t (line 9; shrunk into D with ``shrink``), (replicas, dim).
 
         Asking again in the same round returns the same points; after round T the centre."""
         if self.t >= self.horizon:
-            return self._center.copy()
+            return self.oco.center
         if not self._acted:
-            if self._full:
-                u = self._rng.standard_normal((self.replicas, self.dim))
-                u /= np.linalg.norm(u, axis=1, keepdims=True)
-            else:
-                u = sphere_directions(self._rng, self._basis, self.replicas)
-            self._u = u
-            self._played = self._query_point(self._center + self.zeta * u)
+            self._played = self.oco.query()
             self._acted = True
         return self._played.copy()
 
     def observe(self, feedback: Feedback) -> None:
-        """Lines 10-11 for this round, one oracle call of line 14, and line 13 after a batch."""
+        """Check the loss value against ``loss_range``; then lines 10-11 for this round, one
+        oracle call of line 14, and line 13 after a batch."""
         if not isinstance(feedback, BanditFeedback):
             raise TypeError(
                 f"{type(self).__name__} observes BanditFeedback, got {type(feedback).__name__}"
@@ -312,21 +284,9 @@ class PrivateBandit(NoiseHandle):
                     f"loss_range [{lo:.6g}, {hi:.6g}] the guarantee is proven for"
                 )
             value = np.clip(value, lo, hi)
-        f = (self.sphere_dim / self.zeta) * value  # F_t, line 10
-        self._batch_sum += f[:, None] * self._u  # line 11
-        self.solver.step(threshold=0.5 * self.cg_precision**2)  # one LMO call of line 14
+        self.oco.feed(value)  # lines 10-11, one oracle call of line 14, line 13 after a batch
         self._acted = False
         self.t += 1
-        if self.t % self.batch == 0 or self.t == self.horizon:
-            self._end_batch()
-
-    def _end_batch(self) -> None:
-        """Line 13 (s~_R), and x~_R (line 14's answer) becomes the next batch's centre."""
-        prefix = self.counter.step(self._batch_sum)
-        self._batch_sum = np.zeros((self.replicas, self.dim))
-        self._center = self.solver.x.copy()
-        if self.t < self.horizon:
-            self._begin_map(prefix)
 
     # --- regret bound ----------------------------------------------------------------------
 
@@ -390,13 +350,8 @@ class PrivateBandit(NoiseHandle):
             "t": self.t,
             "acted": self._acted,
             "noise_multiplier": self.noise_multiplier,
-            "center": self._center.copy(),
-            "batch_sum": self._batch_sum.copy(),
-            "u": self._u.copy(),
             "played": self._played.copy(),
-            "solver": self.solver.state_dict(),
-            "counter": self.counter.state_dict(),
-            "rng": generator_state(self._rng),
+            "noisy_oco": self.oco.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -406,11 +361,8 @@ class PrivateBandit(NoiseHandle):
                 "horizon, schedule, noise or guarantee; it cannot continue this one"
             )
         t = checked_round(state["t"], self.horizon)
-        self.counter.load_state_dict(state["counter"])
-        self.solver.load_state_dict(state["solver"])
-        for key in ("center", "batch_sum", "u", "played"):
-            setattr(self, f"_{key}", np.array(state[key], dtype=float))
-        self._rng = generator_from_state(state["rng"])
+        self.oco.load_state_dict(state["noisy_oco"])
+        self._played = np.array(state["played"], dtype=float)
         self._acted = bool(state["acted"])
         self.noise_multiplier = float(state["noise_multiplier"])
         self.t = t
@@ -452,7 +404,7 @@ _PRIVATE_BANDIT_ENTRY = register_learner(
         guarantee=(
             "event-level (epsilon, 0)-DP (Laplace) or (epsilon, delta)-DP (Gaussian) of every "
             "action over loss sequences differing in one round, for loss values in loss_range "
-            "(exact sensitivity (k/zeta)(hi - lo) of the tree-aggregated batch sums)"
+            "(exact sensitivity (k/zeta)(hi - lo) of the batch sums the counter releases)"
         ),
         calibrations=("paper", "tight"),
         private=True,

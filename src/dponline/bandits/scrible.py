@@ -1,7 +1,10 @@
 """Differentially private bandit linear optimisation: Agarwal & Singh (2017), Algorithm 4 around
 SCRiBLe (Abernethy, Hazan & Rakhlin 2012), Theorem 4.5.
 
-SCRiBLe keeps an FTRL point with a nu-self-concordant barrier R of the decision set K,
+SCRiBLe keeps an FTRL point with a nu-self-concordant barrier R of the decision set K (a
+:class:`~dponline.domains.base.ConvexDomain` with a ``barrier``,
+:class:`~dponline.domains.base.HasBarrier`: the box, the Euclidean ball, a full-dimensional
+polytope),
 
     x_t = argmin_{x} eta <L~_{t-1}, x> + R(x)          (damped Newton, warm-started),
 
@@ -31,6 +34,7 @@ import numpy as np
 
 from dponline.bandits.private_reduction import PrivateBanditReduction
 from dponline.domains.barriers import SelfConcordantBarrier
+from dponline.domains.base import ConvexDomain
 from dponline.privacy.bounds import InputBounds, NormBall
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import FeedbackKind, checked_count
@@ -44,7 +48,25 @@ from dponline.registry import (
 )
 from dponline.rng import RngLike, generator_from_state, generator_state
 
-__all__ = ["DPSCRiBLe", "SCRiBLe", "scrible_regret_bound"]
+__all__ = ["DPSCRiBLe", "SCRiBLe", "domain_barrier", "scrible_regret_bound"]
+
+
+def domain_barrier(domain: ConvexDomain) -> SelfConcordantBarrier:
+    """The self-concordant barrier of ``domain`` (``domain.barrier``,
+    :class:`~dponline.domains.base.HasBarrier`); TypeError for a domain without one."""
+    if not isinstance(domain, ConvexDomain):
+        raise TypeError(
+            f"domain must be a ConvexDomain (dponline.domains), got {type(domain).__name__}"
+        )
+    barrier = getattr(domain, "barrier", None)
+    if not isinstance(barrier, SelfConcordantBarrier):
+        raise TypeError(
+            f"SCRiBLe needs a decision set with a self-concordant barrier (HasBarrier: Box, "
+            f"LpBall with p = 2, a full-dimensional Polytope); {domain!r} has none"
+        )
+    if barrier.dim != domain.dim:
+        raise ValueError(f"the barrier has dimension {barrier.dim}, the domain {domain.dim}")
+    return barrier
 
 
 def scrible_regret_bound(
@@ -64,13 +86,13 @@ def scrible_regret_bound(
 
 class SCRiBLe:
     """SCRiBLe (Abernethy, Hazan & Rakhlin 2012) for the values Algorithm 4 forwards: an FTRL
-    point with the barrier, played on its Dikin ellipsoid (module docstring)."""
+    point with the barrier of ``domain``, played on its Dikin ellipsoid (module docstring)."""
 
     one_hot = False
 
     def __init__(
         self,
-        barrier: SelfConcordantBarrier,
+        domain: ConvexDomain,
         *,
         eta: float,
         replicas: int,
@@ -79,7 +101,9 @@ class SCRiBLe:
     ) -> None:
         if not (math.isfinite(eta) and eta > 0):
             raise ValueError(f"eta must be a finite positive number, got {eta!r}")
-        self.barrier, self.eta, self.replicas, self.rng = barrier, float(eta), replicas, rng
+        barrier = domain_barrier(domain)
+        self.domain, self.barrier = domain, barrier
+        self.eta, self.replicas, self.rng = float(eta), replicas, rng
         self.dim = barrier.dim
         self.newton_tol = float(newton_tol)
         self._cum = np.zeros((self.replicas, self.dim))
@@ -158,8 +182,11 @@ class DPSCRiBLe(PrivateBanditReduction):
 
     Parameters
     ----------
-    barrier:
-        The decision set's barrier (:mod:`dponline.domains.barriers`).
+    domain:
+        The decision set K, a :class:`~dponline.domains.base.ConvexDomain` with a ``barrier``
+        (:class:`~dponline.domains.base.HasBarrier`: :class:`~dponline.domains.box.Box`,
+        ``LpBall(n, 2)``, a full-dimensional :class:`~dponline.domains.polytope.Polytope`);
+        anything else is a TypeError.
     horizon:
         T.
     budget:
@@ -175,7 +202,7 @@ class DPSCRiBLe(PrivateBanditReduction):
 
     def __init__(
         self,
-        barrier: SelfConcordantBarrier,
+        domain: ConvexDomain,
         horizon: int,
         *,
         budget: PrivacyBudget | None,
@@ -186,7 +213,8 @@ class DPSCRiBLe(PrivateBanditReduction):
         clip: bool = False,
         newton_tol: float = 1e-9,
     ) -> None:
-        self.barrier = barrier
+        barrier = domain_barrier(domain)
+        self.domain, self.barrier = domain, barrier
         dim = barrier.dim
         horizon = checked_count("horizon", horizon)
         replicas = checked_count("replicas", replicas)
@@ -201,7 +229,7 @@ class DPSCRiBLe(PrivateBanditReduction):
             if step is None:
                 denom = 2 * dim**2 * horizon * (self.m**2 + lam**2 * dim * x_norm**2)
                 step = math.sqrt(barrier.nu * math.log(max(horizon, 2)) / denom)
-            return SCRiBLe(barrier, eta=step, replicas=replicas, rng=gen, newton_tol=newton_tol)
+            return SCRiBLe(domain, eta=step, replicas=replicas, rng=gen, newton_tol=newton_tol)
 
         # the fictitious-loss argument of Lemma 4.2: l1 sensitivity diam_1(Y)
         super().__init__(
@@ -222,8 +250,12 @@ class DPSCRiBLe(PrivateBanditReduction):
 
 
 def _dp_scrible(env: Any, **kw: Any) -> DPSCRiBLe:
-    """DP-SCRiBLe over ``env``'s decision set (its barrier) and horizon."""
-    return DPSCRiBLe(env.barrier, env.horizon, budget=budget_from_options(kw, 0.0), **kw)
+    """DP-SCRiBLe over ``env``'s decision set (``env.domain``, which must have a barrier) and
+    horizon, with the loss set the environment declares (``env.loss_bounds``) if any."""
+    budget = budget_from_options(kw, 0.0)
+    if getattr(env, "loss_bounds", None) is not None:
+        kw.setdefault("loss_bounds", env.loss_bounds)
+    return DPSCRiBLe(env.domain, env.horizon, budget=budget, **kw)
 
 
 _SCRIBLE_SETTING = "bandit linear optimisation over a set with a self-concordant barrier"

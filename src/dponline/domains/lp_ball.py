@@ -16,6 +16,9 @@ all-ones vector):
   symmetric its Euclidean diameter is twice that (``||x - y|| <= ||x|| + ||y||``, attained at
   x = -y);
 * the largest Euclidean ball inside it, centred at 0, has radius ``r min(1, n^{1/2 - 1/p})``.
+
+For p = 2 the ball has the self-concordant barrier -log(r^2 - ||x||^2) (nu = 1,
+:class:`~dponline.domains.barriers.BallBarrier`), which SCRiBLe plays on.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dponline.domains.barriers import BallBarrier, SelfConcordantBarrier
 from dponline.domains.base import ConvexDomain, as_directions
 from dponline.domains.checks import as_points, checked_dim, contains_by_projection
 from dponline.domains.simplex import project_simplex
@@ -50,11 +54,15 @@ class LpBall(ConvexDomain):
       for p = inf a coordinate with c_i = 0 gets 0 (the middle of the optimal face); the zero
       direction gives the centre 0 for every p. For 1 < p < inf the minimiser is unique.
     * ``diameter`` is the Euclidean diameter 2 r max(1, n^{1/2 - 1/p}) (exact);
-      :meth:`lp_diameter` is the l_p diameter 2 r.
+      :meth:`lp_diameter` is the l_p diameter 2 r; ``max_euclidean_norm`` is half the
+      diameter, the largest Euclidean norm in the ball (exact).
     * Full-dimensional; interior point 0, inscribed radius r min(1, n^{1/2 - 1/p}) (exact).
     * ``project``: scaling (p = 2), clipping (p = inf), the simplex projection of |x| with the
       signs restored (p = 1); for other p the KKT system z_i + lam p z_i^{p-1} = |x_i|,
       sum z_i^p = r^p, solved by nested bisection. ``contains`` uses the exact distance.
+    * ``barrier`` (p = 2 only): :class:`~dponline.domains.barriers.BallBarrier` of radius r.
+      For p != 2 the attribute does not exist (reading it raises AttributeError), so
+      ``isinstance(ball, HasBarrier)`` is True exactly for the Euclidean ball.
     """
 
     dim: int
@@ -128,6 +136,11 @@ class LpBall(ConvexDomain):
         return 2.0 * self.radius * max(1.0, self._euclid_factor())
 
     @property
+    def max_euclidean_norm(self) -> float:
+        """max_{||x||_p <= r} ||x||_2 = r max(1, n^{1/2 - 1/p}) (module docstring), exact."""
+        return self.radius * max(1.0, self._euclid_factor())
+
+    @property
     def affine_dim(self) -> int:
         return self.dim
 
@@ -140,6 +153,16 @@ class LpBall(ConvexDomain):
     @property
     def inscribed_radius(self) -> float:
         return self.radius * min(1.0, self._euclid_factor())
+
+    @property
+    def barrier(self) -> SelfConcordantBarrier:
+        """The log barrier -log(r^2 - ||x||^2) of the Euclidean ball (p = 2 only)."""
+        if self.p != 2:
+            raise AttributeError(
+                f"LpBall(p={self.p:g}) has no self-concordant barrier here: only the Euclidean "
+                "ball (p = 2) has one (BallBarrier)"
+            )
+        return BallBarrier(self.dim, float(self.radius))
 
     def project(self, x: np.ndarray) -> np.ndarray:
         """The Euclidean projection of each row onto the ball."""

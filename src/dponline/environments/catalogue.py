@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from dponline.domains.barriers import BallBarrier, BoxBarrier
-from dponline.environments.bandit_convex import bandit_convex
+from dponline.environments.bandit_convex import bandit_convex, make_domain
 from dponline.environments.bandit_linear import BanditLinearEnvironment
 from dponline.environments.bandits import BanditEnvironment, StochasticBandit
 from dponline.environments.base import Environment
@@ -27,6 +26,7 @@ from dponline.environments.linear import LinearLossEnvironment, drifting_losses
 from dponline.environments.lp_regression import LpRegressionStream
 from dponline.environments.real import stock_basket, stock_losses, stock_tree
 from dponline.environments.streams import LinearRegressionStream
+from dponline.privacy.bounds import NormBall
 from dponline.protocol import FeedbackKind
 
 __all__ = ["ENVIRONMENTS", "EnvironmentEntry", "build_environment"]
@@ -74,14 +74,33 @@ def _horizon_cut(losses: np.ndarray, horizon: int | None) -> np.ndarray:
     return losses[:horizon]
 
 
+def _linear(
+    horizon: int, rng: np.random.Generator, dim: int = 5, domain: str = "ball", drift: float = 0.3
+) -> LinearLossEnvironment:
+    """Agarwal & Singh's Corollary 3.2 geometries, named by the option ``domain`` (user
+    input, mapped to a domain object here and only here): the unit Euclidean ball with losses
+    in the unit l2 ball, or the cube [-1, 1]^dim with losses in the unit l1 ball."""
+    if domain not in ("ball", "cube"):
+        raise ValueError(f"domain must be 'ball' or 'cube', got {domain!r}")
+    return LinearLossEnvironment(
+        drifting_losses(horizon, dim, domain, drift, rng),
+        make_domain("ball" if domain == "ball" else "box", dim),
+        loss_bounds=NormBall(1.0, 2 if domain == "ball" else 1, dim),
+        name=f"linear:{domain}",
+    )
+
+
 def _bandit_linear(
     horizon: int, rng: np.random.Generator, dim: int = 3, domain: str = "ball", drift: float = 0.3
 ) -> BanditLinearEnvironment:
+    """Losses in the unit l2 ball over the unit Euclidean ball or the cube [-1, 1]^dim (the
+    option ``domain``, mapped to a domain object here and only here), both with barriers."""
     if domain not in ("ball", "box"):
         raise ValueError(f"domain must be 'ball' or 'box', got {domain!r}")
     return BanditLinearEnvironment(
         drifting_losses(horizon, dim, "ball", drift, rng),
-        BallBarrier(dim) if domain == "ball" else BoxBarrier(dim),
+        make_domain(domain, dim),
+        loss_bounds=NormBall(1.0, 2, dim),
         name=f"bandit_linear:{domain}",
     )
 
@@ -129,11 +148,7 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
         ),
         EnvironmentEntry(
             "linear",
-            lambda horizon, rng, dim=5, domain="ball", drift=0.3: LinearLossEnvironment(
-                drifting_losses(horizon, dim, domain, drift, rng),
-                domain=domain,
-                name=f"linear:{domain}",
-            ),
+            _linear,
             FeedbackKind.LOSS_VECTOR,
             ("ball", "cube"),
             "random loss vectors with a drift, in the unit l2 (ball) or l1 (cube) ball",

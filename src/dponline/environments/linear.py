@@ -1,8 +1,9 @@
-"""Online linear optimisation over a ball or a cube: loss <x_t, l_t>, exact regret.
+"""Online linear optimisation over a decision set: loss <x_t, l_t>, exact regret.
 
-The best fixed decision in hindsight has a closed form: over the Euclidean ball of radius r,
-min_x <x, L_t> = -r ||L_t||_2; over the cube [-1, 1]^d, -||L_t||_1 (Agarwal & Singh 2017,
-Corollary 3.2, the sphere and cube cases).
+The decision set is a :class:`~dponline.domains.base.ConvexDomain`; the best fixed decision in
+hindsight is one oracle call per round, min_x <x, L_t> = ``domain.min_linear(L_t)``: over the
+Euclidean ball of radius r, -r ||L_t||_2; over the cube [-1, 1]^d, -||L_t||_1 (Agarwal & Singh
+2017, Corollary 3.2, the sphere and cube cases).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dponline.domains.base import ConvexDomain
 from dponline.environments.oblivious import ObliviousLosses
+from dponline.privacy.bounds import InputBounds
 from dponline.protocol import FeedbackKind, LossVectorFeedback
 
 __all__ = ["LinearLossEnvironment", "drifting_losses"]
@@ -19,24 +22,30 @@ __all__ = ["LinearLossEnvironment", "drifting_losses"]
 
 @dataclass
 class LinearLossEnvironment(ObliviousLosses):
-    """Oblivious loss vectors ``losses`` (T, d) against decisions in ``domain``."""
+    """Oblivious loss vectors ``losses`` (T, d) against decisions in ``domain``.
+
+    ``loss_bounds`` is the loss set Y the losses are declared to lie in (checked here), which
+    the learner factories read (with ``domain``) to build a learner for this environment; None
+    declares nothing.
+    """
 
     losses: np.ndarray
-    domain: str = "ball"
-    radius: float = 1.0
+    domain: ConvexDomain
+    loss_bounds: InputBounds | None = None
     name: str = "linear losses"
     feedback_kind: FeedbackKind = field(default=FeedbackKind.LOSS_VECTOR, init=False)
     setting: str = field(default="online linear optimisation", init=False)
 
     def __post_init__(self) -> None:
-        self._validate_losses()
-        cum = np.cumsum(self.losses, axis=0)
-        if self.domain == "ball":
-            self._best = -self.radius * np.linalg.norm(cum, axis=1)
-        elif self.domain == "cube":
-            self._best = -np.abs(cum).sum(axis=1)
-        else:
-            raise ValueError(f"domain must be 'ball' or 'cube', got {self.domain!r}")
+        if not isinstance(self.domain, ConvexDomain):
+            raise TypeError(
+                "domain must be a ConvexDomain (dponline.domains), got "
+                f"{type(self.domain).__name__}"
+            )
+        self._validate_losses(dim=self.domain.dim)
+        if self.loss_bounds is not None:
+            self.loss_bounds.check(self.losses, what=f"losses of {self.name!r}")
+        self._best = self.domain.min_linear(np.cumsum(self.losses, axis=0))
 
     def round(self, t: int, action: np.ndarray) -> tuple[LossVectorFeedback, np.ndarray]:
         loss = self.losses[t]

@@ -29,6 +29,17 @@ DEMO_SPEC = {
             "options": {"dim": 3, "domain": "ball"},
             "label": "bandit linear (ball)",
         },
+        {
+            "name": "stock_basket",
+            "options": {"dataset": "nyse_o", "k": 5},
+            "label": "NYSE (O) 5-baskets",
+        },
+        {
+            "name": "stock_tree",
+            "options": {"dataset": "djia", "stocks": 15},
+            "horizon": 507,
+            "label": "DJIA spanning trees",
+        },
         {"name": "glm_bandit", "options": {"dim": 10}, "label": "GLM bandit (logistic)"},
         {"name": "digits_bandit", "label": "digits contextual bandit"},
     ],
@@ -46,6 +57,13 @@ DEMO_SPEC = {
         {"name": "dp-scrible"},
         {"name": "exp2"},
         {"name": "dp-exp2"},
+        {"name": "projection-free-bandit"},
+        {"name": "private-bandit", "label": "private-bandit laplace"},
+        {
+            "name": "private-bandit",
+            "options": {"delta": 1e-6},
+            "label": "private-bandit gaussian",
+        },
         {"name": "glm-bandit"},
         {"name": "dp-glm-bandit"},
     ],
@@ -82,7 +100,11 @@ def run_demo(
             "sequence has 10 experts with Bernoulli losses, one better by 0.1, over the "
             "same 5,651 rounds. In the bandit, the 36 stocks are arms (same losses, only the "
             "played arm's loss is seen). The bandit linear problem has drifting random "
-            "losses in the unit ball and decisions in the unit ball of R^3. Laplace learners "
+            "losses in the unit ball and decisions in the unit ball of R^3. The projection-free "
+            "bandits (Ene, Nguyen & Vladu 2021) choose 5 of the 36 NYSE stocks a day (the "
+            "uniform matroid's base polytope) and a spanning tree of 15 DJIA stocks a day (507 "
+            "days; an edge costs how far its two stocks' returns diverge), seeing only the "
+            "basket's or tree's loss. Laplace learners "
             "are pure epsilon-DP, Gaussian ones (epsilon, 1e-6)-DP, event-level over loss "
             "sequences that differ in one day. The contextual bandits run Han et al.'s "
             "Algorithm 3, (epsilon, 1/T)-joint DP over users: a synthetic logistic GLM bandit "

@@ -1,20 +1,19 @@
 """Full-information online learners."""
 
-from dponline.online.ftpl import DPFTPL, linear_oracle
+from dponline.online.ftpl import DPFTPL
 from dponline.online.ftrl import (
     DPFTRL,
-    EntropicSimplex,
-    EuclideanBall,
-    EuclideanCube,
-    PolytopeDomain,
+    EntropicRegulariser,
+    EuclideanRegulariser,
+    FTRLRegulariser,
+    make_regulariser,
 )
 
 __all__ = [
     "DPFTPL",
     "DPFTRL",
-    "EntropicSimplex",
-    "EuclideanBall",
-    "EuclideanCube",
-    "PolytopeDomain",
-    "linear_oracle",
+    "EntropicRegulariser",
+    "EuclideanRegulariser",
+    "FTRLRegulariser",
+    "make_regulariser",
 ]

@@ -5,7 +5,9 @@ Each round the learner plays a minimiser of the noisy cumulative loss over the d
 
     x_t = argmin_{x in X} <x, L~_{t-1}>,
 
-through a linear optimisation oracle, where L~ is released by a Gaussian continual counter
+through the linear minimisation oracle of X (any :class:`~dponline.domains.base.ConvexDomain`:
+a vertex of the simplex for experts, -r L / ||L|| on the ball, -sign(L) on the cube, an LP on a
+polytope, a shortest path, ...), where L~ is released by a Gaussian continual counter
 (TreeBasedAgg, Algorithm 2). The Gaussian noise does two jobs: it is the FTPL perturbation that
 gives O(sqrt T) regret, and it makes the sequence of decisions differentially private. Theorem
 3.5 takes
@@ -30,9 +32,11 @@ import numpy as np
 from dponline.continual.base import ContinualCounter
 from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.registry import get_mechanism
+from dponline.domains.base import ConvexDomain
+from dponline.domains.simplex import Simplex
 from dponline.online.counter_learner import CounterLearner
 from dponline.privacy.accounting import gaussian_epsilon, zcdp_rho
-from dponline.privacy.bounds import Box, InputBounds, NormBall
+from dponline.privacy.bounds import Box, InputBounds
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate, paper_log
 from dponline.privacy.noise import GaussianNoise
@@ -47,22 +51,7 @@ from dponline.registry import (
 )
 from dponline.rng import RngLike
 
-__all__ = ["DPFTPL", "FTPLCalibrator", "ftpl_sigma_paper", "linear_oracle"]
-
-
-def linear_oracle(domain: str, cumulative: np.ndarray, radius: float = 1.0) -> np.ndarray:
-    """argmin_{x in X} <x, L> row by row: a vertex of the simplex, -r L/||L|| on the ball,
-    -sign(L) on the cube (ties broken towards the first coordinate / +1)."""
-    if domain == "simplex":
-        out = np.zeros_like(cumulative)
-        out[np.arange(len(cumulative)), np.argmin(cumulative, axis=1)] = 1.0
-        return out
-    if domain == "ball":
-        n = np.linalg.norm(cumulative, axis=1, keepdims=True)
-        return np.where(n > 0, -radius * cumulative / np.where(n > 0, n, 1.0), 0.0)
-    if domain == "cube":
-        return np.where(cumulative > 0, -1.0, 1.0)
-    raise ValueError(f"domain must be 'simplex', 'ball' or 'cube', got {domain!r}")
+__all__ = ["DPFTPL", "FTPLCalibrator", "ftpl_sigma_paper"]
 
 
 def ftpl_sigma_paper(y2_norm: float, dim: int, horizon: int, epsilon: float, delta: float) -> float:
@@ -144,8 +133,13 @@ class DPFTPL(CounterLearner):
     mechanism:
         Continual counter; default "padded_tree" for "paper", "honaker" for "tight".
     domain:
-        "simplex" (experts, losses in [0, 1]^N by default), "ball" (losses in the unit l2 ball)
-        or "cube" (losses in the unit l1 ball).
+        The decision set X, a :class:`~dponline.domains.base.ConvexDomain` in R^N, reached
+        only through its linear minimisation oracle ``domain.lmo`` (default
+        :class:`~dponline.domains.simplex.Simplex`: experts). Ties (a zero noisy sum, say) are
+        broken by the domain's documented rule.
+    loss_bounds:
+        The declared loss set Y (default [0, 1]^N, the experts'; Corollary 3.2's ball takes
+        the unit l2 ball and its cube the unit l1 ball); inputs outside raise unless ``clip``.
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.LOSS_VECTOR
@@ -158,8 +152,7 @@ class DPFTPL(CounterLearner):
         *,
         budget: PrivacyBudget | None,
         mechanism: str | None = None,
-        domain: str = "simplex",
-        radius: float = 1.0,
+        domain: ConvexDomain | None = None,
         loss_bounds: InputBounds | None = None,
         replicas: int = 1,
         rng: RngLike = None,
@@ -169,14 +162,17 @@ class DPFTPL(CounterLearner):
         self.horizon = checked_count("horizon", horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget)
-        self.domain, self.radius = domain, float(radius)
-        linear_oracle(domain, np.zeros((1, self.dim)), self.radius)  # validates the domain
+        if domain is None:
+            domain = Simplex(self.dim)
+        if not isinstance(domain, ConvexDomain):
+            raise TypeError(
+                f"domain must be a ConvexDomain (dponline.domains), got {type(domain).__name__}"
+            )
+        if domain.dim != self.dim:
+            raise ValueError(f"domain has dimension {domain.dim}, expected {self.dim}")
+        self.domain = domain
         if loss_bounds is None:
-            loss_bounds = {
-                "simplex": Box(0.0, 1.0, dim=self.dim),
-                "ball": NormBall(1.0, 2, self.dim),
-                "cube": NormBall(1.0, 1, self.dim),
-            }[domain]
+            loss_bounds = Box(0.0, 1.0, dim=self.dim)
         if loss_bounds.dim != self.dim:
             raise ValueError(f"loss_bounds has dimension {loss_bounds.dim}, expected {self.dim}")
         self.bounds = loss_bounds
@@ -206,23 +202,29 @@ class DPFTPL(CounterLearner):
         self.t = 0
 
     def _decide(self) -> np.ndarray:
-        """x_t = argmin_{x in X} <x, L~_{t-1}>, shape (replicas, dim)."""
-        return linear_oracle(self.domain, self._cumulative, self.radius)
+        """x_t = argmin_{x in X} <x, L~_{t-1}> by the domain's oracle, shape (replicas, dim)."""
+        return self.domain.lmo(self._cumulative)
 
 
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
+def _ftpl_geometry(env: Any) -> dict[str, Any]:
+    """The decision set and loss set ``env`` states (``env.domain``, ``env.loss_bounds``); the
+    experts environments state neither, and the learner's defaults apply (the simplex,
+    [0, 1]^N)."""
+    out: dict[str, Any] = {}
+    if getattr(env, "domain", None) is not None:
+        out["domain"] = env.domain
+    if getattr(env, "loss_bounds", None) is not None:
+        out["loss_bounds"] = env.loss_bounds
+    return out
+
+
 def _dp_ftpl(env: Any, **kw: Any) -> DPFTPL:
-    """DP-FTPL on ``env``'s dimension, horizon and decision set (the simplex by default)."""
-    return DPFTPL(
-        env.dim,
-        env.horizon,
-        budget=budget_from_options(kw, 1e-6),
-        domain=getattr(env, "domain", "simplex"),
-        radius=getattr(env, "radius", 1.0),
-        **kw,
-    )
+    """DP-FTPL on ``env``'s dimension, horizon, decision set and loss set."""
+    budget = budget_from_options(kw, 1e-6)
+    return DPFTPL(env.dim, env.horizon, budget=budget, **_ftpl_geometry(env), **kw)
 
 
 _FTPL_SETTING = "experts; online linear optimisation over the ball or cube"

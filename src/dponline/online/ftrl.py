@@ -10,26 +10,35 @@ continual counter (Algorithm 2, TreeBasedAgg, in the paper's calibration; any me
 releases, so the learner has the counter's guarantee: event-level DP over loss sequences that
 differ in one round (Definition 2.1), for losses inside the declared bounds.
 
-Regularisers with closed-form argmins (Corollary 3.2):
+The decision set X is a :class:`~dponline.domains.base.ConvexDomain` (default: the simplex);
+the regulariser R is not a set but acts on one (Corollary 3.2):
 
-* :class:`EntropicSimplex`: prediction with expert advice, R(x) = sum x_i log x_i, x = softmax;
-* :class:`EuclideanBall`: OLO over the ball, R(x) = ||x||^2, x = projection of -eta L / 2;
-* :class:`EuclideanCube`: OLO over the cube [-1, 1]^N, R(x) = ||x||^2, x = clip(-eta L / 2);
-* :class:`PolytopeDomain`: a general compact convex set {A x <= b} with R(x) = ||x||^2, the
-  argmin solved numerically (a projection, by SLSQP).
+* :class:`EntropicRegulariser`: R(x) = sum x_i log x_i on the probability simplex
+  (prediction with expert advice), x = softmax(-eta L) in closed form;
+* :class:`EuclideanRegulariser`: R(x) = ||x||^2 on any domain with a Euclidean projection
+  (:class:`~dponline.domains.base.Projectable`: simplex, box, l_p balls, polytopes, matroid
+  polytopes, permutahedron), x = the projection of -eta L / 2: clipping on the cube, radial
+  scaling on the ball, an exact least distance programme on a polytope
+  (:class:`~dponline.domains.polytope.Polytope`).
+
+What the regret bound of Theorem 3.1 needs (the range D_R of R over X, the local dual norms of
+the losses, the range of the noise over X) are methods of the regulariser, computed from the
+domain.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.continual import BinaryTreeCounter, ContinualCounter, make_counter
+from dponline.domains.base import ConvexDomain, Projectable
+from dponline.domains.simplex import Simplex
 from dponline.online.counter_learner import CounterLearner
-from dponline.privacy.bounds import Box, InputBounds, NormBall
+from dponline.privacy.bounds import Box, InputBounds
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise
@@ -44,75 +53,149 @@ from dponline.registry import (
 )
 from dponline.rng import RngLike
 
-__all__ = ["DPFTRL", "EntropicSimplex", "EuclideanBall", "EuclideanCube", "PolytopeDomain"]
+__all__ = [
+    "DPFTRL",
+    "EntropicRegulariser",
+    "EuclideanRegulariser",
+    "FTRLRegulariser",
+    "make_regulariser",
+]
 
 
-@dataclass(frozen=True)
-class EntropicSimplex:
-    """The probability simplex with the negative-entropy regulariser (experts)."""
+class FTRLRegulariser(ABC):
+    """A strongly convex regulariser R of FTRL, applied to a decision set passed in.
 
-    name: ClassVar[str] = "simplex"
+    ``argmin(domain, eta, L)`` solves argmin_{x in domain} eta <x, L> + R(x) row by row;
+    ``range_of_regulariser``, ``max_local_dual_norm_sq`` and ``noise_range`` are the three
+    quantities of Theorem 3.1's bound (:meth:`DPFTRL.regret_bound`).
+    """
 
-    def argmin(self, eta: float, cumulative: np.ndarray) -> np.ndarray:
+    name: ClassVar[str]
+
+    @abstractmethod
+    def check(self, domain: ConvexDomain) -> None:
+        """Raise TypeError or ValueError if R cannot be used on ``domain``."""
+
+    @abstractmethod
+    def argmin(self, domain: ConvexDomain, eta: float, cumulative: np.ndarray) -> np.ndarray:
+        """argmin_{x in domain} eta <x, L> + R(x) for each row L of ``cumulative``."""
+
+    @abstractmethod
+    def range_of_regulariser(self, domain: ConvexDomain) -> float:
+        """D_R = max_X R - min_X R (or a proven upper bound)."""
+
+    @abstractmethod
+    def max_local_dual_norm_sq(self, domain: ConvexDomain, loss: np.ndarray) -> np.ndarray:
+        """max_{x in X} ||l||^2_{(nabla^2 R(x))^-1} for each row l of ``loss``."""
+
+    def noise_range(self, domain: ConvexDomain, z: np.ndarray) -> np.ndarray:
+        """max_{x in X} <z, x> - min_{x in X} <z, x> for each row z, by two oracle calls."""
+        z = np.asarray(z, dtype=float)
+        return -domain.min_linear(-z) - domain.min_linear(z)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class EntropicRegulariser(FTRLRegulariser):
+    """R(x) = sum_i x_i log x_i on the probability simplex (prediction with expert advice)."""
+
+    name: ClassVar[str] = "entropic"
+
+    def check(self, domain: ConvexDomain) -> None:
+        if not isinstance(domain, Simplex):
+            raise ValueError(
+                "the entropic regulariser is defined on the probability simplex only, got "
+                f"{domain!r}; use EuclideanRegulariser on other domains"
+            )
+
+    def argmin(self, domain: ConvexDomain, eta: float, cumulative: np.ndarray) -> np.ndarray:
         """softmax(-eta L) along the last axis, computed stably."""
         z = -eta * cumulative
         z = z - z.max(axis=-1, keepdims=True)
         w = np.exp(z)
         return w / w.sum(axis=-1, keepdims=True)
 
-    def range_of_regulariser(self, dim: int) -> float:
-        """D_R = max R - min R = log N."""
-        return math.log(dim)
+    def range_of_regulariser(self, domain: ConvexDomain) -> float:
+        """D_R = max R - min R = 0 - (-log N) = log N."""
+        return math.log(domain.dim)
 
-    def max_local_dual_norm_sq(self, loss: np.ndarray) -> np.ndarray:
+    def max_local_dual_norm_sq(self, domain: ConvexDomain, loss: np.ndarray) -> np.ndarray:
         """max_x ||l||^2_{(nabla^2 R(x))^-1} = max_x sum_i x_i l_i^2 = max_i l_i^2."""
         return (loss**2).max(axis=-1)
 
-    def noise_range(self, z: np.ndarray) -> np.ndarray:
-        """max_x <Z, x> - min_x <Z, x> over the simplex = max_i Z_i - min_i Z_i."""
-        return z.max(axis=-1) - z.min(axis=-1)
 
+class EuclideanRegulariser(FTRLRegulariser):
+    """R(x) = ||x||^2 on a domain with a Euclidean projection: the FTRL step is the projection
+    of -eta L / 2 (``domain.project``). Domains without a projection are refused (DP-FTPL needs
+    only the linear minimisation oracle)."""
 
-@dataclass(frozen=True)
-class EuclideanBall:
-    """The Euclidean ball of radius ``radius`` with R(x) = ||x||^2."""
+    name: ClassVar[str] = "euclidean"
 
-    radius: float = 1.0
-    name: ClassVar[str] = "ball"
+    def check(self, domain: ConvexDomain) -> None:
+        if not isinstance(domain, Projectable):
+            raise TypeError(
+                f"the Euclidean regulariser needs the Euclidean projection onto the domain, and "
+                f"{domain!r} has none (domains with `project`: Simplex, CornerSimplex, Box, "
+                "LpBall, Polytope, the matroid polytopes, Permutahedron); DP-FTPL needs only "
+                "the linear minimisation oracle"
+            )
 
-    def argmin(self, eta: float, cumulative: np.ndarray) -> np.ndarray:
-        x = -eta * cumulative / 2.0
-        n = np.linalg.norm(x, axis=-1, keepdims=True)
-        return x * np.minimum(1.0, self.radius / np.where(n > 0, n, 1.0))
+    def argmin(self, domain: ConvexDomain, eta: float, cumulative: np.ndarray) -> np.ndarray:
+        """argmin_X eta <x, L> + ||x||^2 = the projection of -eta L / 2 onto X, row by row."""
+        assert isinstance(domain, Projectable)
+        return domain.project(-eta * cumulative / 2.0)
 
-    def range_of_regulariser(self, dim: int) -> float:
-        return self.radius**2
+    def range_of_regulariser(self, domain: ConvexDomain) -> float:
+        """max_X ||x||^2 - min_X ||x||^2. The max is the domain's ``max_euclidean_norm``
+        squared where it states one (LpBall: exact), else the bounding-box bound
+        sum_i max(lo_i^2, hi_i^2) with lo_i, hi_i the extremes of x_i over X (2 N oracle calls;
+        exact for boxes); the min is ||Pi_X(0)||^2, exactly."""
+        assert isinstance(domain, Projectable)
+        stated = getattr(domain, "max_euclidean_norm", None)
+        if stated is not None:
+            max_sq = float(stated) ** 2
+        else:
+            eye = np.eye(domain.dim)
+            lo = domain.min_linear(eye)
+            hi = -domain.min_linear(-eye)
+            max_sq = float((np.maximum(np.abs(lo), np.abs(hi)) ** 2).sum())
+        min_sq = float((domain.project(np.zeros((1, domain.dim)))[0] ** 2).sum())
+        return max_sq - min_sq
 
-    def max_local_dual_norm_sq(self, loss: np.ndarray) -> np.ndarray:
+    def max_local_dual_norm_sq(self, domain: ConvexDomain, loss: np.ndarray) -> np.ndarray:
         """R = ||x||^2 has Hessian 2I: the dual local norm squared is ||l||^2 / 2."""
         return (loss**2).sum(axis=-1) / 2.0
 
-    def noise_range(self, z: np.ndarray) -> np.ndarray:
-        return 2.0 * self.radius * np.linalg.norm(z, axis=-1)
+
+#: the regularisers by name (``make_regulariser``)
+REGULARISERS: dict[str, type[FTRLRegulariser]] = {
+    "entropic": EntropicRegulariser,
+    "euclidean": EuclideanRegulariser,
+}
 
 
-@dataclass(frozen=True)
-class EuclideanCube:
-    """The cube [-1, 1]^N with R(x) = ||x||^2."""
-
-    name: ClassVar[str] = "cube"
-
-    def argmin(self, eta: float, cumulative: np.ndarray) -> np.ndarray:
-        return np.clip(-eta * cumulative / 2.0, -1.0, 1.0)
-
-    def range_of_regulariser(self, dim: int) -> float:
-        return float(dim)
-
-    def max_local_dual_norm_sq(self, loss: np.ndarray) -> np.ndarray:
-        return (loss**2).sum(axis=-1) / 2.0
-
-    def noise_range(self, z: np.ndarray) -> np.ndarray:
-        return 2.0 * np.abs(z).sum(axis=-1)
+def make_regulariser(
+    regulariser: FTRLRegulariser | str | None, domain: ConvexDomain
+) -> FTRLRegulariser:
+    """The regulariser for ``domain``, checked: ``None`` gives the entropic one on the simplex
+    (Hedge, Corollary 3.2's experts case) and the Euclidean one elsewhere; a name is one of
+    :data:`REGULARISERS`."""
+    if regulariser is None:
+        regulariser = "entropic" if isinstance(domain, Simplex) else "euclidean"
+    if isinstance(regulariser, str):
+        if regulariser not in REGULARISERS:
+            raise ValueError(
+                f"regulariser must be one of {sorted(REGULARISERS)}, got {regulariser!r}"
+            )
+        regulariser = REGULARISERS[regulariser]()
+    if not isinstance(regulariser, FTRLRegulariser):
+        raise TypeError(
+            "regulariser must be an FTRLRegulariser, a name in "
+            f"{sorted(REGULARISERS)} or None, got {type(regulariser).__name__}"
+        )
+    regulariser.check(domain)
+    return regulariser
 
 
 class DPFTRL(CounterLearner):
@@ -132,7 +215,12 @@ class DPFTRL(CounterLearner):
     mechanism:
         Continual counter; defaults to "padded_tree" for "paper" and "honaker" for "tight".
     domain:
-        :class:`EntropicSimplex` (default), :class:`EuclideanBall` or :class:`EuclideanCube`.
+        The decision set X, a :class:`~dponline.domains.base.ConvexDomain` in R^N (default
+        :class:`~dponline.domains.simplex.Simplex`: experts).
+    regulariser:
+        :class:`EntropicRegulariser` (simplex only), :class:`EuclideanRegulariser` (domains
+        with a projection), or their names "entropic" / "euclidean"; default entropic on the
+        simplex, Euclidean elsewhere (:func:`make_regulariser`).
     loss_bounds:
         The declared loss set Y (default [0, 1]^N); inputs outside raise unless ``clip``.
     eta:
@@ -150,7 +238,8 @@ class DPFTRL(CounterLearner):
         budget: PrivacyBudget | None,
         noise: str = "laplace",
         mechanism: str | None = None,
-        domain: EntropicSimplex | EuclideanBall | EuclideanCube | PolytopeDomain | None = None,
+        domain: ConvexDomain | None = None,
+        regulariser: FTRLRegulariser | str | None = None,
         loss_bounds: InputBounds | None = None,
         eta: float | None = None,
         replicas: int = 1,
@@ -161,12 +250,22 @@ class DPFTRL(CounterLearner):
         self.horizon = checked_count("horizon", horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget)
-        self.domain = domain if domain is not None else EntropicSimplex()
+        if domain is None:
+            domain = Simplex(self.dim)
+        if not isinstance(domain, ConvexDomain):
+            raise TypeError(
+                f"domain must be a ConvexDomain (dponline.domains), got {type(domain).__name__}"
+            )
+        if domain.dim != self.dim:
+            raise ValueError(f"domain has dimension {domain.dim}, expected {self.dim}")
+        self.domain = domain
+        self.regulariser = make_regulariser(regulariser, domain)
         self.bounds = loss_bounds if loss_bounds is not None else Box(0.0, 1.0, dim=self.dim)
         if self.bounds.dim != self.dim:
             raise ValueError(f"loss_bounds has dimension {self.bounds.dim}, expected {self.dim}")
         if eta is None:
-            eta = math.sqrt(max(self.domain.range_of_regulariser(self.dim), 1e-12) / self.horizon)
+            d_r = self.regulariser.range_of_regulariser(self.domain)
+            eta = math.sqrt(max(d_r, 1e-12) / self.horizon)
         if not (eta > 0 and math.isfinite(eta)):
             raise ValueError(f"eta must be a finite positive number, got {eta!r}")
         self.eta = float(eta)
@@ -213,8 +312,9 @@ class DPFTRL(CounterLearner):
         on the ``padded_tree``.
         """
         losses = np.asarray(losses, dtype=float)
-        d_r = self.domain.range_of_regulariser(self.dim)
-        stability = float(self.domain.max_local_dual_norm_sq(losses).sum())
+        reg, domain = self.regulariser, self.domain
+        d_r = reg.range_of_regulariser(domain)
+        stability = float(reg.max_local_dual_norm_sq(domain, losses).sum())
         if self.budget is None:
             d_noise = 0.0
         else:
@@ -225,7 +325,7 @@ class DPFTRL(CounterLearner):
                 )
             gen = np.random.default_rng(seed)
             z = self.counter.noise.sample_sum(gen, self.counter.draws, (samples, self.dim))
-            d_noise = float(self.domain.noise_range(z).mean())
+            d_noise = float(reg.noise_range(domain, z).mean())
         return {
             "theorem": math.sqrt(d_r * stability) + d_noise,
             "explicit": d_r / self.eta + 2.0 * self.eta * stability + d_noise,
@@ -234,130 +334,23 @@ class DPFTRL(CounterLearner):
 
     def _decide(self) -> np.ndarray:
         """x_t = argmin eta <x, L~_{t-1}> + R(x), shape (replicas, dim)."""
-        return self.domain.argmin(self.eta, self._cumulative)
-
-
-class PolytopeDomain:
-    """A general compact convex set {x : A x <= b} with the strongly convex regulariser
-    R(x) = ||x||^2, the FTRL step solved numerically (Corollary 3.2's general case).
-
-    Each argmin is the Euclidean projection of -eta L / 2 onto the polytope, a convex quadratic
-    programme solved per replica by SLSQP (scaled by the target's size so that its tolerance is
-    relative), started from the Chebyshev centre (so the result does not depend on history and
-    a resumed run is bit for bit). A result that violates a constraint in floating point is
-    pulled back towards the strictly interior centre by bisection, so every decision is
-    feasible. It costs a QP per replica and round.
-    """
-
-    name: ClassVar[str] = "polytope"
-
-    def __init__(self, a: np.ndarray, b: np.ndarray, tol: float = 1e-12) -> None:
-        from scipy.optimize import linprog
-
-        self.a = np.asarray(a, dtype=float)
-        self.b = np.asarray(b, dtype=float)
-        if self.a.ndim != 2 or self.b.shape != (self.a.shape[0],):
-            raise ValueError(f"need A (m, N) and b (m,), got {self.a.shape} and {self.b.shape}")
-        self.dim = self.a.shape[1]
-        self.tol = float(tol)
-        free = [(None, None)] * self.dim
-        lo, hi = [], []
-        for e in np.eye(self.dim):
-            r1 = linprog(e, A_ub=self.a, b_ub=self.b, bounds=free)
-            r2 = linprog(-e, A_ub=self.a, b_ub=self.b, bounds=free)
-            if r1.status != 0 or r2.status != 0:
-                raise ValueError("the polytope {A x <= b} must be bounded and non-empty")
-            lo.append(r1.fun)
-            hi.append(-r2.fun)
-        self._box = (np.array(lo), np.array(hi))
-        norms = np.linalg.norm(self.a, axis=1)
-        cheb = linprog(
-            np.r_[np.zeros(self.dim), -1.0],
-            A_ub=np.c_[self.a, norms],
-            b_ub=self.b,
-            bounds=[*free, (0, None)],
-        )
-        if cheb.status != 0 or cheb.x[-1] <= 0:
-            raise ValueError("the polytope {A x <= b} must have a non-empty interior")
-        self.centre = cheb.x[:-1]
-
-    def __repr__(self) -> str:
-        return f"PolytopeDomain(a={self.a.tolist()!r}, b={self.b.tolist()!r})"
-
-    def _feasible(self, x: np.ndarray) -> bool:
-        return bool(np.all(self.a @ x <= self.b))
-
-    def _project(self, target: np.ndarray) -> np.ndarray:
-        from scipy.optimize import minimize
-
-        scale = 1.0 + float(np.abs(target).max())
-        t = target / scale  # solve in units of the target's size: relative tolerance
-        a, b = self.a, self.b / scale
-        res = minimize(
-            lambda z: float(((z - t) ** 2).sum()),
-            self.centre / scale,
-            jac=lambda z: 2.0 * (z - t),
-            constraints=[{"type": "ineq", "fun": lambda z: b - a @ z, "jac": lambda z: -a}],
-            method="SLSQP",
-            options={"ftol": self.tol, "maxiter": 500},
-        )
-        x = res.x * scale
-        if not np.all(np.isfinite(x)):
-            raise ValueError(f"the projection onto the polytope failed: {res.message}")
-        if self._feasible(x):
-            return x
-        # bisection on the segment from the strictly interior centre to x
-        lo, hi = 0.0, 1.0
-        for _ in range(80):
-            mid = (lo + hi) / 2.0
-            if self._feasible(self.centre + mid * (x - self.centre)):
-                lo = mid
-            else:
-                hi = mid
-        return self.centre + lo * (x - self.centre)
-
-    def argmin(self, eta: float, cumulative: np.ndarray) -> np.ndarray:
-        """argmin_{A x <= b} eta <x, L> + ||x||^2 = projection of -eta L / 2, row by row."""
-        cum = np.atleast_2d(cumulative)
-        out = np.array([self._project(-eta * c / 2.0) for c in cum])
-        return out.reshape(np.shape(cumulative))
-
-    def range_of_regulariser(self, dim: int) -> float:
-        """max ||x||^2 - min ||x||^2 over the set (the max bounded by the bounding box)."""
-        lo, hi = self._box
-        max_sq = float((np.maximum(np.abs(lo), np.abs(hi)) ** 2).sum())
-        min_sq = float((self._project(np.zeros(self.dim)) ** 2).sum())
-        return max_sq - min_sq
-
-    def max_local_dual_norm_sq(self, loss: np.ndarray) -> np.ndarray:
-        return (loss**2).sum(axis=-1) / 2.0
-
-    def noise_range(self, z: np.ndarray) -> np.ndarray:
-        """max_x <z, x> - min_x <z, x> over the polytope, one pair of LPs per row."""
-        from scipy.optimize import linprog
-
-        free = [(None, None)] * self.dim
-        out = []
-        for row in np.atleast_2d(z):
-            lo = linprog(row, A_ub=self.a, b_ub=self.b, bounds=free).fun
-            hi = -linprog(-row, A_ub=self.a, b_ub=self.b, bounds=free).fun
-            out.append(hi - lo)
-        return np.array(out)
+        return self.regulariser.argmin(self.domain, self.eta, self._cumulative)
 
 
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
 def _ftrl_geometry(env: Any) -> dict[str, Any]:
-    """Decision set and loss set of Agarwal & Singh's Corollary 3.2 for an environment: the
-    simplex with losses in [0, 1]^N (experts, the default), the ball with losses in the unit l2
-    ball, the cube with losses in the unit l1 ball (||Y||_1 = 1)."""
-    domain = getattr(env, "domain", "simplex")
-    if domain == "ball":
-        return {"domain": EuclideanBall(env.radius), "loss_bounds": NormBall(1.0, 2, env.dim)}
-    if domain == "cube":
-        return {"domain": EuclideanCube(), "loss_bounds": NormBall(1.0, 1, env.dim)}
-    return {}
+    """The decision set and the loss set Y of Agarwal & Singh's Corollary 3.2 that ``env``
+    states (``env.domain``, ``env.loss_bounds``): the linear environments state both (the ball
+    with losses in the unit l2 ball, the cube with losses in the unit l1 ball); the experts
+    environments neither, and the learner's defaults apply (the simplex, [0, 1]^N)."""
+    out: dict[str, Any] = {}
+    if getattr(env, "domain", None) is not None:
+        out["domain"] = env.domain
+    if getattr(env, "loss_bounds", None) is not None:
+        out["loss_bounds"] = env.loss_bounds
+    return out
 
 
 def _dp_ftrl(env: Any, **kw: Any) -> DPFTRL:
@@ -418,7 +411,9 @@ _DP_FTRL_ENTRY = register_learner(
             "noise": "laplace | gaussian",
             "delta": "for gaussian (default 1e-6)",
             "mechanism": "continual counter (default: padded_tree paper, honaker tight)",
-            "eta": "learning rate (default sqrt(log N / T))",
+            "eta": "learning rate (default sqrt(D_R / T); sqrt(log N / T) on the simplex)",
+            "regulariser": "entropic (simplex only) | euclidean (default: entropic on the "
+            "simplex, euclidean elsewhere)",
         },
     )
 )
@@ -433,6 +428,9 @@ register_learner(
             LearnerTestCase("switching_best", environment_options={"n_experts": 4}),
             LearnerTestCase("linear", environment_options={"dim": 3}, label="ball"),
         ),
-        options={"eta": "learning rate (default sqrt(log N / T))"},
+        options={
+            "eta": "learning rate (default sqrt(D_R / T); sqrt(log N / T) on the simplex)",
+            "regulariser": "entropic (simplex only) | euclidean",
+        },
     )
 )

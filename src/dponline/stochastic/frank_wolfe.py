@@ -1,7 +1,9 @@
 """Streaming Frank-Wolfe with recursive gradients (Han et al., Algorithm 1 without noise;
-Xie et al. 2020), over an l_p ball.
+Xie et al. 2020), over any convex domain reached through its linear minimisation oracle (the
+l_p ball of the paper, or any :class:`~dponline.domains.base.ConvexDomain`).
 
-With rho_t = eta_t = 1/(t+1) and theta_0 = theta_1 = 0, the recursive gradient estimate
+With rho_t = eta_t = 1/(t+1) and theta_0 = theta_1 = c (the paper's 0 on the l_p ball; the
+domain's interior point in general), the recursive gradient estimate
 
     d_t = grad f(theta_t; x_t) + (1 - rho_t) (d_{t-1} - grad f(theta_{t-1}; x_t)),   d_0 = 0
 
@@ -22,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dponline.domains.lp_ball import LpBall
+from dponline.domains.base import ConvexDomain
 
 __all__ = ["StreamingFrankWolfe", "recursive_gradient"]
 
@@ -52,19 +54,27 @@ def recursive_gradient(
 
 
 class StreamingFrankWolfe:
-    """Non-private streaming Frank-Wolfe with recursive gradients over an l_p ball.
+    """Non-private streaming Frank-Wolfe with recursive gradients over ``domain``.
 
+    ``domain`` is any :class:`~dponline.domains.base.ConvexDomain`, used through ``lmo`` (the
+    vertex v_t) and ``interior_point()`` (theta_0 = theta_1; 0 for the l_p ball, as in the
+    paper); every iterate is a convex combination of points of the domain.
     ``gradient(theta, x, y)`` returns the sample gradient (vectorised over a leading replicas
     axis of ``theta``); ``step(x, y)`` consumes one sample and returns the released iterate.
     """
 
-    def __init__(self, domain: LpBall, gradient: Gradient, *, replicas: int = 1) -> None:
+    def __init__(self, domain: ConvexDomain, gradient: Gradient, *, replicas: int = 1) -> None:
+        if not isinstance(domain, ConvexDomain):
+            raise TypeError(
+                f"domain must be a ConvexDomain (dponline.domains), got {type(domain).__name__}"
+            )
         self.domain = domain
         self.gradient = gradient
         self.replicas = int(replicas)
         d = domain.dim
-        self.theta_prev = np.zeros((self.replicas, d))  # theta_{t-1}
-        self.theta = np.zeros((self.replicas, d))  # theta_t
+        start = np.asarray(domain.interior_point(), dtype=float)
+        self.theta_prev = np.broadcast_to(start, (self.replicas, d)).copy()  # theta_{t-1}
+        self.theta = np.broadcast_to(start, (self.replicas, d)).copy()  # theta_t
         self.grad_sum = np.zeros((self.replicas, d))  # G_t = sum_{i<=t} g_i
         self.t = 0
 

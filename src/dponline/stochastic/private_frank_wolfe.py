@@ -155,7 +155,10 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
     Parameters
     ----------
     domain:
-        The l_p ball (1 < p <= inf).
+        The l_p ball (1 < p <= inf), an :class:`~dponline.domains.lp_ball.LpBall`: the noise
+        calibration (Theorem 3.1's constants, the l_q sensitivity) is the l_p ball's, while the
+        iterates touch the set only through the domain contract (``lmo`` for v_t,
+        ``interior_point()`` = 0 for theta_0 = theta_1).
     horizon:
         n, the number of samples (and released iterates).
     x_bound, y_bound:
@@ -180,6 +183,11 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
+        if not isinstance(domain, LpBall):
+            raise TypeError(
+                "Algorithm 1's calibration is stated for an l_p ball: domain must be an LpBall, "
+                f"got {type(domain).__name__}"
+            )
         if not domain.p > 1:
             raise ValueError(
                 f"Algorithm 1 needs 1 < p <= inf, got p = {domain.p} (use Algorithm 2)"
@@ -207,8 +215,9 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
         self.counter = BinaryTreeCounter(
             self.horizon, self.dim, noise, replicas=self.replicas, rng=rng, privacy=self.privacy
         )
-        self.theta_prev = np.zeros((self.replicas, self.dim))
-        self.theta = np.zeros((self.replicas, self.dim))
+        start = np.asarray(domain.interior_point(), dtype=float)
+        self.theta_prev = np.broadcast_to(start, (self.replicas, self.dim)).copy()
+        self.theta = np.broadcast_to(start, (self.replicas, self.dim)).copy()
         self._acted = False
         self.t = 0
 
