@@ -34,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from dponline.privacy.bounds import check_finite
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 
@@ -48,6 +49,7 @@ __all__ = [
     "NoiseHandle",
     "RewardFeedback",
     "SampleFeedback",
+    "checked_bandit_loss",
     "checked_budget",
     "checked_count",
     "checked_round",
@@ -181,6 +183,27 @@ def checked_round(t: Any, horizon: int) -> int:
     if isinstance(t, bool) or not isinstance(t, numbers.Integral) or not 0 <= int(t) <= horizon:
         raise ValueError(f"saved round counter t must be an integer in [0, {horizon}], got {t!r}")
     return int(t)
+
+
+def checked_bandit_loss(learner: Any, feedback: Any, *, acted: bool) -> np.ndarray:
+    """The round's bandit loss values, shape (replicas,), after the checks every fixed-horizon
+    bandit learner makes before it uses them: BanditFeedback, a round within the learner's
+    ``horizon`` (round T+1 would void its guarantee), an action played this round, finite
+    values of the right shape. The learner's state is not touched."""
+    who = type(learner).__name__
+    if not isinstance(feedback, BanditFeedback):
+        raise TypeError(f"{who} observes BanditFeedback, got {type(feedback).__name__}")
+    if learner.t >= learner.horizon:
+        raise ValueError(
+            f"{who} was built for {learner.horizon} rounds; the loss of round {learner.t + 1} "
+            "would void its guarantee"
+        )
+    if not acted:
+        raise ValueError("observe() must follow act(): no action was played this round")
+    value = check_finite(feedback.loss, "bandit loss")
+    if value.shape != (learner.replicas,):
+        raise ValueError(f"bandit loss must have shape ({learner.replicas},), got {value.shape}")
+    return value
 
 
 class NoiseHandle:

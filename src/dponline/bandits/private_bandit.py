@@ -50,16 +50,15 @@ from dponline.continual.base import ContinualCounter
 from dponline.continual.binary_tree import BinaryTreeCounter
 from dponline.continual.registry import get_mechanism
 from dponline.domains.base import ConvexDomain
-from dponline.privacy.bounds import check_finite
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import calibrate, positive
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise
 from dponline.protocol import (
-    BanditFeedback,
     Feedback,
     FeedbackKind,
     NoiseHandle,
+    checked_bandit_loss,
     checked_budget,
     checked_count,
     checked_round,
@@ -260,20 +259,7 @@ class PrivateBandit(NoiseHandle):
     def observe(self, feedback: Feedback) -> None:
         """Check the loss value against ``loss_range``; then lines 10-11 for this round, one
         oracle call of line 14, and line 13 after a batch."""
-        if not isinstance(feedback, BanditFeedback):
-            raise TypeError(
-                f"{type(self).__name__} observes BanditFeedback, got {type(feedback).__name__}"
-            )
-        if self.t >= self.horizon:
-            raise ValueError(
-                f"{type(self).__name__} was built for {self.horizon} rounds; the loss of round "
-                f"{self.t + 1} would void its guarantee"
-            )
-        if not self._acted:
-            raise ValueError("observe() must follow act(): no action was played this round")
-        value = check_finite(feedback.loss, "bandit loss")
-        if value.shape != (self.replicas,):
-            raise ValueError(f"bandit loss must have shape ({self.replicas},), got {value.shape}")
+        value = checked_bandit_loss(self, feedback, acted=self._acted)
         lo, hi = self.loss_range
         outside = (value < lo) | (value > hi)
         if np.any(outside):

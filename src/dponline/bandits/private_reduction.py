@@ -34,16 +34,16 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from dponline.privacy.bounds import Box, InputBounds, NormBall, check_finite
+from dponline.privacy.bounds import Box, InputBounds, NormBall
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.privacy.noise import LaplaceNoise
 from dponline.protocol import (
-    BanditFeedback,
     Feedback,
     FeedbackKind,
     NoiseHandle,
+    checked_bandit_loss,
     checked_budget,
     checked_count,
     checked_round,
@@ -217,20 +217,7 @@ class PrivateBanditReduction(NoiseHandle):
 
     def observe(self, feedback: Feedback) -> None:
         """Check <l_t, x_t> against the loss set and forward <l_t + Z_t, x_t> (lines 3-5)."""
-        if not isinstance(feedback, BanditFeedback):
-            raise TypeError(
-                f"{type(self).__name__} observes BanditFeedback, got {type(feedback).__name__}"
-            )
-        if self.t >= self.horizon:
-            raise ValueError(
-                f"{type(self).__name__} was built for {self.horizon} rounds; the loss of round "
-                f"{self.t + 1} would void its guarantee"
-            )
-        if not self._acted:
-            raise ValueError("observe() must follow act(): no action was played this round")
-        value = check_finite(feedback.loss, "bandit loss")
-        if value.shape != (self.replicas,):
-            raise ValueError(f"bandit loss must have shape ({self.replicas},), got {value.shape}")
+        value = checked_bandit_loss(self, feedback, acted=self._acted)
         if self.algorithm.one_hot and isinstance(self.bounds, Box):  # the arm's own interval
             arms = self.algorithm.played_arms()  # type: ignore[attr-defined]
             low, high = self.bounds._lo[arms], self.bounds._hi[arms]

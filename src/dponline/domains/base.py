@@ -35,7 +35,7 @@ import numpy as np
 if TYPE_CHECKING:
     from dponline.domains.barriers import SelfConcordantBarrier
 
-__all__ = ["ConvexDomain", "HasBarrier", "Projectable", "as_directions"]
+__all__ = ["ConvexDomain", "FullDimensional", "HasBarrier", "Projectable", "as_directions"]
 
 
 def as_directions(direction: np.ndarray, dim: int) -> np.ndarray:
@@ -94,6 +94,20 @@ class ConvexDomain(ABC):
         """``min_{x in D} <direction, x>`` (the support function at ``-direction``, negated)."""
         d = as_directions(direction, self.dim)
         return np.einsum("...i,...i->...", d, self.lmo(d))
+
+
+class FullDimensional:
+    """Mixin for a set with non-empty interior in R^dim: its affine hull is R^dim. List it
+    before :class:`ConvexDomain` among the bases."""
+
+    dim: int
+
+    @property
+    def affine_dim(self) -> int:
+        return self.dim
+
+    def hull_basis(self) -> np.ndarray:
+        return np.eye(self.dim)
 
 
 @runtime_checkable

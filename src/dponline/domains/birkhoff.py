@@ -10,9 +10,8 @@ from scipy.optimize import linear_sum_assignment
 
 from dponline.domains.affine import AffineHull, sum_zero_basis
 from dponline.domains.base import ConvexDomain, as_directions
-from dponline.domains.checks import SINGLETON_RADIUS, as_points, checked_dim, checked_tol, readonly
+from dponline.domains.checks import SINGLETON_RADIUS, checked_dim, readonly
 from dponline.domains.facets import Facets
-from dponline.domains.min_norm_point import contains_rows
 
 __all__ = ["BirkhoffPolytope"]
 
@@ -78,11 +77,4 @@ class BirkhoffPolytope(ConvexDomain):
         return 1.0 / (self.n - 1) if self.n > 1 else SINGLETON_RADIUS
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> np.ndarray:
-        t = checked_tol(tol)
-        pts = as_points(x, self.dim)
-        c, r = self._centre, self.inscribed_radius
-
-        def bounds(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            return self._facets.distance_bounds(rows, c, r)
-
-        return contains_rows(pts, t, self.lmo, c, bounds)
+        return self._facets.contains(x, tol, self.lmo, self._centre, self.inscribed_radius)

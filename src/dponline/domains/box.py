@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from dponline.domains.barriers import BoxBarrier, PolytopeBarrier, SelfConcordantBarrier
-from dponline.domains.base import ConvexDomain, as_directions
+from dponline.domains.base import ConvexDomain, FullDimensional, as_directions
 from dponline.domains.checks import (
     as_points,
     checked_dim,
@@ -19,7 +19,7 @@ from dponline.domains.checks import (
 __all__ = ["Box"]
 
 
-class Box(ConvexDomain):
+class Box(FullDimensional, ConvexDomain):
     """The box [lo, hi] in R^dim, lo < hi coordinatewise (full-dimensional).
 
     * LMO: coordinatewise, hi_i where d_i < 0 and lo_i where d_i >= 0 (a zero coordinate of
@@ -61,13 +61,6 @@ class Box(ConvexDomain):
     @property
     def diameter(self) -> float:
         return float(np.linalg.norm(self.hi - self.lo))
-
-    @property
-    def affine_dim(self) -> int:
-        return self.dim
-
-    def hull_basis(self) -> np.ndarray:
-        return np.eye(self.dim)
 
     def interior_point(self) -> np.ndarray:
         return (self.lo + self.hi) / 2.0

@@ -28,6 +28,8 @@ import numpy as np
 from scipy.optimize import linprog
 
 from dponline.domains.affine import AffineHull
+from dponline.domains.checks import as_points, checked_tol
+from dponline.domains.min_norm_point import Oracle, contains_rows
 
 __all__ = ["Facets"]
 
@@ -58,6 +60,21 @@ class Facets:
         hn = hull.hull_norms(self.g_all) if hull_norms is None else np.asarray(hull_norms)[keep]
         moving = hn > _FLAT * self.full_norms
         self.g, self.h, self.norms = self.g_all[moving], self.h_all[moving], hn[moving]
+
+    def contains(
+        self, x: np.ndarray, tol: float, lmo: Oracle, centre: np.ndarray, radius: float
+    ) -> np.ndarray:
+        """Membership of each row of ``x`` up to Euclidean distance ``tol`` in the polytope these
+        facets describe: the certified distance bounds of :meth:`distance_bounds` (around the
+        ball of ``radius`` at ``centre`` inside it) decide the clear rows, Wolfe's minimum-norm
+        point with the polytope's oracle ``lmo`` the rest (:func:`contains_rows`)."""
+        t = checked_tol(tol)
+        pts = as_points(x, self.hull.dim)
+
+        def bounds(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return self.distance_bounds(rows, centre, radius)
+
+        return contains_rows(pts, t, lmo, centre, bounds)
 
     def radius_at(self, c: np.ndarray) -> float:
         """r(c): the largest radius of a ball around c (in the hull) inside the polytope."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dponline.domains.barriers import BallBarrier, SelfConcordantBarrier
-from dponline.domains.base import ConvexDomain, as_directions
+from dponline.domains.base import ConvexDomain, FullDimensional, as_directions
 from dponline.domains.checks import as_points, checked_dim, contains_by_projection
 from dponline.domains.simplex import project_simplex
 
@@ -47,7 +47,7 @@ def dual_exponent(p: float) -> float:
 
 
 @dataclass(frozen=True)
-class LpBall(ConvexDomain):
+class LpBall(FullDimensional, ConvexDomain):
     """The l_p ball of radius ``radius`` in R^dim, 1 <= p <= inf.
 
     * LMO (see the module docstring). Ties: for p = 1 the first index of the largest |c_i|;
@@ -139,13 +139,6 @@ class LpBall(ConvexDomain):
     def max_euclidean_norm(self) -> float:
         """max_{||x||_p <= r} ||x||_2 = r max(1, n^{1/2 - 1/p}) (module docstring), exact."""
         return self.radius * max(1.0, self._euclid_factor())
-
-    @property
-    def affine_dim(self) -> int:
-        return self.dim
-
-    def hull_basis(self) -> np.ndarray:
-        return np.eye(self.dim)
 
     def interior_point(self) -> np.ndarray:
         return np.zeros(self.dim)

@@ -58,10 +58,9 @@ from scipy.optimize import linprog
 
 from dponline.domains.affine import AffineHull
 from dponline.domains.base import ConvexDomain, as_directions
-from dponline.domains.checks import SINGLETON_RADIUS, as_points, checked_tol, readonly
+from dponline.domains.checks import SINGLETON_RADIUS, readonly
 from dponline.domains.facets import Facets
 from dponline.domains.graphs import as_edge_list
-from dponline.domains.min_norm_point import contains_rows
 
 __all__ = ["PAIR_DP_MAX_NODES", "PathPolytope"]
 
@@ -410,15 +409,8 @@ class PathPolytope(ConvexDomain):
     # --- membership ------------------------------------------------------------------------
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> np.ndarray:
-        t = checked_tol(tol)
-        pts = as_points(x, self.dim)
-        facets = self._facets()
         c, r = self._centre()
-
-        def bounds(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            return facets.distance_bounds(rows, c, r)
-
-        return contains_rows(pts, t, self.lmo, c, bounds)
+        return self._facets().contains(x, tol, self.lmo, c, r)
 
 
 def _topological_order(n: int, tail: np.ndarray, head: np.ndarray, labels: list) -> list[int]:

@@ -19,11 +19,9 @@ from dponline.domains.checks import (
     SINGLETON_RADIUS,
     as_points,
     checked_finite_array,
-    checked_tol,
     readonly,
 )
 from dponline.domains.facets import Facets
-from dponline.domains.min_norm_point import contains_rows
 
 __all__ = ["Polytope"]
 
@@ -338,11 +336,5 @@ class Polytope(ConvexDomain):
         return barrier
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> np.ndarray:
-        t = checked_tol(tol)
-        pts = as_points(x, self.dim)
         c, r = self._centre_r
-
-        def bounds(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            return self._facets.distance_bounds(rows, c, r)
-
-        return contains_rows(pts, t, self.lmo, c, bounds)
+        return self._facets.contains(x, tol, self.lmo, c, r)

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from dponline.domains.affine import sum_zero_basis
-from dponline.domains.base import ConvexDomain, as_directions
+from dponline.domains.base import ConvexDomain, FullDimensional, as_directions
 from dponline.domains.checks import (
     SINGLETON_RADIUS,
     checked_dim,
@@ -132,7 +132,7 @@ class Simplex(ConvexDomain):
         return contains_by_projection(self.project, x, self.dim, tol)
 
 
-class CornerSimplex(ConvexDomain):
+class CornerSimplex(FullDimensional, ConvexDomain):
     """The corner simplex {x in R^n : x >= 0, sum x <= 1} = conv(0, e_1, ..., e_n).
 
     * LMO: e_i for i = argmin_i d_i if d_i < 0, else the origin; ties go to the smallest index,
@@ -157,13 +157,6 @@ class CornerSimplex(ConvexDomain):
     @property
     def diameter(self) -> float:
         return math.sqrt(2.0) if self.dim > 1 else 1.0
-
-    @property
-    def affine_dim(self) -> int:
-        return self.dim
-
-    def hull_basis(self) -> np.ndarray:
-        return np.eye(self.dim)
 
     def interior_point(self) -> np.ndarray:
         return np.full(self.dim, self.inscribed_radius)

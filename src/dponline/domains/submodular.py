@@ -47,12 +47,10 @@ from dponline.domains.checks import (
     as_points,
     checked_dim,
     checked_finite_array,
-    checked_tol,
     contains_by_projection,
     readonly,
 )
 from dponline.domains.facets import Facets
-from dponline.domains.min_norm_point import contains_rows
 
 __all__ = ["MAX_GROUND_SET", "Permutahedron", "SubmodularBasePolytope"]
 
@@ -231,15 +229,8 @@ class SubmodularBasePolytope(ConvexDomain):
     # --- membership ------------------------------------------------------------------------
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> np.ndarray:
-        t = checked_tol(tol)
-        pts = as_points(x, self.dim)
-        facets = self._facets()
         c, r = self._centre()
-
-        def bounds(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            return facets.distance_bounds(rows, c, r)
-
-        return contains_rows(pts, t, self.lmo, c, bounds)
+        return self._facets().contains(x, tol, self.lmo, c, r)
 
 
 def _set_str(mask: int, n: int) -> str:

@@ -18,7 +18,7 @@ duality gap (the comparator's value is then within ``comparator_error`` of the t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from dponline.domains.lp_ball import LpBall
 from dponline.domains.matroids import UniformMatroidBasePolytope
 from dponline.domains.paths import PathPolytope
 from dponline.domains.simplex import Simplex
+from dponline.environments.oblivious import Stateless
 from dponline.privacy.bounds import check_finite
 from dponline.protocol import BanditFeedback, FeedbackKind
 
@@ -163,7 +164,7 @@ class QuadraticLosses:
 
 
 @dataclass
-class BanditConvexEnvironment:
+class BanditConvexEnvironment(Stateless):
     """Oblivious convex ``losses`` over ``domain``, bandit feedback (module docstring)."""
 
     domain: ConvexDomain
@@ -171,7 +172,6 @@ class BanditConvexEnvironment:
     name: str = "bandit convex"
     feedback_kind: FeedbackKind = field(default=FeedbackKind.BANDIT, init=False)
     setting: str = field(default="bandit convex optimisation", init=False)
-    reveals_context: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         self._best: np.ndarray | None = None
@@ -205,18 +205,6 @@ class BanditConvexEnvironment:
 
     def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
         return np.asarray(cumulative_loss, dtype=float) - self.best_cumulative_loss()
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if not isinstance(state, dict):
-            raise TypeError(f"state must be a dict, got {type(state).__name__}")
-        if state:
-            raise ValueError(
-                f"{self.name!r} has oblivious losses and no state; expected an empty state, "
-                f"got keys {sorted(map(str, state))}"
-            )
 
 
 # --- decision sets and loss streams for the catalogue ------------------------------------------

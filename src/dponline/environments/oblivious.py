@@ -10,10 +10,33 @@ import numpy as np
 
 from dponline.privacy.bounds import check_finite
 
-__all__ = ["ObliviousLosses"]
+__all__ = ["ObliviousLosses", "Stateless"]
 
 
-class ObliviousLosses:
+class Stateless:
+    """Mixin: the :class:`~dponline.environments.base.Environment` state of an environment whose
+    rounds change nothing (losses fixed in advance, no context): an empty dict. ``name`` names
+    the environment in errors."""
+
+    reveals_context: ClassVar[bool] = False
+    name: str
+
+    def state_dict(self) -> dict[str, Any]:
+        """Empty: rounds do not change an oblivious environment."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Accept the empty state of :meth:`state_dict` (anything else is another environment's)."""
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict, got {type(state).__name__}")
+        if state:
+            raise ValueError(
+                f"{self.name!r} has oblivious losses and no state; expected an empty state, "
+                f"got keys {sorted(map(str, state))}"
+            )
+
+
+class ObliviousLosses(Stateless):
     """Mixin for dataclass environments with fields ``losses`` (T, N) and ``name``.
 
     A subclass's ``__post_init__`` calls :meth:`_validate_losses` and then sets ``self._best``
@@ -21,9 +44,7 @@ class ObliviousLosses:
     The losses are fixed in advance and reveal no context, so there is no state to save.
     """
 
-    reveals_context: ClassVar[bool] = False
     losses: np.ndarray
-    name: str
     _best: np.ndarray
 
     def _validate_losses(
@@ -55,17 +76,3 @@ class ObliviousLosses:
     def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
         """Regret curves from cumulative losses (..., T)."""
         return cumulative_loss - self._best
-
-    def state_dict(self) -> dict[str, Any]:
-        """Empty: rounds do not change an oblivious environment."""
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Accept the empty state of :meth:`state_dict` (anything else is another environment's)."""
-        if not isinstance(state, dict):
-            raise TypeError(f"state must be a dict, got {type(state).__name__}")
-        if state:
-            raise ValueError(
-                f"{self.name!r} has oblivious losses and no state; expected an empty state, "
-                f"got keys {sorted(map(str, state))}"
-            )
