@@ -51,11 +51,19 @@ from dponline.protocol import (
     checked_count,
     checked_round,
 )
+from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase
 from dponline.rng import RngLike, generator_from_state, generator_state
 from dponline.stochastic.baseline_fit import BatchPlan, checked_dataset, run_generators
 from dponline.stochastic.samples import checked_sample
 
-__all__ = ["BatchLearner", "batch_learner", "cached_plan"]
+__all__ = [
+    "BATCH_GUARANTEE",
+    "BATCH_OPTIONS",
+    "BatchLearner",
+    "batch_learner",
+    "batch_learner_entry",
+    "cached_plan",
+]
 
 
 class BatchLearner(NoiseHandle):
@@ -294,3 +302,59 @@ def batch_learner(
         **plan_options,
     )
     return BatchLearner(plan, replicas=replicas, rng=rng, clip=clip)
+
+
+#: What every batch baseline promises, whatever its accounting (added by ``guarantee_extra``).
+BATCH_GUARANTEE = (
+    "(epsilon, delta)-DP (default delta = 1/T) over datasets differing in one sample, for every "
+    "released action: a batch algorithm, it releases nothing data-dependent before sample T (the "
+    "start point 0, then its one output)"
+)
+
+#: The options every batch baseline takes through :func:`batch_learner`.
+BATCH_OPTIONS = {
+    "step_scale": "factor on the default step eta (default 1)",
+    "radius": "of the l_p ball (default 1)",
+    "clip": "clip out-of-bound samples instead of refusing them (default false)",
+    "x_bound, y_bound": "input bounds (default: the environment's)",
+    "delta": "1/T",
+}
+
+
+def batch_learner_entry(
+    name: str,
+    factory: Any,
+    *,
+    paper: str,
+    setting: str,
+    audit: AuditCase,
+    options: dict[str, str],
+    guarantee_extra: str = "",
+) -> LearnerEntry:
+    """The registry entry of a batch baseline behind :class:`BatchLearner`: private, paper and
+    tight calibrations, samples in, an l_p-ball point out, the common guarantee and options
+    (``options`` first, in its order, overriding the common ones, which follow), ``step_scale``
+    tuned jointly, and the battery's
+    test case on a small regression stream, whose release is the learner's ``output``."""
+    return LearnerEntry(
+        name,
+        factory,
+        paper=paper + "; a batch algorithm behind the batch-learner adapter",
+        setting=setting,
+        guarantee=BATCH_GUARANTEE + guarantee_extra,
+        calibrations=("paper", "tight"),
+        private=True,
+        feedback_kind=FeedbackKind.SAMPLE,
+        action_space="l_p ball",
+        test_cases=(
+            LearnerTestCase(
+                "regression_stream",
+                horizon=8,
+                environment_options={"dim": 3},
+                release=lambda learner: learner.output,
+                audit=audit,
+            ),
+        ),
+        options={**options, **{k: v for k, v in BATCH_OPTIONS.items() if k not in options}},
+        joint_options=("step_scale",),
+    )

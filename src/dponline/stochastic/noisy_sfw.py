@@ -80,11 +80,9 @@ from dponline.privacy.generalized_gaussian import (
     lq_regularity,
 )
 from dponline.privacy.guarantee import PrivacyGuarantee
-from dponline.protocol import FeedbackKind, checked_count
+from dponline.protocol import checked_count
 from dponline.registry import (
     AuditCase,
-    LearnerEntry,
-    LearnerTestCase,
     budget_from_options,
     register_learner,
 )
@@ -102,7 +100,7 @@ from dponline.stochastic.baseline_fit import (
     fit_plan,
     run_chunks,
 )
-from dponline.stochastic.batch_learner import BatchLearner, batch_learner
+from dponline.stochastic.batch_learner import BatchLearner, batch_learner, batch_learner_entry
 from dponline.stochastic.private_frank_wolfe import AUDIT_LABEL
 from dponline.stochastic.samples import sample_geometry, squared_loss_constants
 
@@ -479,39 +477,17 @@ _AUDIT = AuditCase(
 )
 
 register_learner(
-    LearnerEntry(
+    batch_learner_entry(
         "noisy-sfw",
         _noisy_sfw,
         paper="Bassily, Guzmán & Nandi (2021), Algorithm 3 (NoisySFW: one-pass "
         "variance-reduced noisy stochastic Frank-Wolfe), the 1 < p <= 2 baseline of Han et al. "
-        "App. C; a batch algorithm behind the batch-learner adapter",
+        "App. C",
         setting="stochastic convex optimisation (squared loss, l_p ball, 1 < p <= 2); batch",
-        guarantee=(
-            "(epsilon, delta)-DP (default delta = 1/T) over datasets differing in one sample, "
-            "for every released action: a batch algorithm, it releases nothing data-dependent "
-            "before sample T (the start point 0, then its one output)"
-        ),
-        calibrations=("paper", "tight"),
-        private=True,
-        feedback_kind=FeedbackKind.SAMPLE,
-        action_space="l_p ball",
-        test_cases=(
-            LearnerTestCase(
-                "regression_stream",
-                horizon=8,
-                environment_options={"dim": 3},
-                release=lambda learner: learner.output,
-                audit=_AUDIT,
-            ),
-        ),
+        audit=_AUDIT,
         options={
             "p": "the l_p ball, 1 < p <= 2 (default: the environment's, else 1.5)",
             "step_scale": "factor on the default step log(n) / (2 sqrt(n)) (default 1)",
-            "radius": "of the l_p ball (default 1)",
-            "clip": "clip out-of-bound samples instead of refusing them (default false)",
-            "x_bound, y_bound": "input bounds (default: the environment's)",
-            "delta": "1/T",
         },
-        joint_options=("step_scale",),
     )
 )

@@ -58,11 +58,9 @@ from dponline.privacy.accounting import least_noise_multiplier, subsampled_gauss
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate
 from dponline.privacy.guarantee import PrivacyGuarantee
-from dponline.protocol import FeedbackKind, checked_count
+from dponline.protocol import checked_count
 from dponline.registry import (
     AuditCase,
-    LearnerEntry,
-    LearnerTestCase,
     budget_from_options,
     register_learner,
 )
@@ -79,7 +77,12 @@ from dponline.stochastic.baseline_fit import (
     checked_scales,
     fit_plan,
 )
-from dponline.stochastic.batch_learner import BatchLearner, batch_learner
+from dponline.stochastic.batch_learner import (
+    BATCH_OPTIONS,
+    BatchLearner,
+    batch_learner,
+    batch_learner_entry,
+)
 from dponline.stochastic.private_frank_wolfe import AUDIT_LABEL
 from dponline.stochastic.samples import sample_geometry, squared_loss_constants
 
@@ -399,41 +402,21 @@ _AUDIT = AuditCase(
 )
 
 register_learner(
-    LearnerEntry(
+    batch_learner_entry(
         "noisy-sgd",
         _noisy_sgd,
         paper="Bassily, Feldman, Guzmán & Talwar (2020), noisy projected SGD (multi-pass, "
-        "T = n^2 steps, averaged iterate), the p = inf baseline of Han et al. App. C; a batch "
-        "algorithm behind the batch-learner adapter",
+        "T = n^2 steps, averaged iterate), the p = inf baseline of Han et al. App. C",
         setting="stochastic convex optimisation (squared loss, l_inf ball); batch",
-        guarantee=(
-            "(epsilon, delta)-DP (default delta = 1/T) over datasets differing in one sample, "
-            "for every released action: a batch algorithm, it releases nothing data-dependent "
-            "before sample T (the start point 0, then its one output); RDP accounting of every "
-            "noisy gradient as if released"
-        ),
-        calibrations=("paper", "tight"),
-        private=True,
-        feedback_kind=FeedbackKind.SAMPLE,
-        action_space="l_p ball",
-        test_cases=(
-            LearnerTestCase(
-                "regression_stream",
-                horizon=8,
-                environment_options={"dim": 3},
-                release=lambda learner: learner.output,
-                audit=_AUDIT,
-            ),
-        ),
+        audit=_AUDIT,
         options={
             "p": "must be inf (the l_inf ball; default: the environment's, else inf)",
-            "step_scale": "factor on the default step eta (default 1)",
+            "step_scale": BATCH_OPTIONS["step_scale"],
             "steps": "number of SGD steps (default n^2)",
             "radius": "of the l_inf ball (default 1)",
-            "clip": "clip out-of-bound samples instead of refusing them (default false)",
+            "clip": BATCH_OPTIONS["clip"],
             "x_bound, y_bound": "input bounds, ||x||_1 and |y| (default: the environment's)",
-            "delta": "1/T",
         },
-        joint_options=("step_scale",),
+        guarantee_extra="; RDP accounting of every noisy gradient as if released",
     )
 )
