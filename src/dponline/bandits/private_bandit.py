@@ -49,7 +49,7 @@ from dponline.bandits.noisy_oco import ConditionalGradientMap, NoisyOCO, Spheric
 from dponline.continual.base import ContinualCounter
 from dponline.continual.binary_tree import BinaryTreeCounter
 from dponline.continual.registry import get_mechanism
-from dponline.domains.base import ConvexDomain
+from dponline.domains.base import ConvexDomain, checked_domain
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import calibrate, positive
 from dponline.privacy.guarantee import PrivacyGuarantee
@@ -139,9 +139,7 @@ class PrivateBandit(NoiseHandle):
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
-        if not isinstance(domain, ConvexDomain):
-            raise TypeError(f"domain must be a ConvexDomain, got {type(domain).__name__}")
-        self.domain = domain
+        self.domain = domain = checked_domain(domain)
         self.horizon = checked_count("horizon", horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget)
@@ -380,6 +378,23 @@ _OPTIONS = {
     "loss_range": "[lo, hi] of the loss values (default: +-L (D + zeta), losses vanish in D)",
 }
 
+
+def _audit(seed: int) -> AuditCase:
+    """[-1, 1] (n = k = 1: the sphere is {-1, +1}), three batches of three rounds. Round 1
+    plays +-zeta from the centre 0 and sees the loss -+zeta u: the two ends of the declared
+    range [-zeta, zeta], so the batch sum moves by the full sensitivity; s~_1 then sets the
+    third batch's centre clip(-eta s~_1, -1, 1) (one exact line-search step on an interval)."""
+    return AuditCase(
+        horizon=9,
+        values=(-1.0, 1.0),
+        environment_options={"domain": "box", "dim": 1},
+        learner_options={"eta": 1.0, "zeta": 0.25, "loss_range": (-0.25, 0.25)},
+        trials=40_000,
+        pilot_trials=10_000,
+        seed=seed,
+    )
+
+
 _PRIVATE_BANDIT_ENTRY = register_learner(
     LearnerEntry(
         "private-bandit",
@@ -401,35 +416,14 @@ _PRIVATE_BANDIT_ENTRY = register_learner(
                 "bandit_convex",
                 horizon=25,
                 environment_options={"domain": "simplex", "dim": 4},
-                audit=AuditCase(
-                    # [-1, 1] (n = k = 1: the sphere is {-1, +1}), three batches of three
-                    # rounds. Round 1 plays +-zeta from the centre 0 and sees the loss
-                    # -+zeta u: the two ends of the declared range [-zeta, zeta], so the batch
-                    # sum moves by the full sensitivity; s~_1 then sets the third batch's centre
-                    # clip(-eta s~_1, -1, 1) (one exact line-search step on an interval).
-                    horizon=9,
-                    values=(-1.0, 1.0),
-                    environment_options={"domain": "box", "dim": 1},
-                    learner_options={"eta": 1.0, "zeta": 0.25, "loss_range": (-0.25, 0.25)},
-                    trials=40_000,
-                    pilot_trials=10_000,
-                    seed=4,
-                ),
+                audit=_audit(seed=4),
             ),
             LearnerTestCase(
                 "bandit_convex",
                 horizon=16,
                 environment_options={"domain": "ball", "dim": 3, "losses": "quadratic"},
                 learner_options={"delta": 1e-5},
-                audit=AuditCase(
-                    horizon=9,
-                    values=(-1.0, 1.0),
-                    environment_options={"domain": "box", "dim": 1},
-                    learner_options={"eta": 1.0, "zeta": 0.25, "loss_range": (-0.25, 0.25)},
-                    trials=40_000,
-                    pilot_trials=10_000,
-                    seed=5,
-                ),
+                audit=_audit(seed=5),
                 label="gaussian",
             ),
         ),

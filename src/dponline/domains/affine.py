@@ -10,15 +10,20 @@ sum v = 0 that simplices, matroids and the Birkhoff polytope use).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.linalg import null_space
 
 __all__ = [
     "AffineHull",
+    "CentreByMethod",
+    "StoredGeometry",
     "affinely_independent_vertices",
+    "blocks_sum_zero_basis",
     "discover_affine_hull",
     "orthonormal_null_space",
     "orthonormal_span",
@@ -48,6 +53,22 @@ def sum_zero_basis(n: int) -> np.ndarray:
         basis[k, k - 1] = -float(k)
         basis[:, k - 1] /= np.sqrt(k * (k + 1.0))
     return basis
+
+
+def blocks_sum_zero_basis(dim: int, blocks: Any) -> np.ndarray:
+    """Orthonormal basis, shape (dim, k), of {y in R^dim : sum_{e in B} y_e = 0 for every
+    block B, y_e = 0 off the blocks}: the direction space of a polytope fixed to a constant sum
+    on each block (a matroid base polytope: one block per connected component; blocks of one
+    element are fixed)."""
+    cols = []
+    for c in blocks:
+        c = np.asarray(c, dtype=np.intp)
+        if c.size < 2:
+            continue
+        block = np.zeros((dim, c.size - 1))
+        block[c] = sum_zero_basis(c.size)
+        cols.append(block)
+    return np.column_stack(cols) if cols else np.zeros((dim, 0))
 
 
 def orthonormal_span(vectors: np.ndarray, dim: int) -> np.ndarray:
@@ -168,3 +189,40 @@ def discover_affine_hull(
         found = np.column_stack([found, w / np.linalg.norm(w)])
         verts.append(best)
     return np.array(verts), found
+
+
+class CentreByMethod(ABC):
+    """Mixin: the contract's ``interior_point`` and ``inscribed_radius`` from the domain's
+    ``_centre()``, a (centre, radius) pair it computes once and caches. List it before
+    :class:`~dponline.domains.base.ConvexDomain` among the bases."""
+
+    @abstractmethod
+    def _centre(self) -> tuple[np.ndarray, float]:
+        """The interior point and the inscribed radius (cached by the domain)."""
+
+    def interior_point(self) -> np.ndarray:
+        return self._centre()[0].copy()
+
+    @property
+    def inscribed_radius(self) -> float:
+        return self._centre()[1]
+
+
+class StoredGeometry(CentreByMethod):
+    """Mixin for a domain that keeps its affine hull in ``self._hull`` (:class:`AffineHull`)
+    and its interior point and inscribed radius in ``self._centre_r`` (a pair): the contract's
+    ``affine_dim``, ``hull_basis``, ``interior_point`` and ``inscribed_radius`` read them. List
+    it before :class:`~dponline.domains.base.ConvexDomain` among the bases."""
+
+    _hull: AffineHull
+    _centre_r: tuple[np.ndarray, float]
+
+    @property
+    def affine_dim(self) -> int:
+        return self._hull.affine_dim
+
+    def hull_basis(self) -> np.ndarray:
+        return self._hull.basis
+
+    def _centre(self) -> tuple[np.ndarray, float]:
+        return self._centre_r

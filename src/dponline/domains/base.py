@@ -28,14 +28,21 @@ Projection and a self-concordant barrier exist only for some sets: those domains
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 if TYPE_CHECKING:
     from dponline.domains.barriers import SelfConcordantBarrier
 
-__all__ = ["ConvexDomain", "FullDimensional", "HasBarrier", "Projectable", "as_directions"]
+__all__ = [
+    "ConvexDomain",
+    "FullDimensional",
+    "HasBarrier",
+    "Projectable",
+    "as_directions",
+    "checked_domain",
+]
 
 
 def as_directions(direction: np.ndarray, dim: int) -> np.ndarray:
@@ -94,6 +101,18 @@ class ConvexDomain(ABC):
         """``min_{x in D} <direction, x>`` (the support function at ``-direction``, negated)."""
         d = as_directions(direction, self.dim)
         return np.einsum("...i,...i->...", d, self.lmo(d))
+
+
+def checked_domain(domain: Any, dim: int | None = None) -> ConvexDomain:
+    """``domain`` if it is a :class:`ConvexDomain` (of dimension ``dim`` when given), else a
+    TypeError (ValueError for the wrong dimension) saying what was expected."""
+    if not isinstance(domain, ConvexDomain):
+        raise TypeError(
+            f"domain must be a ConvexDomain (dponline.domains), got {type(domain).__name__}"
+        )
+    if dim is not None and domain.dim != dim:
+        raise ValueError(f"domain has dimension {domain.dim}, expected {dim}")
+    return domain
 
 
 class FullDimensional:

@@ -132,6 +132,19 @@ def _checked_output(what: str, out: Any, shape: tuple[int, int]) -> np.ndarray:
     return a
 
 
+def _broadcast_finite(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``value`` broadcast to ``shape`` as a new float array, finite, else a ValueError."""
+    try:
+        a = np.array(np.broadcast_to(np.asarray(value, dtype=float), shape))
+    except ValueError as err:
+        raise ValueError(
+            f"{name} must have shape {shape} (or broadcast to it), got shape {np.shape(value)}"
+        ) from err
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} must be finite (no NaN or infinity)")
+    return a
+
+
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise inner products (a plain row reduction, so that a row gives the same bits alone
     or among other replicas)."""
@@ -194,16 +207,7 @@ class _ConditionalGradient(ABC):
         self._moved = np.zeros(shape, dtype=bool)
 
     def _new_start(self, start: Any) -> None:
-        try:
-            x = np.array(np.broadcast_to(np.asarray(start, dtype=float), self._x.shape))
-        except ValueError as err:
-            raise ValueError(
-                f"start must have shape {self._x.shape} (or broadcast to it), got shape "
-                f"{np.shape(start)}"
-            ) from err
-        if not np.isfinite(x).all():
-            raise ValueError("start must be finite (no NaN or infinity)")
-        self._x = x
+        self._x = _broadcast_finite("start", start, self._x.shape)
 
     @property
     def x(self) -> np.ndarray:
@@ -479,16 +483,7 @@ class QuadraticFrankWolfe(_ConditionalGradient):
         self._v = self._checked_linear(0.0 if linear is None else linear)
 
     def _checked_linear(self, linear: Any) -> np.ndarray:
-        try:
-            v = np.array(np.broadcast_to(np.asarray(linear, dtype=float), self._x.shape))
-        except ValueError as err:
-            raise ValueError(
-                f"linear must have shape {self._x.shape} (or broadcast to it), got shape "
-                f"{np.shape(linear)}"
-            ) from err
-        if not np.all(np.isfinite(v)):
-            raise ValueError("linear must be finite (no NaN or infinity)")
-        return v
+        return _broadcast_finite("linear", linear, self._x.shape)
 
     @property
     def linear(self) -> np.ndarray:
@@ -569,6 +564,21 @@ def _freeze(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _solved(
+    solver: FrankWolfe | QuadraticFrankWolfe, tol: float, budget: int, *, values: bool
+) -> FrankWolfeResult:
+    """Run ``solver`` to gap ``tol`` within ``budget`` oracle calls; its frozen result."""
+    solver.run(tol, budget)
+    return FrankWolfeResult(
+        x=_freeze(solver.x),
+        gap=_freeze(solver.gaps),
+        bound=_freeze(solver.bounds),
+        converged=_freeze(solver.converged(tol)),
+        lmo_calls=solver.lmo_calls,
+        value=_freeze(solver.values()) if values else None,
+    )
+
+
 def frank_wolfe(
     domain: ConvexDomain,
     grad: ArrayFn,
@@ -614,15 +624,7 @@ def frank_wolfe(
         budget = lmo_budget(solver.smoothness * float(domain.diameter) ** 2, tol)
     else:
         budget = _count("max_lmo_calls", max_lmo_calls)
-    solver.run(tol, budget)
-    return FrankWolfeResult(
-        x=_freeze(solver.x),
-        gap=_freeze(solver.gaps),
-        bound=_freeze(solver.bounds),
-        converged=_freeze(solver.converged(tol)),
-        lmo_calls=solver.lmo_calls,
-        value=None if value is None else _freeze(solver.values()),
-    )
+    return _solved(solver, tol, budget, values=value is not None)
 
 
 def frank_wolfe_projection(
@@ -651,12 +653,4 @@ def frank_wolfe_projection(
         budget = solver.budget(tol)
     else:
         budget = _count("max_lmo_calls", max_lmo_calls)
-    solver.run(tol, budget)
-    return FrankWolfeResult(
-        x=_freeze(solver.x),
-        gap=_freeze(solver.gaps),
-        bound=_freeze(solver.bounds),
-        converged=_freeze(solver.converged(tol)),
-        lmo_calls=solver.lmo_calls,
-        value=_freeze(solver.values()),
-    )
+    return _solved(solver, tol, budget, values=True)

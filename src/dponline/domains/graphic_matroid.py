@@ -55,8 +55,9 @@ import numpy as np
 
 from dponline.domains.affine import (
     AffineHull,
+    CentreByMethod,
     affinely_independent_vertices,
-    sum_zero_basis,
+    blocks_sum_zero_basis,
 )
 from dponline.domains.base import ConvexDomain, as_directions
 from dponline.domains.checks import SINGLETON_RADIUS, as_points, checked_tol, readonly
@@ -69,7 +70,7 @@ __all__ = ["GraphicMatroidBasePolytope", "GraphicMatroidIndependencePolytope"]
 _DIAMETER_TRIALS = 8
 
 
-class _GraphicMatroidPolytope(ConvexDomain):
+class _GraphicMatroidPolytope(CentreByMethod, ConvexDomain):
     """Shared machinery (see the module docstring)."""
 
     _bases: bool
@@ -224,13 +225,6 @@ class _GraphicMatroidPolytope(ConvexDomain):
                 self._cache["centre"] = (readonly(verts.mean(axis=0)), radius)
         return self._cache["centre"]
 
-    def interior_point(self) -> np.ndarray:
-        return self._centre()[0].copy()
-
-    @property
-    def inscribed_radius(self) -> float:
-        return self._centre()[1]
-
     @property
     def affine_dim(self) -> int:
         return int(self.hull_basis().shape[1])
@@ -289,15 +283,7 @@ class GraphicMatroidBasePolytope(_GraphicMatroidPolytope):
 
     def hull_basis(self) -> np.ndarray:
         if "basis" not in self._cache:
-            cols = []
-            for c in self.components:
-                if c.size < 2:
-                    continue
-                local = sum_zero_basis(c.size)
-                block = np.zeros((self.dim, local.shape[1]))
-                block[c] = local
-                cols.append(block)
-            basis = np.column_stack(cols) if cols else np.zeros((self.dim, 0))
+            basis = blocks_sum_zero_basis(self.dim, self.components)
             self._cache["basis"] = readonly(basis)
         return self._cache["basis"]
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
-from dponline.domains.affine import AffineHull, orthonormal_span
+from dponline.domains.affine import AffineHull, StoredGeometry, orthonormal_span
 from dponline.domains.base import ConvexDomain, as_directions
 from dponline.domains.checks import (
     SINGLETON_RADIUS,
@@ -25,7 +25,7 @@ __all__ = ["QHULL_MAX_DIM", "VertexHull"]
 QHULL_MAX_DIM = 8
 
 
-class VertexHull(ConvexDomain):
+class VertexHull(StoredGeometry, ConvexDomain):
     """conv(vertices) for ``vertices`` of shape (k, n) (repeated or non-extreme points allowed).
 
     * LMO: the given point with the smallest <d, v>; ties go to the first such row of
@@ -127,20 +127,6 @@ class VertexHull(ConvexDomain):
                 best = max(best, float(d2.max()))
             self._diameter = float(np.sqrt(max(best, 0.0)))
         return self._diameter
-
-    @property
-    def affine_dim(self) -> int:
-        return self._hull.affine_dim
-
-    def hull_basis(self) -> np.ndarray:
-        return self._hull.basis
-
-    def interior_point(self) -> np.ndarray:
-        return self._centre_r[0].copy()
-
-    @property
-    def inscribed_radius(self) -> float:
-        return self._centre_r[1]
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> np.ndarray:
         t = checked_tol(tol)

@@ -56,7 +56,7 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
-from dponline.domains.affine import AffineHull
+from dponline.domains.affine import AffineHull, CentreByMethod
 from dponline.domains.base import ConvexDomain, as_directions
 from dponline.domains.checks import SINGLETON_RADIUS, readonly
 from dponline.domains.facets import Facets
@@ -68,7 +68,7 @@ __all__ = ["PAIR_DP_MAX_NODES", "PathPolytope"]
 PAIR_DP_MAX_NODES = 2000
 
 
-class PathPolytope(ConvexDomain):
+class PathPolytope(CentreByMethod, ConvexDomain):
     """Convex hull of the ``source``-``target`` paths of a DAG ``graph`` (a networkx DiGraph
     or a sequence of directed (u, v) edges), one coordinate per edge. See the module
     docstring for the LMO, its ties, the hull, radius, diameter and membership."""
@@ -377,13 +377,6 @@ class PathPolytope(ConvexDomain):
             c = facets.hull.project(x)  # remove the LP's rounding off the hull
             self._cache["centre"] = (readonly(c), facets.radius_at(c) * (1.0 - 1e-9))
         return self._cache["centre"]
-
-    def interior_point(self) -> np.ndarray:
-        return self._centre()[0].copy()
-
-    @property
-    def inscribed_radius(self) -> float:
-        return self._centre()[1]
 
     # --- diameter --------------------------------------------------------------------------
 

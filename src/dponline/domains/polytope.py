@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linprog, nnls
 
-from dponline.domains.affine import AffineHull, orthonormal_null_space
+from dponline.domains.affine import AffineHull, StoredGeometry, orthonormal_null_space
 from dponline.domains.barriers import PolytopeBarrier, SelfConcordantBarrier
 from dponline.domains.base import ConvexDomain, as_directions
 from dponline.domains.checks import (
@@ -32,7 +32,7 @@ _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_toleranc
 IMPLICIT_TOL = 1e-9
 
 
-class Polytope(ConvexDomain):
+class Polytope(StoredGeometry, ConvexDomain):
     """{x in R^n : A x <= b, C x = e} (the equalities are optional), which must be non-empty
     and bounded: both are checked at construction (2 n LPs, min and max of each coordinate)
     and refused with a ValueError.
@@ -246,20 +246,6 @@ class Polytope(ConvexDomain):
     @property
     def diameter_is_exact(self) -> bool:
         return False
-
-    @property
-    def affine_dim(self) -> int:
-        return self._hull.affine_dim
-
-    def hull_basis(self) -> np.ndarray:
-        return self._hull.basis
-
-    def interior_point(self) -> np.ndarray:
-        return self._centre_r[0].copy()
-
-    @property
-    def inscribed_radius(self) -> float:
-        return self._centre_r[1]
 
     # --- projection and barrier ------------------------------------------------------------
 

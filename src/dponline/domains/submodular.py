@@ -40,7 +40,12 @@ from typing import Any
 
 import numpy as np
 
-from dponline.domains.affine import AffineHull, sum_zero_basis
+from dponline.domains.affine import (
+    AffineHull,
+    CentreByMethod,
+    blocks_sum_zero_basis,
+    sum_zero_basis,
+)
 from dponline.domains.base import ConvexDomain, as_directions
 from dponline.domains.checks import (
     SINGLETON_RADIUS,
@@ -69,7 +74,7 @@ def _greedy(d: np.ndarray, gains_of: Callable[[np.ndarray], np.ndarray]) -> np.n
     return out
 
 
-class SubmodularBasePolytope(ConvexDomain):
+class SubmodularBasePolytope(CentreByMethod, ConvexDomain):
     """B(f) for a submodular value oracle ``f`` (frozenset of elements of {0..n-1} -> real, with
     f(frozenset()) = 0), n <= 16. ``check_submodular=False`` skips the O(n^2 2^n) check (the
     greedy vertex is then the LMO only if f really is submodular). See the module docstring."""
@@ -158,15 +163,7 @@ class SubmodularBasePolytope(ConvexDomain):
 
     def hull_basis(self) -> np.ndarray:
         if "basis" not in self._cache:
-            cols = []
-            for c in self.components():
-                if len(c) < 2:
-                    continue
-                local = sum_zero_basis(len(c))
-                block = np.zeros((self.dim, local.shape[1]))
-                block[c] = local
-                cols.append(block)
-            basis = np.column_stack(cols) if cols else np.zeros((self.dim, 0))
+            basis = blocks_sum_zero_basis(self.dim, self.components())
             self._cache["basis"] = readonly(basis)
         return self._cache["basis"]
 
@@ -192,13 +189,6 @@ class SubmodularBasePolytope(ConvexDomain):
                 c, r = facets.chebyshev_centre()
                 self._cache["centre"] = (readonly(c), r)
         return self._cache["centre"]
-
-    def interior_point(self) -> np.ndarray:
-        return self._centre()[0].copy()
-
-    @property
-    def inscribed_radius(self) -> float:
-        return self._centre()[1]
 
     # --- diameter --------------------------------------------------------------------------
 

@@ -37,15 +37,7 @@ class LinearLossEnvironment(ObliviousLosses):
     setting: str = field(default="online linear optimisation", init=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.domain, ConvexDomain):
-            raise TypeError(
-                "domain must be a ConvexDomain (dponline.domains), got "
-                f"{type(self.domain).__name__}"
-            )
-        self._validate_losses(dim=self.domain.dim)
-        if self.loss_bounds is not None:
-            self.loss_bounds.check(self.losses, what=f"losses of {self.name!r}")
-        self._best = self.domain.min_linear(np.cumsum(self.losses, axis=0))
+        self._linear_over(self.domain, self.loss_bounds)
 
     def round(self, t: int, action: np.ndarray) -> tuple[LossVectorFeedback, np.ndarray]:
         loss = self.losses[t]

@@ -8,7 +8,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.privacy.bounds import check_finite
+from dponline.domains.base import checked_domain
+from dponline.privacy.bounds import InputBounds, check_finite
 
 __all__ = ["ObliviousLosses", "Stateless"]
 
@@ -68,6 +69,16 @@ class ObliviousLosses(Stateless):
     @property
     def dim(self) -> int:
         return int(self.losses.shape[1])
+
+    def _linear_over(self, domain: Any, loss_bounds: InputBounds | None) -> None:
+        """Linear losses <l_t, x> over ``domain``: check the domain, the matrix and the
+        declared loss set, and set the best fixed point's cumulative loss, one oracle call per
+        round on the cumulative loss."""
+        domain = checked_domain(domain)
+        self._validate_losses(dim=domain.dim)
+        if loss_bounds is not None:
+            loss_bounds.check(self.losses, what=f"losses of {self.name!r}")
+        self._best = domain.min_linear(np.cumsum(self.losses, axis=0))
 
     def best_cumulative_loss(self) -> np.ndarray:
         """The best fixed decision's cumulative loss in hindsight, for t = 1..T."""

@@ -32,7 +32,7 @@ import numpy as np
 from dponline.continual.base import ContinualCounter
 from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.registry import get_mechanism
-from dponline.domains.base import ConvexDomain
+from dponline.domains.base import ConvexDomain, checked_domain
 from dponline.domains.simplex import Simplex
 from dponline.online.counter_learner import CounterLearner
 from dponline.privacy.accounting import gaussian_epsilon, zcdp_rho
@@ -162,15 +162,9 @@ class DPFTPL(CounterLearner):
         self.horizon = checked_count("horizon", horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget)
-        if domain is None:
-            domain = Simplex(self.dim)
-        if not isinstance(domain, ConvexDomain):
-            raise TypeError(
-                f"domain must be a ConvexDomain (dponline.domains), got {type(domain).__name__}"
-            )
-        if domain.dim != self.dim:
-            raise ValueError(f"domain has dimension {domain.dim}, expected {self.dim}")
-        self.domain = domain
+        self.domain = domain = checked_domain(
+            Simplex(self.dim) if domain is None else domain, self.dim
+        )
         if loss_bounds is None:
             loss_bounds = Box(0.0, 1.0, dim=self.dim)
         if loss_bounds.dim != self.dim:

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dponline.continual import BinaryTreeCounter, ContinualCounter, make_counter
-from dponline.domains.base import ConvexDomain, Projectable
+from dponline.domains.base import ConvexDomain, Projectable, checked_domain
 from dponline.domains.simplex import Simplex
 from dponline.online.counter_learner import CounterLearner
 from dponline.privacy.bounds import Box, InputBounds
@@ -250,15 +250,9 @@ class DPFTRL(CounterLearner):
         self.horizon = checked_count("horizon", horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget)
-        if domain is None:
-            domain = Simplex(self.dim)
-        if not isinstance(domain, ConvexDomain):
-            raise TypeError(
-                f"domain must be a ConvexDomain (dponline.domains), got {type(domain).__name__}"
-            )
-        if domain.dim != self.dim:
-            raise ValueError(f"domain has dimension {domain.dim}, expected {self.dim}")
-        self.domain = domain
+        self.domain = domain = checked_domain(
+            Simplex(self.dim) if domain is None else domain, self.dim
+        )
         self.regulariser = make_regulariser(regulariser, domain)
         self.bounds = loss_bounds if loss_bounds is not None else Box(0.0, 1.0, dim=self.dim)
         if self.bounds.dim != self.dim:

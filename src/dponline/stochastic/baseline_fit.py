@@ -38,7 +38,7 @@ import math
 import numbers
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -54,12 +54,14 @@ __all__ = [
     "BatchPlan",
     "checked_budget",
     "checked_dataset",
+    "checked_exponent",
     "checked_noise_multiplier",
     "checked_plan_data",
     "checked_positive",
     "checked_runs",
     "checked_samples",
     "checked_scales",
+    "fit_batch",
     "fit_plan",
     "run_chunks",
     "run_generators",
@@ -98,6 +100,14 @@ def checked_positive(name: str, value: float) -> float:
     v = float(value)
     if not (math.isfinite(v) and v > 0):
         raise ValueError(f"{name} must be finite and positive, got {value!r}")
+    return v
+
+
+def checked_exponent(p: float, algorithm: str) -> float:
+    """The l_p exponent of a baseline for 1 < p <= 2 (NoisySFW, LocalMD)."""
+    v = float(p)
+    if not (1.0 < v <= 2.0):
+        raise ValueError(f"{algorithm} is for 1 < p <= 2, got p = {p!r}")
     return v
 
 
@@ -296,6 +306,36 @@ def fit_plan(
     return BaselineFit(
         theta=theta, privacy=scaled_guarantee(plan.privacy, m), parameters=parameters
     )
+
+
+def fit_batch(
+    plan_class: Any,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    q: float,
+    x_bound: float,
+    y_bound: float,
+    budget: PrivacyBudget | None,
+    runs: int,
+    rng: RngLike,
+    clip: bool,
+    noise_multiplier: float,
+    min_samples: int = 1,
+    **plan_options: Any,
+) -> BaselineFit:
+    """What every batch function does: check the budget, then the dataset against its bounds
+    (``||x_i||_q <= x_bound``, ``|y_i| <= y_bound``; :func:`checked_dataset`), build the
+    data-independent plan for the dataset's shape (``plan_class(n, d, x_bound=..., y_bound=...,
+    budget=..., **plan_options)``) and fit it with ``runs`` runs (:func:`fit_plan`)."""
+    budget = checked_budget(budget)
+    xs, ys = checked_dataset(
+        x, y, q=q, x_bound=x_bound, y_bound=y_bound, clip=clip, min_samples=min_samples
+    )
+    n, d = xs.shape
+    runs = checked_runs(runs)
+    plan = plan_class(n, d, x_bound=x_bound, y_bound=y_bound, budget=budget, **plan_options)
+    return fit_plan(plan, xs, ys, runs=runs, rng=rng, noise_multiplier=noise_multiplier)
 
 
 #: The largest work buffer of one chunk of vectorised runs, in floats (16 MiB).

@@ -51,15 +51,16 @@ from dponline.protocol import (
     checked_count,
     checked_round,
 )
-from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase
+from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, budget_from_options
 from dponline.rng import RngLike, generator_from_state, generator_state
 from dponline.stochastic.baseline_fit import BatchPlan, checked_dataset, run_generators
-from dponline.stochastic.samples import checked_sample
+from dponline.stochastic.samples import checked_sample, sample_geometry
 
 __all__ = [
     "BATCH_GUARANTEE",
     "BATCH_OPTIONS",
     "BatchLearner",
+    "batch_factory",
     "batch_learner",
     "batch_learner_entry",
     "cached_plan",
@@ -302,6 +303,34 @@ def batch_learner(
         **plan_options,
     )
     return BatchLearner(plan, replicas=replicas, rng=rng, clip=clip)
+
+
+def batch_factory(
+    plan_class: type, name: str, *, default_p: float, fixed_p_reason: str | None = None
+) -> Any:
+    """The catalogue factory of the batch baseline ``name``: :func:`batch_learner` of
+    ``plan_class`` over the l_p ball of the environment's geometry
+    (:func:`~dponline.stochastic.samples.sample_geometry`, default ``default_p``), with the
+    stream's input bounds unless ``x_bound`` or ``y_bound`` is given, and the budget of the
+    runner's privacy keywords (default delta = 1/T). With ``fixed_p_reason`` the algorithm
+    runs over the ``default_p`` ball only (its plan takes no p): any other p is refused, saying
+    why."""
+
+    def factory(env: Any, *, p: float | None = None, **kw: Any) -> BatchLearner:
+        p = sample_geometry(env, p, default_p, name)
+        if fixed_p_reason is not None and p != default_p:
+            raise ValueError(
+                f"{name} runs over {fixed_p_reason}, so p must be {default_p:g}, got p = {p:g}"
+            )
+        budget = budget_from_options(kw, 1.0 / env.horizon)
+        if fixed_p_reason is None:
+            kw["p"] = p
+        return batch_learner(env, plan_class, geometry=p, budget=budget, **kw)
+
+    factory.__name__ = factory.__qualname__ = "_" + name.replace("-", "_")
+    factory.__module__ = plan_class.__module__  # the registry orders entries by module
+    factory.__doc__ = f"{name} behind the batch-learner adapter ({batch_factory.__name__})."
+    return factory
 
 
 #: What every batch baseline promises, whatever its accounting (added by ``guarantee_extra``).

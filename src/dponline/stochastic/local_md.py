@@ -67,7 +67,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 
@@ -79,26 +78,24 @@ from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.protocol import checked_count
 from dponline.registry import (
     AuditCase,
-    budget_from_options,
     register_learner,
 )
 from dponline.rng import RngLike
 from dponline.stochastic.baseline_fit import (
     BaselineFit,
     checked_budget,
-    checked_dataset,
+    checked_exponent,
     checked_noise_multiplier,
     checked_plan_data,
     checked_positive,
-    checked_runs,
     checked_samples,
     checked_scales,
-    fit_plan,
+    fit_batch,
     run_chunks,
 )
-from dponline.stochastic.batch_learner import BatchLearner, batch_learner, batch_learner_entry
+from dponline.stochastic.batch_learner import batch_factory, batch_learner_entry
 from dponline.stochastic.private_frank_wolfe import AUDIT_LABEL
-from dponline.stochastic.samples import sample_geometry, squared_loss_constants
+from dponline.stochastic.samples import squared_loss_constants
 
 __all__ = ["LocalMDCalibrator", "LocalMDPlan", "Phase", "local_md", "local_md_schedule"]
 
@@ -192,30 +189,24 @@ def local_md(
     ``(runs, len(step_scales), d)``; its guarantee and numbers are those of
     :class:`LocalMDPlan`, which the batch-learner adapter (``local-md``) fits too.
     """
-    budget = checked_budget(budget)
-    p = _checked_p(p)
-    q = dual_exponent(p)
-    xs, ys = checked_dataset(x, y, q=q, x_bound=x_bound, y_bound=y_bound, clip=clip, min_samples=2)
-    n, d = xs.shape
-    runs = checked_runs(runs)
-    plan = LocalMDPlan(
-        n,
-        d,
-        p=p,
-        radius=radius,
+    p = checked_exponent(p, "LocalMD")
+    return fit_batch(
+        LocalMDPlan,
+        x,
+        y,
+        q=dual_exponent(p),
         x_bound=x_bound,
         y_bound=y_bound,
         budget=budget,
+        runs=runs,
+        rng=rng,
+        clip=clip,
+        noise_multiplier=noise_multiplier,
+        min_samples=2,
+        p=p,
+        radius=radius,
         step_scales=step_scales,
     )
-    return fit_plan(plan, xs, ys, runs=runs, rng=rng, noise_multiplier=noise_multiplier)
-
-
-def _checked_p(p: float) -> float:
-    p = float(p)
-    if not (1.0 < p <= 2.0):
-        raise ValueError(f"LocalMD is for 1 < p <= 2, got p = {p!r}")
-    return p
 
 
 class LocalMDPlan:
@@ -242,7 +233,7 @@ class LocalMDPlan:
     ) -> None:
         self.budget = budget = checked_budget(budget)
         eps, delta = (math.inf, math.nan) if budget is None else (budget.epsilon, budget.delta)
-        self.p = _checked_p(p)
+        self.p = checked_exponent(p, "LocalMD")
         self.q = q = dual_exponent(self.p)
         self.samples = n = checked_samples("LocalMD", samples, 2)
         self.dim = d = checked_count("dim", dim)
@@ -474,13 +465,7 @@ def _into_domain(start: np.ndarray, u: np.ndarray, ball: LpBall) -> np.ndarray:
 # --- catalogue entry (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _local_md(env: Any, *, p: float | None = None, **kw: Any) -> BatchLearner:
-    """LocalMD behind the batch-learner adapter, over the l_p ball of the environment's
-    geometry (:func:`~dponline.stochastic.samples.sample_geometry`, default p = 1.5), with the
-    stream's input bounds (X in the dual norm, Y) unless ``x_bound`` or ``y_bound`` is given."""
-    p = sample_geometry(env, p, 1.5, "local-md")
-    budget = budget_from_options(kw, 1.0 / env.horizon)
-    return batch_learner(env, LocalMDPlan, geometry=p, budget=budget, p=p, **kw)
+_local_md = batch_factory(LocalMDPlan, "local-md", default_p=1.5)
 
 
 #: The audit (:mod:`dponline.experiments.learner_audit`): x = e_1 in every sample and sample 1's

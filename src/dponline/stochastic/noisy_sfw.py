@@ -64,7 +64,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 
@@ -83,26 +82,24 @@ from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.protocol import checked_count
 from dponline.registry import (
     AuditCase,
-    budget_from_options,
     register_learner,
 )
 from dponline.rng import RngLike
 from dponline.stochastic.baseline_fit import (
     BaselineFit,
     checked_budget,
-    checked_dataset,
+    checked_exponent,
     checked_noise_multiplier,
     checked_plan_data,
     checked_positive,
-    checked_runs,
     checked_samples,
     checked_scales,
-    fit_plan,
+    fit_batch,
     run_chunks,
 )
-from dponline.stochastic.batch_learner import BatchLearner, batch_learner, batch_learner_entry
+from dponline.stochastic.batch_learner import batch_factory, batch_learner_entry
 from dponline.stochastic.private_frank_wolfe import AUDIT_LABEL
-from dponline.stochastic.samples import sample_geometry, squared_loss_constants
+from dponline.stochastic.samples import squared_loss_constants
 
 __all__ = ["NoisySFWCalibrator", "NoisySFWPlan", "noisy_sfw", "sfw_schedule"]
 
@@ -169,30 +166,24 @@ def noisy_sfw(
     guarantee and numbers are those of :class:`NoisySFWPlan`, which the batch-learner adapter
     (``noisy-sfw``) fits too.
     """
-    budget = checked_budget(budget)
-    p = _checked_p(p)
-    q = dual_exponent(p)
-    xs, ys = checked_dataset(x, y, q=q, x_bound=x_bound, y_bound=y_bound, clip=clip, min_samples=2)
-    n, d = xs.shape
-    runs = checked_runs(runs)
-    plan = NoisySFWPlan(
-        n,
-        d,
-        p=p,
-        radius=radius,
+    p = checked_exponent(p, "NoisySFW")
+    return fit_batch(
+        NoisySFWPlan,
+        x,
+        y,
+        q=dual_exponent(p),
         x_bound=x_bound,
         y_bound=y_bound,
         budget=budget,
+        runs=runs,
+        rng=rng,
+        clip=clip,
+        noise_multiplier=noise_multiplier,
+        min_samples=2,
+        p=p,
+        radius=radius,
         step_scales=step_scales,
     )
-    return fit_plan(plan, xs, ys, runs=runs, rng=rng, noise_multiplier=noise_multiplier)
-
-
-def _checked_p(p: float) -> float:
-    p = float(p)
-    if not (1.0 < p <= 2.0):
-        raise ValueError(f"NoisySFW is for 1 < p <= 2, got p = {p!r}")
-    return p
 
 
 class NoisySFWPlan:
@@ -218,7 +209,7 @@ class NoisySFWPlan:
         step_scales: Sequence[float] = (1.0,),
     ) -> None:
         self.budget = checked_budget(budget)
-        self.p = _checked_p(p)
+        self.p = checked_exponent(p, "NoisySFW")
         self.q = q = dual_exponent(self.p)
         self.samples = n = checked_samples("NoisySFW", samples, 2)
         self.dim = d = checked_count("dim", dim)
@@ -284,20 +275,57 @@ class NoisySFWPlan:
         generator (shared by its scales); the noise is sigma times ``noise_multiplier``."""
         checked_plan_data(self, xs, ys)
         m = checked_noise_multiplier(noise_multiplier)
-        return _runs(
-            xs,
-            ys,
-            self.ball,
-            gens,
-            self.n0,
-            self.b,
-            self.n_batches,
-            np.asarray(self.etas),
-            self.family,
-            self.r_noise,
-            self.sigma0 * m,
-            self.sigmas * m,
-        )
+        n, d = xs.shape
+        per_run = n + (self.n_batches + 1) * d + 4 * len(self.etas) * d + self.b * d
+        out = np.empty((len(gens), len(self.etas), d))
+        for lo, hi in run_chunks(len(gens), per_run):  # buffers within CHUNK_FLOATS floats
+            out[lo:hi] = self._chunk(xs, ys, gens[lo:hi], m)
+        return out
+
+    def _chunk(
+        self,
+        xs: np.ndarray,
+        ys: np.ndarray,
+        gens: Sequence[np.random.Generator],
+        noise_multiplier: float,
+    ) -> np.ndarray:
+        """Some runs at every scale, on (runs, S, d) arrays.
+
+        Each run draws its order and unit noise from its own generator (its scales share them)
+        and takes its initial gradient, one run at a time; the Frank-Wolfe steps then run on the
+        (runs, S, d) array. Every operation acts on each run's (S, d) rows exactly as on that
+        run alone (elementwise, row-wise reductions, and one matrix product per run), so run
+        k's numbers do not depend on the other runs.
+        """
+        ball, n0, b, n_batches = self.ball, self.n0, self.b, self.n_batches
+        etas, family, r_noise = np.asarray(self.etas), self.family, self.r_noise
+        sigma0, sigmas = self.sigma0 * noise_multiplier, self.sigmas * noise_multiplier
+        n, d = xs.shape
+        runs, n_scales = len(gens), etas.size
+        orders = np.empty((runs, n), dtype=np.intp)
+        est = np.empty((runs, n_scales, d))
+        units = np.empty((runs, n_batches + 1, d))
+        for k, gen in enumerate(gens):
+            orders[k] = gen.permutation(n)
+            if family == "gg":
+                units[k] = GeneralizedGaussianNoise(1.0, r_noise).sample(gen, (n_batches + 1, d))
+            elif family == "gaussian":
+                units[k] = gen.standard_normal((n_batches + 1, d))
+            else:
+                units[k] = 0.0
+            x0, y0 = xs[orders[k, :n0]], ys[orders[k, :n0]]
+            grad0 = (-2.0 * y0) @ x0 / n0  # mean gradient at theta_0 = 0
+            est[k] = grad0 + sigma0 * units[k, 0]
+        eta = etas[:, None]
+        theta = np.zeros((runs, n_scales, d))
+        theta_new = theta + eta * (ball.lmo(est) - theta)
+        for t in range(1, n_batches + 1):
+            xb = xs[orders[:, n0 + (t - 1) * b : n0 + t * b]]  # (runs, b, d)
+            # mean of 2 <x, theta_t - theta_{t-1}> x over the batch (the labels cancel)
+            diff = (2.0 / b) * ((theta_new - theta) @ xb.transpose(0, 2, 1)) @ xb
+            est += diff + sigmas[:, None] * units[:, t, None, :]
+            theta, theta_new = theta_new, theta_new + eta * (ball.lmo(est) - theta_new)
+        return theta_new
 
 
 @dataclass(frozen=True)
@@ -365,92 +393,10 @@ class NoisySFWCalibrator:
         return Calibration(("gaussian", 2.0, sigma0, sigmas), g, budget.calibration, "NoisySFW")
 
 
-def _runs(
-    xs: np.ndarray,
-    ys: np.ndarray,
-    ball: LpBall,
-    gens: Sequence[np.random.Generator],
-    n0: int,
-    b: int,
-    n_batches: int,
-    etas: np.ndarray,
-    family: str | None,
-    r_noise: float,
-    sigma0: float,
-    sigmas: np.ndarray,
-) -> np.ndarray:
-    """Every run at every scale, shape (runs, S, d), in chunks of runs whose buffers fit
-    :data:`~dponline.stochastic.baseline_fit.CHUNK_FLOATS` floats."""
-    n, d = xs.shape
-    per_run = n + (n_batches + 1) * d + 4 * etas.size * d + b * d
-    out = np.empty((len(gens), etas.size, d))
-    for lo, hi in run_chunks(len(gens), per_run):
-        out[lo:hi] = _chunk(
-            xs, ys, ball, gens[lo:hi], n0, b, n_batches, etas, family, r_noise, sigma0, sigmas
-        )
-    return out
-
-
-def _chunk(
-    xs: np.ndarray,
-    ys: np.ndarray,
-    ball: LpBall,
-    gens: Sequence[np.random.Generator],
-    n0: int,
-    b: int,
-    n_batches: int,
-    etas: np.ndarray,
-    family: str | None,
-    r_noise: float,
-    sigma0: float,
-    sigmas: np.ndarray,
-) -> np.ndarray:
-    """Some runs at every scale, on (runs, S, d) arrays.
-
-    Each run draws its order and unit noise from its own generator (its scales share them) and
-    takes its initial gradient, one run at a time; the Frank-Wolfe steps then run on the
-    (runs, S, d) array. Every operation acts on each run's (S, d) rows exactly as on that run
-    alone (elementwise, row-wise reductions, and one matrix product per run), so run k's
-    numbers do not depend on the other runs.
-    """
-    n, d = xs.shape
-    runs, n_scales = len(gens), etas.size
-    orders = np.empty((runs, n), dtype=np.intp)
-    est = np.empty((runs, n_scales, d))
-    units = np.empty((runs, n_batches + 1, d))
-    for k, gen in enumerate(gens):
-        orders[k] = gen.permutation(n)
-        if family == "gg":
-            units[k] = GeneralizedGaussianNoise(1.0, r_noise).sample(gen, (n_batches + 1, d))
-        elif family == "gaussian":
-            units[k] = gen.standard_normal((n_batches + 1, d))
-        else:
-            units[k] = 0.0
-        x0, y0 = xs[orders[k, :n0]], ys[orders[k, :n0]]
-        grad0 = (-2.0 * y0) @ x0 / n0  # mean gradient at theta_0 = 0
-        est[k] = grad0 + sigma0 * units[k, 0]
-    eta = etas[:, None]
-    theta = np.zeros((runs, n_scales, d))
-    theta_new = theta + eta * (ball.lmo(est) - theta)
-    for t in range(1, n_batches + 1):
-        xb = xs[orders[:, n0 + (t - 1) * b : n0 + t * b]]  # (runs, b, d)
-        # mean of 2 <x, theta_t - theta_{t-1}> x over the batch (the labels cancel)
-        diff = (2.0 / b) * ((theta_new - theta) @ xb.transpose(0, 2, 1)) @ xb
-        est += diff + sigmas[:, None] * units[:, t, None, :]
-        theta, theta_new = theta_new, theta_new + eta * (ball.lmo(est) - theta_new)
-    return theta_new
-
-
 # --- catalogue entry (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _noisy_sfw(env: Any, *, p: float | None = None, **kw: Any) -> BatchLearner:
-    """NoisySFW behind the batch-learner adapter, over the l_p ball of the environment's
-    geometry (:func:`~dponline.stochastic.samples.sample_geometry`, default p = 1.5), with the
-    stream's input bounds (X in the dual norm, Y) unless ``x_bound`` or ``y_bound`` is given."""
-    p = sample_geometry(env, p, 1.5, "noisy-sfw")
-    budget = budget_from_options(kw, 1.0 / env.horizon)
-    return batch_learner(env, NoisySFWPlan, geometry=p, budget=budget, p=p, **kw)
+_noisy_sfw = batch_factory(NoisySFWPlan, "noisy-sfw", default_p=1.5)
 
 
 #: The audit (:mod:`dponline.experiments.learner_audit`): x = e_1 in every sample and sample 1's

@@ -50,7 +50,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 
@@ -61,30 +60,26 @@ from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.protocol import checked_count
 from dponline.registry import (
     AuditCase,
-    budget_from_options,
     register_learner,
 )
 from dponline.rng import RngLike
 from dponline.stochastic.baseline_fit import (
     BaselineFit,
     checked_budget,
-    checked_dataset,
     checked_noise_multiplier,
     checked_plan_data,
     checked_positive,
-    checked_runs,
     checked_samples,
     checked_scales,
-    fit_plan,
+    fit_batch,
 )
 from dponline.stochastic.batch_learner import (
     BATCH_OPTIONS,
-    BatchLearner,
-    batch_learner,
+    batch_factory,
     batch_learner_entry,
 )
 from dponline.stochastic.private_frank_wolfe import AUDIT_LABEL
-from dponline.stochastic.samples import sample_geometry, squared_loss_constants
+from dponline.stochastic.samples import squared_loss_constants
 
 __all__ = ["BLOCK", "NoisySGDCalibrator", "NoisySGDPlan", "noisy_sgd"]
 
@@ -139,29 +134,22 @@ def noisy_sgd(
     guarantee and numbers are those of :class:`NoisySGDPlan`, which the batch-learner adapter
     (``noisy-sgd``) fits too.
     """
-    budget = checked_budget(budget)
-    r = _checked_radius(radius)
-    xs, ys = checked_dataset(x, y, q=1.0, x_bound=x_bound, y_bound=y_bound, clip=clip)
-    n, d = xs.shape
-    runs = checked_runs(runs)
-    plan = NoisySGDPlan(
-        n,
-        d,
-        radius=r,
+    return fit_batch(
+        NoisySGDPlan,
+        x,
+        y,
+        q=1.0,
         x_bound=x_bound,
         y_bound=y_bound,
         budget=budget,
+        runs=runs,
+        rng=rng,
+        clip=clip,
+        noise_multiplier=noise_multiplier,
+        radius=radius,
         step_scales=step_scales,
         steps=steps,
     )
-    return fit_plan(plan, xs, ys, runs=runs, rng=rng, noise_multiplier=noise_multiplier)
-
-
-def _checked_radius(radius: float) -> float:
-    r = float(radius)
-    if not (math.isfinite(r) and r > 0):
-        raise ValueError(f"radius must be finite and positive, got {radius!r}")
-    return r
 
 
 class NoisySGDPlan:
@@ -190,7 +178,7 @@ class NoisySGDPlan:
         steps: int | None = None,
     ) -> None:
         self.budget = budget = checked_budget(budget)
-        self.radius = r = _checked_radius(radius)
+        self.radius = r = checked_positive("radius", radius)
         self.samples = n = checked_samples("NoisySGD", samples, 1)
         self.dim = d = checked_count("dim", dim)
         self.x_bound = checked_positive("x_bound", x_bound)
@@ -367,18 +355,12 @@ def _run(
 # --- catalogue entry (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _noisy_sgd(env: Any, *, p: float | None = None, **kw: Any) -> BatchLearner:
-    """Noisy SGD behind the batch-learner adapter, over the l_inf ball (the only geometry it is
-    for: ``p`` and the environment's p must be inf), with the stream's input bounds
-    (``||x||_1 <= X``, Y) unless ``x_bound`` or ``y_bound`` is given."""
-    p = sample_geometry(env, p, math.inf, "noisy-sgd")
-    if p != math.inf:
-        raise ValueError(
-            f"noisy-sgd runs over the l_inf ball (Bassily et al. 2020 over the box, Han et al. "
-            f"App. C), so p must be inf, got p = {p:g}"
-        )
-    budget = budget_from_options(kw, 1.0 / env.horizon)
-    return batch_learner(env, NoisySGDPlan, geometry=p, budget=budget, **kw)
+_noisy_sgd = batch_factory(
+    NoisySGDPlan,
+    "noisy-sgd",
+    default_p=math.inf,
+    fixed_p_reason="the l_inf ball (Bassily et al. 2020 over the box, Han et al. App. C)",
+)
 
 
 #: The audit (:mod:`dponline.experiments.learner_audit`): x = e_1 and the label +Y or -Y
