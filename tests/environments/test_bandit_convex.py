@@ -7,14 +7,19 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
 
 from dponline.domains.base import ConvexDomain
 from dponline.domains.box import Box
 from dponline.domains.matroids import UniformMatroidBasePolytope
 from dponline.environments.bandit_convex import (
     BanditConvexEnvironment,
+    LevelLosses,
     LinearLosses,
     QuadraticLosses,
+    _weighted_median_minima,
     bandit_convex,
     grid_dag,
     make_domain,
@@ -136,3 +141,111 @@ def test_real_data_problems():
         assert cum == pytest.approx(best[-1])
     built = build_environment("stock_tree", 50, np.random.default_rng(0), stocks=6)
     assert built.dim == 15
+
+
+# --- non-smooth level losses: the comparator is exact at every round ----------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    levels=st.lists(st.integers(-6, 6), min_size=1, max_size=25),
+    data=st.data(),
+    lo=st.integers(-8, 3),
+    width=st.integers(0, 10),
+)
+def test_running_weighted_median_minimises_every_prefix(levels, data, lo, width):
+    # brute force: a convex piecewise-linear function of one variable on [lo, hi] is smallest
+    # at an end or at a breakpoint; integer levels make ties common, zero weights allowed
+    n = len(levels)
+    weights = st.lists(st.sampled_from([0.0, 0.25, 1.0, 2.5]), min_size=n, max_size=n)
+    over, under = np.array(data.draw(weights)), np.array(data.draw(weights))
+    b = np.array(levels, dtype=float)
+    hi = lo + width
+    got = _weighted_median_minima(b, over, under, float(lo), float(hi))
+    for t in range(n):
+        z = np.concatenate([[lo, hi], np.clip(b[: t + 1], lo, hi)])[:, None]
+        g = over[: t + 1] * np.maximum(z - b[: t + 1], 0) + under[: t + 1] * np.maximum(
+            b[: t + 1] - z, 0
+        )
+        assert got[t] == pytest.approx(g.sum(axis=1).min(), abs=1e-9)
+
+
+def _level_minimum_by_linprog(losses: LevelLosses, t: int, a_ub, b_ub, a_eq, b_eq, bounds):
+    """min over the set of sum_{s<=t} f_s(x) as a linear program in (x, u, v) with
+    u_s - v_s = <a, x> - b_s, u, v >= 0 (independent of the one-direction reduction)."""
+    n, m = losses.direction.size, t + 1
+    cost = np.concatenate([np.zeros(n), losses.over[:m], losses.under[:m]])
+    eq_rows = np.hstack([np.tile(losses.direction, (m, 1)), -np.eye(m), np.eye(m)])
+    eq_rhs = losses.levels[:m]
+    if a_eq is not None:
+        eq_rows = np.vstack([eq_rows, np.hstack([a_eq, np.zeros((len(a_eq), 2 * m))])])
+        eq_rhs = np.concatenate([eq_rhs, b_eq])
+    ub = None if a_ub is None else np.hstack([a_ub, np.zeros((len(a_ub), 2 * m))])
+    res = linprog(
+        cost, A_ub=ub, b_ub=b_ub, A_eq=eq_rows, b_eq=eq_rhs,
+        bounds=list(bounds) + [(0, None)] * (2 * m), method="highs",
+    )  # fmt: skip
+    assert res.status == 0
+    zc = float(losses.center @ losses.direction)
+    gap = zc - losses.levels[:m]
+    at_c = losses.over[:m] @ np.maximum(gap, 0) + losses.under[:m] @ np.maximum(-gap, 0)
+    return res.fun - at_c
+
+
+@pytest.mark.parametrize("family", ["absolute", "hinge", "pinball"])
+@pytest.mark.parametrize("domain", ["box", "simplex"])
+def test_level_comparator_equals_a_linear_program(family, domain):
+    rng = np.random.default_rng(7)
+    n, horizon = 4, 30
+    a = rng.standard_normal(n)
+    a /= np.linalg.norm(a)
+    levels = rng.normal(0.2, 0.6, horizon)
+    d = Box(n) if domain == "box" else make_domain("simplex", n)
+    c = np.asarray(d.interior_point())
+    if family == "absolute":
+        losses = LevelLosses.absolute(a, levels, c)
+    elif family == "hinge":
+        losses = LevelLosses.hinge(a, levels, rng.choice([-1.0, 1.0], horizon), c)
+    else:
+        losses = LevelLosses(a, levels, c, np.full(horizon, 0.8), np.full(horizon, 0.2))
+    env = BanditConvexEnvironment(d, losses)
+    best = env.best_cumulative_loss()
+    if domain == "box":
+        lp = (None, None, None, None, [(-1, 1)] * n)
+    else:
+        lp = (None, None, np.ones((1, n)), np.ones(1), [(0, None)] * n)
+    for t in (0, 1, 5, 17, horizon - 1):
+        assert best[t] == pytest.approx(_level_minimum_by_linprog(losses, t, *lp), abs=1e-8)
+    assert env.comparator_error == 0.0
+    # every loss vanishes at the centre and is ||a||-Lipschitz
+    x = c + 0.3 * rng.standard_normal((5, n))
+    y = c + 0.3 * rng.standard_normal((5, n))
+    for t in range(horizon):
+        np.testing.assert_allclose(losses.value(t, c[None, :]), 0.0, atol=1e-12)
+        diff = np.abs(losses.value(t, x) - losses.value(t, y))
+        assert np.all(diff <= np.linalg.norm(x - y, axis=1) * losses.bound + 1e-12)
+
+
+def test_level_losses_refuse_bad_inputs():
+    a, c = np.array([0.6, 0.8]), np.zeros(2)
+    with pytest.raises(ValueError, match="exceeds the declared bound"):
+        LevelLosses.absolute(2 * a, np.zeros(3), c)
+    with pytest.raises(ValueError, match="non-negative"):
+        LevelLosses(a, np.zeros(3), c, np.ones(3), -np.ones(3))
+    with pytest.raises(ValueError, match="signs"):
+        LevelLosses.hinge(a, np.zeros(2), np.array([1.0, 0.0]), c)
+    with pytest.raises(ValueError, match="finite"):
+        LevelLosses.absolute(a, np.array([np.inf]), c)
+    with pytest.raises(ValueError, match="one length"):
+        LevelLosses.absolute(np.ones(3), np.zeros(2), c)
+
+
+@pytest.mark.parametrize("losses", ["absolute", "hinge"])
+def test_level_families_in_the_catalogue(losses):
+    env = build_environment(
+        "bandit_convex", 200, np.random.default_rng(0), domain="k_subsets", dim=5, losses=losses
+    )
+    assert env.losses.kind == "level" and env.lipschitz() == 1.0
+    best = env.best_cumulative_loss()
+    # the best fixed point beats the centre (which scores 0) once the levels have accumulated
+    assert best[-1] < -1.0

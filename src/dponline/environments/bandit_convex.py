@@ -7,12 +7,23 @@ interior point c (the paper's convention that every f_t vanishes somewhere in D,
 
 * :class:`LinearLosses`: f_t(x) = <theta_t, x - c>, L = max ||theta_t||;
 * :class:`QuadraticLosses`: f_t(x) = (||x - a_t||^2 - ||c - a_t||^2) / 2, L = the largest
-  distance from a target to a point within ``reach`` of the set.
+  distance from a target to a point within ``reach`` of the set;
+* :class:`LevelLosses`: f_t(x) = g_t(<a, x>) - g_t(<a, c>) with the piecewise-linear
+  g_t(z) = over_t max(0, z - b_t) + under_t max(0, b_t - z): absolute deviation from a level
+  (over = under = 1), hinge losses (one of them 0) and pinball losses; Lipschitz, not smooth.
 
 Regret is against the best fixed point of the set in hindsight, at every round: for linear
 losses one oracle call per round on the cumulative loss (exact), for quadratic ones the
 projection of the running mean target, by the conditional gradient method to a certified
-duality gap (the comparator's value is then within ``comparator_error`` of the true minimum).
+duality gap (the comparator's value is then within ``comparator_error`` of the true minimum);
+for level losses exactly, by the running weighted median of the levels clipped to the range of
+<a, x> over the set (two oracle calls and O(log T) per round).
+
+Why the non-smooth family has one direction a: a sum of absolute values or hinges in *different*
+directions is a polyhedral function whose minimum over an oracle-only set needs a linear
+program (column generation) per round, O(T^2) work for the whole regret curve, and the
+conditional gradient method has no certified accuracy on non-smooth sums. With one direction
+the sum depends on x through z = <a, x> alone, so the comparator is exact at every round.
 """
 
 from __future__ import annotations
@@ -35,7 +46,9 @@ from dponline.protocol import BanditFeedback, FeedbackKind
 
 __all__ = [
     "DOMAIN_NAMES",
+    "LOSS_NAMES",
     "BanditConvexEnvironment",
+    "LevelLosses",
     "LinearLosses",
     "QuadraticLosses",
     "bandit_convex",
@@ -163,12 +176,175 @@ class QuadraticLosses:
         return values, error
 
 
+def _weighted_median_minima(
+    levels: np.ndarray, over: np.ndarray, under: np.ndarray, lo: float, hi: float
+) -> np.ndarray:
+    """min over z in [lo, hi] of G_t(z) = sum_{s<=t} over_s max(0, z - b_s) + under_s
+    max(0, b_s - z), for every t.
+
+    G_t is convex and piecewise linear with right derivative (A + B)_{<=z} - B_t, where
+    (A + B)_{<=z} sums over_s + under_s over the levels b_s <= z and B_t sums every under_s: the
+    smallest level at which it turns non-negative minimises G_t on the line, and clipping it to
+    [lo, hi] minimises G_t on the interval. The levels are ranked once; Fenwick trees over the
+    ranks hold the running sums of over, under, over * b and under * b, so each round costs
+    O(log T) for the insertion, the search and the value.
+    """
+    n = len(levels)
+    order = np.argsort(levels, kind="stable")
+    ranks = np.empty(n, dtype=np.int64)
+    ranks[order] = np.arange(1, n + 1)
+    ordered = levels[order]
+    tree_a, tree_b = [0.0] * (n + 1), [0.0] * (n + 1)
+    tree_ab, tree_bb = [0.0] * (n + 1), [0.0] * (n + 1)
+    top = 1 << (n.bit_length() - 1)
+    total_b = total_bb = 0.0
+    out = np.empty(n)
+    ranks_l, levels_l = ranks.tolist(), levels.tolist()
+    over_l, under_l = over.tolist(), under.tolist()
+    for t in range(n):
+        a, b, level = over_l[t], under_l[t], levels_l[t]
+        i = ranks_l[t]
+        while i <= n:
+            tree_a[i] += a
+            tree_b[i] += b
+            tree_ab[i] += a * level
+            tree_bb[i] += b * level
+            i += i & -i
+        total_b += b
+        total_bb += b * level
+        if total_b <= 0.0:
+            z = lo  # G_t is non-decreasing
+        else:  # the largest rank whose prefix (A + B) is still below B_t, then one more
+            pos, acc, step = 0, 0.0, top
+            while step:
+                nxt = pos + step
+                if nxt <= n and acc + tree_a[nxt] + tree_b[nxt] < total_b:
+                    pos = nxt
+                    acc += tree_a[nxt] + tree_b[nxt]
+                step >>= 1
+            z = min(max(float(ordered[min(pos, n - 1)]), lo), hi)
+        i = int(np.searchsorted(ordered, z, side="right"))
+        a_le = b_le = ab_le = bb_le = 0.0
+        while i > 0:
+            a_le += tree_a[i]
+            b_le += tree_b[i]
+            ab_le += tree_ab[i]
+            bb_le += tree_bb[i]
+            i -= i & -i
+        out[t] = (z * a_le - ab_le) + (total_bb - bb_le) - z * (total_b - b_le)
+    return out
+
+
+@dataclass(frozen=True)
+class LevelLosses:
+    """f_t(x) = g_t(<a, x>) - g_t(<a, c>), g_t(z) = over_t max(0, z - b_t) + under_t
+    max(0, b_t - z): the cost of overshooting or undershooting the level b_t along the fixed
+    ``direction`` a (module docstring).
+
+    ``over = under = 1`` is the absolute deviation |<a, x> - b_t| (:meth:`absolute`); one of
+    them 0 a hinge max(0, +-(<a, x> - b_t)) (:meth:`hinge`); over = tau, under = 1 - tau the
+    pinball loss of the tau-quantile. Each f_t is Lipschitz with constant
+    ||a|| max(over_t, under_t), at most the declared ``bound`` (checked), and not smooth.
+    """
+
+    direction: np.ndarray
+    levels: np.ndarray
+    center: np.ndarray
+    over: np.ndarray
+    under: np.ndarray
+    bound: float = 1.0
+
+    kind: ClassVar[str] = "level"
+
+    def __post_init__(self) -> None:
+        c = check_finite(self.center, "center")
+        a = check_finite(self.direction, "direction")
+        if c.ndim != 1 or a.shape != c.shape:
+            raise ValueError(
+                f"direction and center must be vectors of one length, got {a.shape}, {c.shape}"
+            )
+        b = check_finite(self.levels, "levels")
+        if b.ndim != 1 or b.size < 1:
+            raise ValueError(f"levels must be a non-empty (T,) array, got shape {b.shape}")
+        weights = []
+        for name in ("over", "under"):
+            w = np.broadcast_to(
+                check_finite(self.over if name == "over" else self.under, name), b.shape
+            )
+            if np.any(w < 0):
+                raise ValueError(f"{name} weights must be non-negative, got min {w.min():.6g}")
+            weights.append(np.array(w, dtype=float))
+        for name, value in (("center", c), ("direction", a), ("levels", b)):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "over", weights[0])
+        object.__setattr__(self, "under", weights[1])
+        _within(
+            "Lipschitz constant ||a|| max(over, under)",
+            np.linalg.norm(a) * np.maximum(*weights),
+            self.bound,
+        )
+
+    @classmethod
+    def absolute(
+        cls, direction: np.ndarray, levels: np.ndarray, center: np.ndarray, bound: float = 1.0
+    ) -> LevelLosses:
+        """f_t(x) = |<a, x> - b_t| - |<a, c> - b_t|."""
+        return cls(direction, levels, center, np.ones(1), np.ones(1), bound)
+
+    @classmethod
+    def hinge(
+        cls,
+        direction: np.ndarray,
+        levels: np.ndarray,
+        signs: np.ndarray,
+        center: np.ndarray,
+        bound: float = 1.0,
+    ) -> LevelLosses:
+        """f_t(x) = max(0, s_t (<a, x> - b_t)) - max(0, s_t (<a, c> - b_t)) for signs s_t in
+        {-1, +1}: the classifier's hinge max(0, m - y <a, x>) is s = -y, b = y m."""
+        s = check_finite(signs, "signs")
+        if not np.all(np.isin(s, (-1.0, 1.0))):
+            raise ValueError("signs must be -1 or +1")
+        return cls(direction, levels, center, (s > 0).astype(float), (s < 0).astype(float), bound)
+
+    @property
+    def horizon(self) -> int:
+        return int(self.levels.shape[0])
+
+    def lipschitz(self, domain: ConvexDomain, reach: float = 0.0) -> float:
+        """The declared bound on ||a|| max(over_t, under_t) (the same off the set)."""
+        return float(self.bound)
+
+    def _g(self, t: int, z: np.ndarray) -> np.ndarray:
+        gap = z - self.levels[t]
+        return self.over[t] * np.maximum(gap, 0.0) + self.under[t] * np.maximum(-gap, 0.0)
+
+    def value(self, t: int, x: np.ndarray) -> np.ndarray:
+        return self._g(t, x @ self.direction) - self._g(t, np.asarray(self.center @ self.direction))
+
+    def best(self, domain: ConvexDomain) -> tuple[np.ndarray, float]:
+        """min_x sum_{s<=t} f_s(x) for every t, exactly: <a, x> ranges over [lo, hi] =
+        [min_D <a, x>, -min_D <-a, x>] (two oracle calls; every value between is attained on a
+        segment of D), and the sum is a function of z = <a, x> alone
+        (:func:`_weighted_median_minima`)."""
+        lo, neg_hi = domain.min_linear(np.stack([self.direction, -self.direction]))
+        zc = float(self.center @ self.direction)
+        at_center = np.cumsum(
+            self.over * np.maximum(zc - self.levels, 0.0)
+            + self.under * np.maximum(self.levels - zc, 0.0)
+        )
+        minima = _weighted_median_minima(
+            self.levels, self.over, self.under, float(lo), float(-neg_hi)
+        )
+        return minima - at_center, 0.0
+
+
 @dataclass
 class BanditConvexEnvironment(Stateless):
     """Oblivious convex ``losses`` over ``domain``, bandit feedback (module docstring)."""
 
     domain: ConvexDomain
-    losses: LinearLosses | QuadraticLosses
+    losses: LinearLosses | QuadraticLosses | LevelLosses
     name: str = "bandit convex"
     feedback_kind: FeedbackKind = field(default=FeedbackKind.BANDIT, init=False)
     setting: str = field(default="bandit convex optimisation", init=False)
@@ -208,6 +384,9 @@ class BanditConvexEnvironment(Stateless):
 
 
 # --- decision sets and loss streams for the catalogue ------------------------------------------
+
+#: the loss families :func:`bandit_convex` draws by name
+LOSS_NAMES = ("linear", "quadratic", "absolute", "hinge")
 
 #: the decision sets :func:`make_domain` builds by name
 DOMAIN_NAMES = ("simplex", "box", "ball", "k_subsets", "grid_paths")
@@ -258,12 +437,16 @@ def bandit_convex(
     k: int = 2,
     noise: float = 1.0,
 ) -> BanditConvexEnvironment:
-    """Synthetic bandit convex optimisation over ``make_domain(domain, dim, k)``.
+    """Synthetic bandit convex optimisation over ``make_domain(domain, dim, k)``, around a
+    random unit direction a.
 
-    ``linear``: theta_t = a fixed random direction plus ``noise`` times a standard normal,
-    rescaled into the unit l2 ball (declared bound 1). ``quadratic``: targets a_t = c + a fixed
-    offset of length 1/2 plus ``noise`` / 2 times a standard normal, rescaled to within 1 of c
-    (declared radius 1): the best point is near c + the offset's projection.
+    ``linear``: theta_t = a plus ``noise`` times a standard normal, rescaled into the unit l2
+    ball (declared bound 1). ``quadratic``: targets a_t = c + a / 2 plus ``noise`` / 2 times a
+    standard normal, rescaled to within 1 of c (declared radius 1): the best point is near the
+    projection of c + a / 2. ``absolute``: |<a, x> - b_t| with levels b_t = m + ``noise`` w g_t,
+    where [lo, hi] is the range of <a, x> over the set, w = (hi - lo) / 4 and m the midpoint
+    between <a, c> and hi; ``hinge``: max(0, s_t (<a, x> - b_t)) with the same levels and fair
+    random signs s_t. For both the best point sits near <a, x> = m, away from the centre.
     """
     d = make_domain(domain, dim, k)
     n = d.dim
@@ -271,12 +454,20 @@ def bandit_convex(
     mean = rng.standard_normal(n)
     mean /= np.linalg.norm(mean)
     g = rng.standard_normal((horizon, n))
+    family: LinearLosses | QuadraticLosses | LevelLosses
     if losses == "linear":
-        family: LinearLosses | QuadraticLosses = LinearLosses(
-            _unit_rows(mean + noise * g), c, bound=1.0
-        )
+        family = LinearLosses(_unit_rows(mean + noise * g), c, bound=1.0)
     elif losses == "quadratic":
         family = QuadraticLosses(c + _unit_rows(0.5 * mean + 0.5 * noise * g), c, radius=1.0)
+    elif losses in ("absolute", "hinge"):
+        lo, neg_hi = d.min_linear(np.stack([mean, -mean]))
+        hi, zc = -float(neg_hi), float(c @ mean)
+        levels = 0.5 * (zc + hi) + noise * 0.25 * (hi - float(lo)) * g[:, 0]
+        if losses == "absolute":
+            family = LevelLosses.absolute(mean, levels, c, bound=1.0)
+        else:
+            signs = np.where(rng.random(horizon) < 0.5, -1.0, 1.0)
+            family = LevelLosses.hinge(mean, levels, signs, c, bound=1.0)
     else:
-        raise ValueError(f"losses must be 'linear' or 'quadratic', got {losses!r}")
+        raise ValueError(f"losses must be one of {LOSS_NAMES}, got {losses!r}")
     return BanditConvexEnvironment(d, family, name=f"bandit_convex:{domain}:{losses}")

@@ -176,7 +176,8 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             bandit_convex,
             FeedbackKind.BANDIT,
             "oracle set",
-            "linear or quadratic losses (losses = linear | quadratic) around a random "
+            "linear, quadratic, absolute-value or hinge losses (losses = linear | quadratic | "
+            "absolute | hinge) around a random "
             "direction, over a set with a linear minimisation oracle (domain = simplex | box | "
             "ball | k_subsets | grid_paths), bandit feedback",
         ),
