@@ -76,11 +76,14 @@ class LossVectorFeedback:
 
 @dataclass(frozen=True)
 class LossFunctionFeedback:
-    """Full information: the loss function f_t with its gradient oracle."""
+    """Full information: the loss function f_t with its gradient oracle, and for learners that
+    need curvature and declared constants (CTRL) the structured loss itself
+    (:class:`dponline.online.smooth_losses.SmoothLoss`: value, gradient, Hessian)."""
 
     value: Any  # callable x -> loss, vectorised over replicas
     gradient: Any  # callable x -> gradient
     kind: FeedbackKind = FeedbackKind.LOSS_FUNCTION
+    loss: Any = None
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ class TwoTargets:
     def validation_loss(self, action):
         return ((np.asarray(action) - VALIDATION_TARGET) ** 2).sum(axis=1)
 
-    def regret(self, cumulative_loss):
+    def regret(self, cumulative_loss, rounds=None):
         return cumulative_loss
 
     def state_dict(self) -> dict[str, Any]:

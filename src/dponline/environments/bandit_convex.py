@@ -40,6 +40,7 @@ from dponline.domains.lp_ball import LpBall
 from dponline.domains.matroids import UniformMatroidBasePolytope
 from dponline.domains.paths import PathPolytope
 from dponline.domains.simplex import Simplex
+from dponline.environments.base import at_rounds
 from dponline.environments.oblivious import Stateless
 from dponline.privacy.bounds import check_finite
 from dponline.protocol import BanditFeedback, FeedbackKind
@@ -379,8 +380,9 @@ class BanditConvexEnvironment(Stateless):
             self._best, self.comparator_error = self.losses.best(self.domain)
         return self._best
 
-    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
-        return np.asarray(cumulative_loss, dtype=float) - self.best_cumulative_loss()
+    def regret(self, cumulative_loss: np.ndarray, rounds: np.ndarray | None = None) -> np.ndarray:
+        best = at_rounds(self.best_cumulative_loss(), rounds)
+        return np.asarray(cumulative_loss, dtype=float) - best
 
 
 # --- decision sets and loss streams for the catalogue ------------------------------------------

@@ -72,8 +72,8 @@ class StochasticBandit:
         # regret uses the expected loss of the arm played (pseudo-regret)
         return BanditFeedback(loss), self.means[arms]
 
-    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
-        t = np.arange(1, cumulative_loss.shape[-1] + 1)
+    def regret(self, cumulative_loss: np.ndarray, rounds: np.ndarray | None = None) -> np.ndarray:
+        t = np.arange(1, cumulative_loss.shape[-1] + 1) if rounds is None else np.asarray(rounds)
         return cumulative_loss - t * self.means.min()
 
     def state_dict(self) -> dict[str, Any]:

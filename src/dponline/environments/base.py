@@ -9,7 +9,14 @@ import numpy as np
 
 from dponline.protocol import Feedback
 
-__all__ = ["Environment", "HeldOutEvaluation"]
+__all__ = ["Environment", "HeldOutEvaluation", "at_rounds"]
+
+
+def at_rounds(per_round: np.ndarray, rounds: np.ndarray | None) -> np.ndarray:
+    """``per_round`` (..., T) at the 1-based ``rounds`` (all of it for None)."""
+    if rounds is None:
+        return per_round
+    return np.asarray(per_round)[..., np.asarray(rounds, dtype=np.int64) - 1]
 
 
 @runtime_checkable
@@ -21,8 +28,11 @@ class Environment(Protocol):
       round's context, handed to the learner before it acts (004 Section 4);
     * ``round(t, action)``: the feedback for the learner and each replica's loss, shape
       ``(replicas,)``;
-    * ``regret(cumulative_loss)``: regret curves from cumulative losses ``(..., horizon)``,
-      exactly, against the best fixed decision in hindsight;
+    * ``regret(cumulative_loss, rounds=None)``: regret curves from cumulative losses
+      ``(..., horizon)``, exactly, against the best fixed decision in hindsight; with
+      ``rounds`` (1-based, increasing) the cumulative losses are those after these rounds only,
+      shape ``(..., len(rounds))``, and so is the answer (environments whose comparator is
+      costly compute it at those rounds alone: the runner asks for the rounds it records);
     * ``state_dict()`` / ``load_state_dict(state)``: everything needed to resume, RNG state
       included (an empty dict for oblivious losses, fixed in advance).
     """
@@ -32,7 +42,9 @@ class Environment(Protocol):
 
     def round(self, t: int, action: np.ndarray) -> tuple[Feedback, np.ndarray]: ...
 
-    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray: ...
+    def regret(
+        self, cumulative_loss: np.ndarray, rounds: np.ndarray | None = None
+    ) -> np.ndarray: ...
 
     def state_dict(self) -> dict[str, Any]: ...
 

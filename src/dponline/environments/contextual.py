@@ -111,7 +111,7 @@ class SyntheticGLMBandit:
             reward = played + self._gen.uniform(-self.noise, self.noise, arms.shape)
         return RewardFeedback(reward), mean.max() - played
 
-    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
+    def regret(self, cumulative_loss: np.ndarray, rounds: np.ndarray | None = None) -> np.ndarray:
         """The per-round losses are the pseudo-regret increments already."""
         return cumulative_loss
 
@@ -172,7 +172,7 @@ class DigitsBandit:
         reward = (arms == self.labels[self._i]).astype(float)
         return RewardFeedback(reward), 1.0 - reward
 
-    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
+    def regret(self, cumulative_loss: np.ndarray, rounds: np.ndarray | None = None) -> np.ndarray:
         """Mistakes: regret against the label oracle, which is never wrong."""
         return cumulative_loss
 

@@ -183,7 +183,7 @@ class LpRegressionStream:
         """Validation SubOpt of each replica's iterate, shape (replicas,)."""
         return np.asarray(subopt(action, self.validation, self.theta_star), dtype=float)
 
-    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
+    def regret(self, cumulative_loss: np.ndarray, rounds: np.ndarray | None = None) -> np.ndarray:
         """Cumulative test SubOpt: the regret against theta*, whose test SubOpt is 0."""
         return np.asarray(cumulative_loss, dtype=float)
 

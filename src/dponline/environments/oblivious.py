@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dponline.domains.base import checked_domain
+from dponline.environments.base import at_rounds
 from dponline.privacy.bounds import InputBounds, check_finite
 
 __all__ = ["ObliviousLosses", "Stateless"]
@@ -84,6 +85,6 @@ class ObliviousLosses(Stateless):
         """The best fixed decision's cumulative loss in hindsight, for t = 1..T."""
         return self._best
 
-    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
-        """Regret curves from cumulative losses (..., T)."""
-        return cumulative_loss - self._best
+    def regret(self, cumulative_loss: np.ndarray, rounds: np.ndarray | None = None) -> np.ndarray:
+        """Regret curves from cumulative losses (..., T), or at the 1-based ``rounds``."""
+        return cumulative_loss - at_rounds(self._best, rounds)

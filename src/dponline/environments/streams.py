@@ -78,7 +78,7 @@ class LinearRegressionStream:
         x, y = self.sample(1)
         return SampleFeedback(x[0], y[0]), risk
 
-    def regret(self, cumulative_loss: np.ndarray) -> np.ndarray:
+    def regret(self, cumulative_loss: np.ndarray, rounds: np.ndarray | None = None) -> np.ndarray:
         """Cumulative excess risk (the best fixed decision theta* has none)."""
         return cumulative_loss
 

@@ -312,7 +312,7 @@ class _Run:
 
     recorded_t: np.ndarray  # (n_recorded,)
     recorded_loss: np.ndarray  # (n_recorded, seeds) cumulative loss
-    full_regret: np.ndarray  # (horizon,) regret of zero cumulative loss = -best cumulative loss
+    regret_offset: np.ndarray  # (n_recorded,) regret of zero cumulative loss = -best loss
     final_loss: np.ndarray  # (seeds,) test loss of the final output, NaN without held-out sets
     validation_loss: np.ndarray  # (seeds,) validation loss of the final output (or NaN)
     proven_epsilon: float
@@ -455,7 +455,10 @@ def _play(
     run = _Run(
         recorded_t=np.array(recorded_t, dtype=np.int64),
         recorded_loss=np.array(recorded_loss, dtype=float).reshape(len(recorded_t), replicas),
-        full_regret=np.asarray(env.regret(np.zeros((1, horizon)))[0], dtype=float),
+        # the regret at the recorded rounds of a zero cumulative loss: minus the comparator
+        regret_offset=np.asarray(
+            env.regret(np.zeros((1, len(recorded_t))), np.array(recorded_t))[0], dtype=float
+        ),
         final_loss=final,
         validation_loss=validation,
         proven_epsilon=math.nan if privacy is None else float(privacy.epsilon),
@@ -470,7 +473,7 @@ def _play(
 
 def _rows(task: Task, run: _Run, tuned: str) -> pd.DataFrame:
     ts, losses = run.recorded_t, run.recorded_loss  # losses: (n_recorded, seeds)
-    regret = losses + run.full_regret[ts - 1][:, None]
+    regret = losses + run.regret_offset[:, None]
     n_t, n_s = losses.shape
     final = np.full((n_t, n_s), np.nan)
     final[ts == ts.max()] = run.final_loss  # on the last round's rows only

@@ -1,0 +1,376 @@
+"""Couple-The-Regularized-Leader (CTRL): Algorithms 1 and 2 of Agarwal, Kale, Singh & Thakurta
+(2023), "Differentially Private and Lazy Online Convex Optimization".
+
+The learner is follow-the-regularised-leader with a random linear perturbation,
+
+    x*(l_{1:t}, Z) = argmin_x J(l_{1:t}, x) + <Z, x>,
+    J(l, x) = l(x) + ||x - c||^2 / (2 eta) + B(x)                                   (Eq. 3.1)
+
+over the interior of a full-dimensional set K with a barrier, Z ~ N(0, sigma^2 I), that moves
+only when a rejection test says so. Its iterates keep (approximately) the distribution mu_t of
+x*(l_{1:t-1}, Z), whose density is (Lemma 2)
+
+    mu(x) = nu(-grad J(l, x)) det(Hess J(l, x)).
+
+Each round, with x_t fixed, the learner adds the new loss's gradient and Hessian at x_t to the
+running gradient and Hessian of J at x_t (O(d^2), plus one Cholesky factor for the
+log-determinant: no solve), compares log mu_{t+1}(x_t) with log mu_t(x_t), and keeps x_t with
+probability min{1, max{Phi^{-2}, mu_{t+1}(x_t) / (Phi mu_t(x_t))}} unless a forced switch
+(probability p) fires; a switch (at most ``switch_budget`` of them) draws a fresh Z and solves
+for x*(l_{1:t}, Z) by a damped Newton method on the sum of all losses so far.
+
+Conventions we chose where the paper leaves room (each is a change of coordinates or an
+analysis-only device, not a change of the algorithm):
+
+* The paper assumes 0 in K and regularises ||x||^2; we centre both the regulariser and the
+  shrunk set K° = c + (1 - 1/T)(K - c) at c, the barrier's analytic centre.
+* The barrier B = s (R - R(c)) is the set's log barrier R shifted to vanish at its minimiser
+  and scaled so that 0 <= B <= G D on K° (Section 2). For a barrier R = -sum_j log g_j(x)
+  with concave slacks g_j (the ball, boxes, polytopes), every x in K° is
+  x = c/T + (1 - 1/T) y with y in K, so g_j(x) >= g_j(c)/T and R(x) - R(c) <= m log T:
+  s = G D / (m log T), m the number of slacks.
+* Algorithm 2 (strongly convex losses) uses sigma_t = sigma sqrt(t) (Theorem 13); with
+  sigma_0 = 0 the first point would be deterministic and mu_1 would have no density, so the
+  first noise uses sigma_1 (sigma_t = sigma sqrt(max(t, 1))).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dponline.domains.base import ConvexDomain, HasBarrier, checked_domain
+from dponline.online.smooth_losses import GLMLink, LossSum, SmoothLoss
+from dponline.privacy.guarantee import PrivacyGuarantee
+from dponline.protocol import (
+    FeedbackKind,
+    LossFunctionFeedback,
+    checked_count,
+    checked_round,
+)
+from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
+
+__all__ = ["CTRL", "NewtonResult", "barrier_scale"]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def barrier_scale(lipschitz: float, diameter: float, slacks: int, horizon: int) -> float:
+    """s with 0 <= s (R - R(c)) <= G D on K° (module docstring): G D / (m log T), log T taken
+    at T >= 2."""
+    return float(lipschitz) * float(diameter) / (int(slacks) * math.log(max(int(horizon), 2)))
+
+
+class NewtonResult:
+    """Points, the gradient and Hessian of J (without the linear term) there, and the number
+    of Newton iterations used."""
+
+    def __init__(self, x: np.ndarray, grad_j: np.ndarray, hess_j: np.ndarray, iters: int):
+        self.x, self.grad_j, self.hess_j, self.iters = x, grad_j, hess_j, iters
+
+
+class CTRL:
+    """Algorithm 1 (``noise_growth=False``) or Algorithm 2 (``noise_growth=True``) of Agarwal,
+    Kale, Singh & Thakurta (2023) over ``domain`` (full-dimensional, with a barrier).
+
+    Parameters come from the calibrators of :mod:`dponline.online.ctrl_parameters`: ``eta``
+    (``math.inf``: no quadratic regulariser), ``sigma``, ``log_phi`` (a number, or one value per
+    round 1..T for Algorithm 2's Phi_t), ``p`` (forced switching rate), ``switch_budget`` (B),
+    and the declared ``lipschitz`` G and ``smoothness`` beta of every loss over the set (checked
+    on each loss from its parameters; also ``strong_convexity`` lam > 0 for Algorithm 2 and
+    ``glm_link`` for the GLM setting, where every loss must be f(<v, x>, y) with that link).
+    ``privacy`` is the guarantee the calibrator proved (None: the lazy, non-private use).
+    """
+
+    feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.LOSS_FUNCTION
+
+    def __init__(
+        self,
+        domain: ConvexDomain,
+        horizon: int,
+        *,
+        eta: float,
+        sigma: float,
+        log_phi: float | np.ndarray,
+        p: float,
+        lipschitz: float,
+        smoothness: float,
+        switch_budget: float = math.inf,
+        strong_convexity: float = 0.0,
+        glm_link: GLMLink | None = None,
+        noise_growth: bool = False,
+        privacy: PrivacyGuarantee | None = None,
+        replicas: int = 1,
+        rng: RngLike = None,
+        newton_tolerance: float = 1e-22,
+    ) -> None:
+        self.domain = checked_domain(domain)
+        if not isinstance(domain, HasBarrier) or domain.affine_dim != domain.dim:
+            raise TypeError(
+                f"CTRL needs a full-dimensional set with a barrier (ball, box, polytope), got "
+                f"{type(domain).__name__}"
+            )
+        self.barrier = domain.barrier
+        self.horizon = checked_count("horizon", horizon)
+        self.replicas = checked_count("replicas", replicas)
+        self.dim = int(domain.dim)
+        if not (eta > 0):
+            raise ValueError(f"eta must be positive (math.inf for none), got {eta!r}")
+        if not (math.isfinite(sigma) and sigma > 0):
+            raise ValueError(f"sigma must be finite and positive, got {sigma!r}")
+        if not (0.0 <= p <= 1.0):
+            raise ValueError(f"p must lie in [0, 1], got {p!r}")
+        if not (switch_budget >= 0):
+            raise ValueError(
+                f"switch_budget must be >= 0 (math.inf for none), got {switch_budget!r}"
+            )
+        for name, value in (("lipschitz", lipschitz), ("smoothness", smoothness)):
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be finite and positive, got {value!r}")
+        if not (math.isfinite(strong_convexity) and strong_convexity >= 0):
+            raise ValueError(f"strong_convexity must be >= 0, got {strong_convexity!r}")
+        if math.isinf(eta) and strong_convexity == 0:
+            raise ValueError("eta = inf needs strongly convex losses (strong_convexity > 0)")
+        phi = np.asarray(log_phi, dtype=float)
+        if phi.ndim == 0:
+            phi = np.full(self.horizon, float(phi))
+        if phi.shape != (self.horizon,) or not np.all(np.isfinite(phi)) or np.any(phi < 0):
+            raise ValueError(
+                f"log_phi must be a non-negative number or {self.horizon} of them, got shape "
+                f"{phi.shape}"
+            )
+        self.eta, self.sigma, self.p = float(eta), float(sigma), float(p)
+        self.log_phi = phi
+        self.switch_budget = float(switch_budget)
+        self.lipschitz, self.smoothness = float(lipschitz), float(smoothness)
+        self.strong_convexity = float(strong_convexity)
+        self.glm_link = glm_link
+        self.noise_growth = bool(noise_growth)
+        self.privacy = privacy
+        self.newton_tolerance = float(newton_tolerance)
+        self.center = np.asarray(self.barrier.analytic_center(), dtype=float)
+        slacks = int(np.asarray(self.barrier.slack(self.center[None, :])).shape[-1])
+        self.barrier_scale = barrier_scale(lipschitz, domain.diameter, slacks, self.horizon)
+        self.radius = float(self.barrier.max_norm())
+        self._rng = as_generator(rng)
+        self.losses = LossSum(self.dim)
+        self.t = 0
+        self.switches = np.zeros(self.replicas, dtype=np.int64)
+        self.newton_iterations = 0
+        z = self._rng.standard_normal((self.replicas, self.dim)) * self._sigma_at(0)
+        start = np.broadcast_to(self.center, (self.replicas, self.dim))
+        self._set_points(np.ones(self.replicas, dtype=bool), self.solve(start, z), 0)
+
+    # --- the objective J and its Newton solver ---------------------------------------------
+    def _sigma_at(self, n: int) -> float:
+        """The noise scale of mu_{n+1} (the law of x*(l_{1:n}, Z))."""
+        return self.sigma * math.sqrt(max(n, 1)) if self.noise_growth else self.sigma
+
+    def _regulariser(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Value, gradient, Hessian of ||x - c||^2 / (2 eta) + s R(x) at the rows of x."""
+        s = self.barrier_scale
+        r = x - self.center
+        inv = 0.0 if math.isinf(self.eta) else 1.0 / self.eta
+        value = 0.5 * inv * (r * r).sum(axis=-1) + s * self.barrier.value(x)
+        grad = inv * r + s * self.barrier.gradient(x)
+        hess = s * self.barrier.hessian(x) + inv * np.eye(self.dim)
+        return value, grad, hess
+
+    def j_gradient_hessian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """grad J(l_{1:t}, x) and Hess J(l_{1:t}, x) for the losses seen so far (Eq. 3.1)."""
+        _, g, h = self._regulariser(x)
+        return g + self.losses.gradient(x), h + self.losses.hessian(x)
+
+    def j_value(self, x: np.ndarray) -> np.ndarray:
+        return self._regulariser(x)[0] + self.losses.value(x)
+
+    def solve(self, start: np.ndarray, z: np.ndarray, max_iterations: int = 200) -> NewtonResult:
+        """x*(l_{1:t}, Z) for each row of ``z``: damped Newton from ``start`` (strictly
+        inside K) on J + <Z, x>, backtracking (Armijo) while the Newton decrement is large and
+        staying strictly inside the barrier's domain, full steps near the minimiser, until the
+        squared decrement g' H^{-1} g is below ``newton_tolerance``."""
+        x = np.array(start, dtype=float)
+        iters = 0
+        g, h = self.j_gradient_hessian(x)
+        for _ in range(max_iterations):
+            grad = g + z
+            step = -np.linalg.solve(h, grad[..., None])[..., 0]
+            dec2 = -(grad * step).sum(axis=-1)
+            active = dec2 > self.newton_tolerance
+            if not active.any():
+                break
+            iters += 1
+            alpha = np.where(dec2 < 1e-6, 1.0, 1.0 / (1.0 + np.sqrt(dec2)))
+            f0 = self.j_value(x) + (z * x).sum(axis=-1)
+            for _ in range(60):
+                cand = x + alpha[:, None] * step
+                inside = self.barrier.contains(cand)
+                value = np.full(len(x), np.inf)
+                if inside.any():
+                    c = cand[inside]
+                    value[inside] = self.j_value(c) + (z[inside] * c).sum(axis=-1)
+                near = dec2 < 1e-6
+                accept = inside & (near | (value <= f0 - 0.25 * alpha * dec2) | ~active)
+                if accept.all():
+                    break
+                alpha = np.where(accept, alpha, 0.5 * alpha)
+            x = np.where(active[:, None] & accept[:, None], cand, x)
+            g, h = self.j_gradient_hessian(x)
+        self.newton_iterations += iters
+        return NewtonResult(x, g, h, iters)
+
+    # --- densities (Lemma 2) ----------------------------------------------------------------
+    def log_density(self, grad_j: np.ndarray, hess_j: np.ndarray, n: int) -> np.ndarray:
+        """log mu_{n+1}(x) = log nu(-grad J(l_{1:n}, x)) + log det Hess J(l_{1:n}, x)
+        (Lemma 2), from the gradient and Hessian of J at the points."""
+        var = self._sigma_at(n) ** 2
+        chol = np.linalg.cholesky(hess_j)
+        logdet = 2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(axis=-1)
+        return (
+            -(grad_j * grad_j).sum(axis=-1) / (2.0 * var)
+            - 0.5 * self.dim * (_LOG_2PI + math.log(var))
+            + logdet
+        )
+
+    def _set_points(self, mask: np.ndarray, result: NewtonResult, n: int) -> None:
+        if n == 0:
+            self.x = result.x.copy()
+            self._grad = result.grad_j.copy()
+            self._hess = result.hess_j.copy()
+            self._log_mu = self.log_density(result.grad_j, result.hess_j, 0)
+            return
+        self.x[mask] = result.x
+        self._grad[mask] = result.grad_j
+        self._hess[mask] = result.hess_j
+        self._log_mu[mask] = self.log_density(result.grad_j, result.hess_j, n)
+
+    # --- the protocol -----------------------------------------------------------------------
+    def act(self) -> np.ndarray:
+        """x_{t+1}, shape (replicas, d)."""
+        return self.x.copy()
+
+    def checked_loss(self, feedback: Any) -> SmoothLoss:
+        """The round's loss after the checks the guarantee needs: a structured smooth loss of
+        the right dimension whose Lipschitz and smoothness constants over the set (from its
+        parameters) are within the declared ones, strongly convex enough for Algorithm 2, and of
+        the declared GLM link in the GLM setting."""
+        if self.t >= self.horizon:
+            raise ValueError(f"all {self.horizon} rounds have been played")
+        if not isinstance(feedback, LossFunctionFeedback) or not isinstance(
+            feedback.loss, SmoothLoss
+        ):
+            raise TypeError(
+                "CTRL observes LossFunctionFeedback carrying a SmoothLoss (its Hessian and "
+                f"declared constants), got {type(feedback).__name__}"
+            )
+        loss = feedback.loss
+        if loss.dim != self.dim:
+            raise ValueError(f"the loss has dimension {loss.dim}, the learner {self.dim}")
+        g, beta, lam = loss.constants(self.radius)
+        tol = 1.0 + 1e-9
+        if g > self.lipschitz * tol:
+            raise ValueError(
+                f"round {self.t + 1}: the loss's Lipschitz constant over the set {g:.6g} exceeds "
+                f"the declared bound {self.lipschitz:.6g}"
+            )
+        if beta > self.smoothness * tol:
+            raise ValueError(
+                f"round {self.t + 1}: the loss's smoothness {beta:.6g} exceeds the declared "
+                f"bound {self.smoothness:.6g}"
+            )
+        if lam < self.strong_convexity / tol:
+            raise ValueError(
+                f"round {self.t + 1}: the loss is {lam:.6g}-strongly convex, the learner "
+                f"needs {self.strong_convexity:.6g}"
+            )
+        if self.glm_link is not None and not (loss.is_glm and loss.link == self.glm_link):
+            raise ValueError(
+                f"round {self.t + 1}: the GLM guarantee needs f(<v, x>, y) with the link "
+                f"{self.glm_link!r} alone, got {loss!r}"
+            )
+        return loss
+
+    def observe(self, feedback: Any) -> None:
+        loss = self.checked_loss(feedback)
+        u = self._rng.random((2, self.replicas))  # S_t and S'_t, drawn every round
+        self.losses.add(loss)
+        self.t += 1
+        n = self.t
+        self._grad += loss.gradient(self.x)
+        self._hess += loss.hessian(self.x)
+        log_next = self.log_density(self._grad, self._hess, n)
+        if n == self.horizon:  # no decision follows the last loss
+            self._log_mu = log_next
+            return
+        log_phi = float(self.log_phi[n - 1])
+        log_ratio = log_next - self._log_mu - log_phi
+        keep_prob = np.clip(np.exp(np.minimum(log_ratio, 0.0)), math.exp(-2.0 * log_phi), 1.0)
+        s_zero = u[0] >= keep_prob  # S_t = 0: the test rejects
+        forced = u[1] < self.p  # S'_t = 0
+        switch = (self.switches < self.switch_budget) & (s_zero | forced)
+        self._log_mu = log_next
+        if switch.any():
+            k = int(switch.sum())
+            z = self._rng.standard_normal((k, self.dim)) * self._sigma_at(n)
+            self._set_points(switch, self.solve(self.x[switch], z), n)
+            self.switches[switch] += 1
+
+    def scale_noise(self, fraction: float) -> None:
+        """Run with ``fraction`` of the calibrated noise (the privacy audit's under-noised
+        learner): sigma and the density of the current points change together."""
+        if not (fraction > 0):
+            raise ValueError(f"fraction must be positive, got {fraction!r}")
+        self.sigma *= float(fraction)
+        self._log_mu = self.log_density(self._grad, self._hess, self.t)
+
+    # --- resume ----------------------------------------------------------------------------
+    def _config(self) -> dict[str, Any]:
+        return {
+            "horizon": self.horizon,
+            "replicas": self.replicas,
+            "dim": self.dim,
+            "eta": self.eta,
+            "p": self.p,
+            "switch_budget": self.switch_budget,
+            "lipschitz": self.lipschitz,
+            "smoothness": self.smoothness,
+            "strong_convexity": self.strong_convexity,
+            "noise_growth": self.noise_growth,
+            "glm_link": None if self.glm_link is None else self.glm_link.name,
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "config": self._config(),
+            "t": self.t,
+            "sigma": self.sigma,
+            "log_phi": self.log_phi.copy(),
+            "x": self.x.copy(),
+            "grad": self._grad.copy(),
+            "hess": self._hess.copy(),
+            "log_mu": self._log_mu.copy(),
+            "switches": self.switches.copy(),
+            "newton_iterations": self.newton_iterations,
+            "losses": self.losses.state_dict(),
+            "rng": generator_state(self._rng),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("config") != self._config():
+            raise ValueError(
+                "state was saved from a CTRL with a different horizon, dimension, replicas or "
+                "parameters; it cannot continue this one"
+            )
+        self.t = checked_round(state["t"], self.horizon)
+        self.sigma = float(state["sigma"])
+        self.log_phi = np.array(state["log_phi"], dtype=float)
+        self.x = np.array(state["x"], dtype=float)
+        self._grad = np.array(state["grad"], dtype=float)
+        self._hess = np.array(state["hess"], dtype=float)
+        self._log_mu = np.array(state["log_mu"], dtype=float)
+        self.switches = np.array(state["switches"], dtype=np.int64)
+        self.newton_iterations = int(state["newton_iterations"])
+        self.losses.load_state_dict(state["losses"])
+        self._rng = generator_from_state(state["rng"])
