@@ -17,7 +17,10 @@ running gradient and Hessian of J at x_t (O(d^2), plus one Cholesky factor for t
 log-determinant: no solve), compares log mu_{t+1}(x_t) with log mu_t(x_t), and keeps x_t with
 probability min{1, max{Phi^{-2}, mu_{t+1}(x_t) / (Phi mu_t(x_t))}} unless a forced switch
 (probability p) fires; a switch (at most ``switch_budget`` of them) draws a fresh Z and solves
-for x*(l_{1:t}, Z) by a damped Newton method on the sum of all losses so far.
+for x*(l_{1:t}, Z) by a damped Newton method on the sum of all losses so far, started at the
+barrier's analytic centre (a warm start at the previous point is worse: with large noise the
+minimisers sit close to the boundary in the direction of -Z, and Newton creeps along a curved
+boundary by steps of the size of the slack; from the centre it moves out almost radially).
 
 Conventions we chose where the paper leaves room (each is a change of coordinates or an
 analysis-only device, not a change of the algorithm):
@@ -187,10 +190,11 @@ class CTRL:
         return self._regulariser(x)[0] + self.losses.value(x)
 
     def solve(self, start: np.ndarray, z: np.ndarray, max_iterations: int = 200) -> NewtonResult:
-        """x*(l_{1:t}, Z) for each row of ``z``: damped Newton from ``start`` (strictly
-        inside K) on J + <Z, x>, backtracking (Armijo) while the Newton decrement is large and
-        staying strictly inside the barrier's domain, full steps near the minimiser, until the
-        squared decrement g' H^{-1} g is below ``newton_tolerance``."""
+        """x*(l_{1:t}, Z) for each row of ``z``: Newton from ``start`` (strictly inside K) on
+        J + <Z, x>, halving the step until it stays strictly inside the barrier's domain and
+        decreases the objective by a quarter of the predicted amount (Armijo) while the Newton
+        decrement is large, full steps near the minimiser, until the squared decrement
+        g' H^{-1} g is below ``newton_tolerance``."""
         x = np.array(start, dtype=float)
         iters = 0
         g, h = self.j_gradient_hessian(x)
@@ -202,7 +206,7 @@ class CTRL:
             if not active.any():
                 break
             iters += 1
-            alpha = np.where(dec2 < 1e-6, 1.0, 1.0 / (1.0 + np.sqrt(dec2)))
+            alpha = np.ones(len(x))
             f0 = self.j_value(x) + (z * x).sum(axis=-1)
             for _ in range(60):
                 cand = x + alpha[:, None] * step
@@ -314,7 +318,8 @@ class CTRL:
         if switch.any():
             k = int(switch.sum())
             z = self._rng.standard_normal((k, self.dim)) * self._sigma_at(n)
-            self._set_points(switch, self.solve(self.x[switch], z), n)
+            start = np.broadcast_to(self.center, (k, self.dim))
+            self._set_points(switch, self.solve(start, z), n)
             self.switches[switch] += 1
 
     def scale_noise(self, fraction: float) -> None:
