@@ -82,8 +82,8 @@ class LossFunctionFeedback:
 
     value: Any  # callable x -> loss, vectorised over replicas
     gradient: Any  # callable x -> gradient
-    kind: FeedbackKind = FeedbackKind.LOSS_FUNCTION
     loss: Any = None
+    kind: FeedbackKind = FeedbackKind.LOSS_FUNCTION
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dponline.environments import (
 )
 from dponline.environments.catalogue import ENVIRONMENTS, build_environment
 from dponline.experiments.checkpoints import load_state, save_state
-from dponline.protocol import FeedbackKind
+from dponline.protocol import FeedbackKind, LossFunctionFeedback
 
 
 def test_experts_regret_by_hand():
@@ -182,6 +182,10 @@ def _play(env: Environment, space: str, rounds: range) -> list[np.ndarray]:
             seen.append(np.array(env.context(t)))
         feedback, loss = env.round(t, _action(env, space, t))
         seen.append(np.asarray(loss))
+        if isinstance(feedback, LossFunctionFeedback):  # functions: their values at a probe
+            probe = np.full((1, env.dim), 0.1)
+            seen += [feedback.value(probe), feedback.gradient(probe), feedback.loss.hessian(probe)]
+            continue
         seen += [np.asarray(getattr(feedback, f.name)) for f in dataclasses.fields(feedback)[:-1]]
     return seen
 
