@@ -198,11 +198,17 @@ class CTRL:
         x = np.array(start, dtype=float)
         iters = 0
         g, h = self.j_gradient_hessian(x)
+        previous = np.full(len(x), np.inf)
         for _ in range(max_iterations):
             grad = g + z
             step = -np.linalg.solve(h, grad[..., None])[..., 0]
             dec2 = -(grad * step).sum(axis=-1)
-            active = dec2 > self.newton_tolerance
+            # converged: below the tolerance, or at the floor of double precision (near the
+            # minimiser the decrement squares each step; once it stops falling, rounding in
+            # grad = grad J + Z, of relative size 1e-16 ||Z||, is all that is left)
+            stalled = (dec2 < 1e-12) & (dec2 > 0.25 * previous)
+            active = (dec2 > self.newton_tolerance) & ~stalled
+            previous = np.where(active, dec2, previous)
             if not active.any():
                 break
             iters += 1
