@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_agarwal_singh.py
 	$(BIN)/python benchmarks/bench_glm_bandit.py
 	$(BIN)/python benchmarks/bench_private_bandit.py
+	$(BIN)/python benchmarks/bench_ctrl.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -190,14 +190,38 @@ class CTRL:
         return self._regulariser(x)[0] + self.losses.value(x)
 
     def solve(self, start: np.ndarray, z: np.ndarray, max_iterations: int = 200) -> NewtonResult:
-        """x*(l_{1:t}, Z) for each row of ``z``: Newton from ``start`` (strictly inside K) on
-        J + <Z, x>, halving the step until it stays strictly inside the barrier's domain and
+        """x*(l_{1:t}, Z) for each row of ``z``, in two Newton stages from ``start`` (strictly
+        inside K): first on the regulariser alone, ||x - c||^2 / (2 eta) + B(x) + <Z, x> (O(d^2)
+        a step whatever the number of losses), then on the whole J + <Z, x> from there where the
+        losses' gradient is under a tenth of ||Z|| (large noise: the losses perturb the first
+        problem little, so the costly stage is short), from ``start`` elsewhere.
+        Each stage halves its step until it stays strictly inside the barrier's domain and
         decreases the objective by a quarter of the predicted amount (Armijo) while the Newton
-        decrement is large, full steps near the minimiser, until the squared decrement
-        g' H^{-1} g is below ``newton_tolerance``."""
-        x = np.array(start, dtype=float)
+        decrement is large, takes full steps near the minimiser, and stops when the squared
+        decrement g' H^{-1} g is below ``newton_tolerance`` or stops falling (the floor of
+        double precision)."""
+        start = np.array(start, dtype=float)
+        first = self._newton(start, z, False, max_iterations).x
+        # the first stage's point is a good start only where the losses' pull is small next to
+        # the noise's; elsewhere it sits near the boundary in the wrong direction and Newton
+        # would creep along the boundary by steps of the size of the slack: start as given
+        pull = np.linalg.norm(self.losses.gradient(first), axis=-1)
+        perturbation = pull <= 0.1 * np.linalg.norm(z, axis=-1)
+        return self._newton(np.where(perturbation[:, None], first, start), z, True, max_iterations)
+
+    def _newton(
+        self, x: np.ndarray, z: np.ndarray, with_losses: bool, max_iterations: int
+    ) -> NewtonResult:
+        def parts(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            if with_losses:
+                return self.j_gradient_hessian(points)
+            return self._regulariser(points)[1:]
+
+        def value(points: np.ndarray) -> np.ndarray:
+            return self.j_value(points) if with_losses else self._regulariser(points)[0]
+
         iters = 0
-        g, h = self.j_gradient_hessian(x)
+        g, h = parts(x)
         previous = np.full(len(x), np.inf)
         for _ in range(max_iterations):
             grad = g + z
@@ -213,22 +237,23 @@ class CTRL:
                 break
             iters += 1
             alpha = np.ones(len(x))
-            f0 = self.j_value(x) + (z * x).sum(axis=-1)
+            f0 = value(x) + (z * x).sum(axis=-1)
+            near = dec2 < 1e-6
             for _ in range(60):
                 cand = x + alpha[:, None] * step
                 inside = self.barrier.contains(cand)
-                value = np.full(len(x), np.inf)
+                f = np.full(len(x), np.inf)
                 if inside.any():
                     c = cand[inside]
-                    value[inside] = self.j_value(c) + (z[inside] * c).sum(axis=-1)
-                near = dec2 < 1e-6
-                accept = inside & (near | (value <= f0 - 0.25 * alpha * dec2) | ~active)
+                    f[inside] = value(c) + (z[inside] * c).sum(axis=-1)
+                accept = inside & (near | (f <= f0 - 0.25 * alpha * dec2) | ~active)
                 if accept.all():
                     break
                 alpha = np.where(accept, alpha, 0.5 * alpha)
             x = np.where(active[:, None] & accept[:, None], cand, x)
-            g, h = self.j_gradient_hessian(x)
-        self.newton_iterations += iters
+            g, h = parts(x)
+        if with_losses:
+            self.newton_iterations += iters
         return NewtonResult(x, g, h, iters)
 
     # --- densities (Lemma 2) ----------------------------------------------------------------
