@@ -31,6 +31,7 @@ oblivious or shared stream), so that replicas differ only by the learner's own r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import tempfile
@@ -44,6 +45,7 @@ import numpy as np
 from dponline.environments.catalogue import ENVIRONMENTS, build_environment
 from dponline.experiments.checkpoints import load_state, save_state
 from dponline.experiments.learner_audit import audit_environment, audit_learner
+from dponline.online.smooth_losses import SmoothLoss
 from dponline.privacy.audit import AuditResult
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee, PrivacyWarning
 from dponline.protocol import (
@@ -52,6 +54,7 @@ from dponline.protocol import (
     Feedback,
     FeedbackKind,
     Learner,
+    LossFunctionFeedback,
     LossVectorFeedback,
     RewardFeedback,
     SampleFeedback,
@@ -209,6 +212,10 @@ def _bad_contexts(x: np.ndarray) -> Iterator[tuple[str, np.ndarray, float | tupl
     yield f"a context of shape ({d + 1},)", np.zeros(d + 1), (d + 1,)
 
 
+def _loss_feedback(loss: SmoothLoss) -> LossFunctionFeedback:
+    return LossFunctionFeedback(loss.value, loss.gradient, loss=loss)
+
+
 def _bad_feedback(
     kind: FeedbackKind, valid: Feedback, replicas: int
 ) -> Iterator[tuple[str, Feedback, float | tuple[int, ...]]]:
@@ -237,6 +244,21 @@ def _bad_feedback(
         yield f"the sample x = {OUT_OF_BOUNDS} e_1", out_x, OUT_OF_BOUNDS
         yield f"the label y = {OUT_OF_BOUNDS}", SampleFeedback(x, OUT_OF_BOUNDS), OUT_OF_BOUNDS
         yield f"a sample x of shape ({d + 1},)", SampleFeedback(np.zeros(d + 1), y), (d + 1,)
+    elif kind is FeedbackKind.LOSS_FUNCTION:
+        # a structured loss (SmoothLoss) refuses NaN parameters when it is built, so there is
+        # no NaN loss to hand a learner; out of bounds: the GLM direction (or the quadratic's
+        # anchor) 1234.5 e_1, whose Lipschitz constant over the set exceeds any declared bound
+        assert isinstance(valid, LossFunctionFeedback) and isinstance(valid.loss, SmoothLoss)
+        loss = valid.loss
+        d = loss.dim
+        if loss.link is not None:
+            big = dataclasses.replace(loss, v=_e1(d, OUT_OF_BOUNDS))
+            wrong = SmoothLoss.glm(loss.link, np.zeros(d + 1), loss.y)
+        else:
+            big = dataclasses.replace(loss, anchor=_e1(d, OUT_OF_BOUNDS))
+            wrong = SmoothLoss.quadratic(1.0, np.zeros(d + 1))
+        yield f"a loss with parameter {OUT_OF_BOUNDS} e_1", _loss_feedback(big), OUT_OF_BOUNDS
+        yield f"a loss on points of shape ({d + 1},)", _loss_feedback(wrong), (d + 1,)
     elif kind is FeedbackKind.CONTEXTUAL_BANDIT:
         assert isinstance(valid, RewardFeedback)
         yield "a NaN reward", RewardFeedback(_nan_first(valid.reward)), math.nan

@@ -22,6 +22,12 @@ def feedback(loss: SmoothLoss) -> LossFunctionFeedback:
     return LossFunctionFeedback(loss.value, loss.gradient, loss=loss)
 
 
+def step(ctrl: CTRL, loss: SmoothLoss) -> None:
+    """One round: act, then observe the loss."""
+    ctrl.act()
+    ctrl.observe(feedback(loss))
+
+
 def learner(domain, horizon=20, replicas=1, rng=0, **kw) -> CTRL:
     options = dict(eta=0.5, sigma=1.0, log_phi=0.5, p=0.1, lipschitz=3.0, smoothness=2.0)
     options.update(kw)
@@ -117,7 +123,7 @@ def test_newton_solutions_satisfy_first_order_optimality():
     for domain in (LpBall(5, 2.0), Box(5)):
         ctrl = learner(domain, horizon=50, replicas=30, sigma=3.0)
         for loss in squared_losses(5, 30, seed=2):
-            ctrl.observe(feedback(loss))
+            step(ctrl, loss)
         z = np.random.default_rng(4).normal(size=(30, 5)) * 3.0
         res = ctrl.solve(np.broadcast_to(ctrl.center, (30, 5)), z)
         g, _ = ctrl.j_gradient_hessian(res.x)
@@ -128,7 +134,7 @@ def test_newton_solutions_satisfy_first_order_optimality():
 def test_incremental_log_density_equals_a_computation_from_scratch():
     ctrl = learner(LpBall(4, 2.0), horizon=60, replicas=8, sigma=2.0, p=0.2)
     for loss in squared_losses(4, 40, seed=5):
-        ctrl.observe(feedback(loss))
+        step(ctrl, loss)
         g, h = ctrl.j_gradient_hessian(ctrl.x)
         scratch = ctrl.log_density(g, h, ctrl.t)
         np.testing.assert_allclose(ctrl._log_mu, scratch, rtol=1e-10, atol=1e-9)
@@ -149,7 +155,7 @@ def test_rejection_sampling_keeps_the_marginal_mu_t():
     ctrl = learner(Box(1), horizon=8, replicas=20_000, sigma=1.5, log_phi=0.5, p=0.0, rng=21)
     for loss in squared_losses(1, 6, seed=8):
         small = SmoothLoss.glm(SquaredLink(), 0.3 * loss.v, 0.3 * loss.y)
-        ctrl.observe(feedback(small))
+        step(ctrl, small)
         x = ctrl.x[:, 0]
         result = stats.kstest(x, lambda a, n=ctrl.t: _exact_cdf(ctrl, np.atleast_1d(a), n))
         assert result.pvalue > 1e-3
@@ -173,7 +179,7 @@ def test_a_wrong_density_is_caught_by_the_same_marginal_test():
     worst = 1.0
     for _ in range(6):
         loss = SmoothLoss.quadratic(20.0, np.array([rng.uniform(0.3, 0.6)]))
-        ctrl.observe(feedback(loss))
+        step(ctrl, loss)
         x = ctrl.x[:, 0]
         worst = min(worst, stats.kstest(x, lambda a, n=ctrl.t: _exact_cdf(ctrl, a, n)).pvalue)
     assert worst < 1e-6
@@ -181,6 +187,9 @@ def test_a_wrong_density_is_caught_by_the_same_marginal_test():
 
 def test_losses_outside_the_declared_bounds_are_refused():
     ctrl = learner(LpBall(2, 2.0), lipschitz=1.0, smoothness=0.25, glm_link=LogisticLink())
+    with pytest.raises(ValueError, match="before act"):
+        ctrl.observe(feedback(SmoothLoss.glm(LogisticLink(), np.array([0.1, 0.0]), 1.0)))
+    ctrl.act()
     with pytest.raises(TypeError, match="SmoothLoss"):
         ctrl.observe(LossVectorFeedback(np.zeros(2)))
     with pytest.raises(ValueError, match="Lipschitz"):
@@ -190,14 +199,15 @@ def test_losses_outside_the_declared_bounds_are_refused():
     with pytest.raises(ValueError, match="labels"):
         SmoothLoss.glm(LogisticLink(), np.array([0.1, 0.0]), 0.5)
     strong = learner(LpBall(2, 2.0), eta=math.inf, strong_convexity=1.0, noise_growth=True)
+    strong.act()
     with pytest.raises(ValueError, match="strongly convex"):
         strong.observe(feedback(SmoothLoss.quadratic(0.5, np.zeros(2))))
     with pytest.raises(TypeError, match="barrier"):
         learner(LpBall(2, 1.0))
     ok = learner(LpBall(2, 2.0))
     for loss in squared_losses(2, 20):
-        ok.observe(feedback(loss))
-    with pytest.raises(ValueError, match="rounds have been played"):
+        step(ok, loss)
+    with pytest.raises(ValueError, match="past the horizon"):
         ok.observe(feedback(squared_losses(2, 1)[0]))
 
 
@@ -206,14 +216,14 @@ def test_resume_is_bit_exact():
     a = learner(LpBall(3, 2.0), horizon=30, replicas=4, rng=3, p=0.3)
     b = learner(LpBall(3, 2.0), horizon=30, replicas=4, rng=3, p=0.3)
     for loss in losses[:12]:
-        a.observe(feedback(loss))
-        b.observe(feedback(loss))
+        step(a, loss)
+        step(b, loss)
     state = b.state_dict()
     c = learner(LpBall(3, 2.0), horizon=30, replicas=4, rng=99, p=0.3)
     c.load_state_dict(state)
     for loss in losses[12:]:
-        a.observe(feedback(loss))
-        c.observe(feedback(loss))
+        step(a, loss)
+        step(c, loss)
         np.testing.assert_array_equal(a.act(), c.act())
     np.testing.assert_array_equal(a.switches, c.switches)
 
@@ -221,11 +231,11 @@ def test_resume_is_bit_exact():
 def test_switch_budget_and_forced_rate():
     ctrl = learner(LpBall(2, 2.0), horizon=400, replicas=50, p=0.05, switch_budget=5)
     for loss in squared_losses(2, 399, seed=4):
-        ctrl.observe(feedback(loss))
+        step(ctrl, loss)
     assert ctrl.switches.max() <= 5
     free = learner(LpBall(2, 2.0), horizon=400, replicas=50, p=0.05, log_phi=1e-3)
     for loss in squared_losses(2, 399, seed=4):
-        free.observe(feedback(loss))
+        step(free, loss)
     # switches are forced (rate p) or rejected (rate at most 1 - Phi^-2 = 0.002, Lemma 5): the
     # mean is near p (T - 1) = 19.95 (sd of the mean ~ 0.6; the bounds are 6 sd away)
     assert 16 < free.switches.mean() < 24.5

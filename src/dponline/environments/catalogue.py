@@ -25,6 +25,7 @@ from dponline.environments.experts import (
 from dponline.environments.linear import LinearLossEnvironment, drifting_losses
 from dponline.environments.lp_regression import LpRegressionStream
 from dponline.environments.real import stock_basket, stock_losses, stock_tree
+from dponline.environments.smooth_convex import digits_logistic, smooth_convex
 from dponline.environments.streams import LinearRegressionStream
 from dponline.privacy.bounds import NormBall
 from dponline.protocol import FeedbackKind
@@ -240,6 +241,23 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "contextual arms",
             "real data: UCI handwritten digits (shipped), arms = the 10 digits, reward 1 for "
             "the right one; regret = mistakes",
+        ),
+        EnvironmentEntry(
+            "smooth_convex",
+            smooth_convex,
+            FeedbackKind.LOSS_FUNCTION,
+            "barrier set",
+            "smooth convex GLM losses (losses = logistic | squared | huber) around a random "
+            "direction, decisions in the ball or the box (domain = ball | box) of `radius`; "
+            "`curvature` > 0 adds lam ||x||^2 / 2 (strongly convex); full information",
+        ),
+        EnvironmentEntry(
+            "digits_logistic",
+            lambda horizon, rng, radius=5.0: digits_logistic(horizon, rng, radius=radius),
+            FeedbackKind.LOSS_FUNCTION,
+            "barrier set",
+            "real data: online logistic regression on the shipped handwritten digits (64 "
+            "pixels, digits 0-4 against 5-9), decisions in a Euclidean ball; full information",
         ),
         EnvironmentEntry(
             "bernoulli_bandit",

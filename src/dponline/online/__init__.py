@@ -1,5 +1,6 @@
 """Full-information online learners."""
 
+from dponline.online.ctrl import CTRL
 from dponline.online.ftpl import DPFTPL
 from dponline.online.ftrl import (
     DPFTRL,
@@ -10,6 +11,7 @@ from dponline.online.ftrl import (
 )
 
 __all__ = [
+    "CTRL",
     "DPFTPL",
     "DPFTRL",
     "EntropicRegulariser",

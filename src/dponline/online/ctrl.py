@@ -53,9 +53,10 @@ from dponline.protocol import (
     checked_count,
     checked_round,
 )
+from dponline.registry import LearnerEntry, LearnerTestCase, register_learner
 from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
 
-__all__ = ["CTRL", "NewtonResult", "barrier_scale"]
+__all__ = ["CTRL", "NewtonResult", "barrier_scale", "lazy_parameters", "lazy_regret_bound"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -160,6 +161,7 @@ class CTRL:
         self._rng = as_generator(rng)
         self.losses = LossSum(self.dim)
         self.t = 0
+        self._acted = False
         self.switches = np.zeros(self.replicas, dtype=np.int64)
         self.newton_iterations = 0
         z = self._rng.standard_normal((self.replicas, self.dim)) * self._sigma_at(0)
@@ -284,6 +286,7 @@ class CTRL:
     # --- the protocol -----------------------------------------------------------------------
     def act(self) -> np.ndarray:
         """x_{t+1}, shape (replicas, d)."""
+        self._acted = True
         return self.x.copy()
 
     def checked_loss(self, feedback: Any) -> SmoothLoss:
@@ -292,7 +295,12 @@ class CTRL:
         parameters) are within the declared ones, strongly convex enough for Algorithm 2, and of
         the declared GLM link in the GLM setting."""
         if self.t >= self.horizon:
-            raise ValueError(f"all {self.horizon} rounds have been played")
+            raise ValueError(
+                f"round {self.t + 1} is past the horizon T = {self.horizon}: the guarantee "
+                "covers T rounds"
+            )
+        if not self._acted:
+            raise ValueError("feedback before act(): each round is act() then observe()")
         if not isinstance(feedback, LossFunctionFeedback) or not isinstance(
             feedback.loss, SmoothLoss
         ):
@@ -302,13 +310,18 @@ class CTRL:
             )
         loss = feedback.loss
         if loss.dim != self.dim:
-            raise ValueError(f"the loss has dimension {loss.dim}, the learner {self.dim}")
+            raise ValueError(
+                f"a loss on points of shape ({loss.dim},), the learner plays ({self.dim},)"
+            )
         g, beta, lam = loss.constants(self.radius)
         tol = 1.0 + 1e-9
         if g > self.lipschitz * tol:
+            sizes = [f"||v|| = {np.linalg.norm(loss.v):.6g}"] if loss.link is not None else []
+            if loss.curvature is not None:
+                sizes.append(f"||a|| = {np.linalg.norm(loss.anchor):.6g}")
             raise ValueError(
                 f"round {self.t + 1}: the loss's Lipschitz constant over the set {g:.6g} exceeds "
-                f"the declared bound {self.lipschitz:.6g}"
+                f"the declared bound {self.lipschitz:.6g} ({', '.join(sizes)})"
             )
         if beta > self.smoothness * tol:
             raise ValueError(
@@ -329,6 +342,7 @@ class CTRL:
 
     def observe(self, feedback: Any) -> None:
         loss = self.checked_loss(feedback)
+        self._acted = False
         u = self._rng.random((2, self.replicas))  # S_t and S'_t, drawn every round
         self.losses.add(loss)
         self.t += 1
@@ -356,6 +370,8 @@ class CTRL:
     def scale_noise(self, fraction: float) -> None:
         """Run with ``fraction`` of the calibrated noise (the privacy audit's under-noised
         learner): sigma and the density of the current points change together."""
+        if self.privacy is None:
+            raise ValueError("this CTRL claims no privacy (lazy use): there is no noise to audit")
         if not (fraction > 0):
             raise ValueError(f"fraction must be positive, got {fraction!r}")
         self.sigma *= float(fraction)
@@ -381,6 +397,7 @@ class CTRL:
         return {
             "config": self._config(),
             "t": self.t,
+            "acted": self._acted,
             "sigma": self.sigma,
             "log_phi": self.log_phi.copy(),
             "x": self.x.copy(),
@@ -400,6 +417,7 @@ class CTRL:
                 "parameters; it cannot continue this one"
             )
         self.t = checked_round(state["t"], self.horizon)
+        self._acted = bool(state["acted"])
         self.sigma = float(state["sigma"])
         self.log_phi = np.array(state["log_phi"], dtype=float)
         self.x = np.array(state["x"], dtype=float)
@@ -410,3 +428,114 @@ class CTRL:
         self.newton_iterations = int(state["newton_iterations"])
         self.losses.load_state_dict(state["losses"])
         self._rng = generator_from_state(state["rng"])
+
+
+# --- lazy OCO (Theorems 9 and 12) and the catalogue entry (dponline.registry) ------------------
+
+
+def lazy_parameters(
+    switches: int,
+    horizon: int,
+    dim: int,
+    lipschitz: float,
+    smoothness: float,
+    diameter: float,
+    glm: bool = False,
+) -> dict[str, float]:
+    """Algorithm 1's parameters for lazy OCO with at most ``switches`` = S switches in
+    expectation: Theorem 9 (general losses) or Theorem 12 (GLMs), exactly as printed:
+    delta = 2 / T^2, sigma = 12 G T sqrt(d log T) / S (no d for GLMs),
+    eta = min(D / (2 G sqrt T), S / (6 beta d T)) (no d for GLMs),
+    log Phi = eta beta d + (G^2 + 4 G sigma sqrt(d log T)) / (2 sigma^2) (no d for GLMs), p = 0
+    and no budget (B = inf). Needs T >= 3 and 1 <= S <= T. The expected number of switches is
+    at most (1 - Phi^-2) T <= 2 T log Phi (Lemma 5 with p = 0), which the proof of Theorem 9
+    bounds by S."""
+    t, s = checked_count("horizon", horizon), checked_count("switches", switches)
+    if t < 3 or s > t:
+        raise ValueError(f"lazy OCO needs T >= 3 and 1 <= S <= T, got T = {t}, S = {s}")
+    g, beta, d = float(lipschitz), float(smoothness), 1 if glm else checked_count("dim", dim)
+    log_t = math.log(t)
+    sigma = 12.0 * g * t * math.sqrt(d * log_t) / s
+    eta = min(float(diameter) / (2.0 * g * math.sqrt(t)), s / (6.0 * beta * d * t))
+    log_phi = eta * beta * d + (g * g + 4.0 * g * sigma * math.sqrt(d * log_t)) / (2.0 * sigma**2)
+    return {"eta": eta, "sigma": sigma, "log_phi": log_phi, "p": 0.0, "delta": 2.0 / t**2}
+
+
+def lazy_regret_bound(
+    switches: int,
+    horizon: int,
+    dim: int,
+    lipschitz: float,
+    smoothness: float,
+    diameter: float,
+    glm: bool = False,
+) -> float:
+    """Theorem 9's (Theorem 12's for GLMs) regret bound
+    2 G D sqrt T + (d T / S)(3 beta D^2 + 12 G D sqrt(log T)) + 14 G D."""
+    t, s = int(horizon), int(switches)
+    d = 1 if glm else int(dim)
+    g, beta, dd = float(lipschitz), float(smoothness), float(diameter)
+    return (
+        2 * g * dd * math.sqrt(t)
+        + (d * t / s) * (3 * beta * dd**2 + 12 * g * dd * math.sqrt(math.log(t)))
+        + 14 * g * dd
+    )
+
+
+def _lazy_ctrl(env: Any, **kw: Any) -> CTRL:
+    """CTRL with Theorem 9's parameters (Theorem 12's when the stream is a GLM stream and
+    ``glm`` is left on) for ``switches`` S (default min(T, ceil(d sqrt T)), where Theorem 9's
+    regret is O(sqrt T)), from the stream's declared constants."""
+    kw.pop("epsilon", None)
+    kw.pop("calibration", None)
+    kw.pop("allow_weaker", None)
+    horizon, dim = env.horizon, env.dim
+    switches = kw.pop("switches", None)
+    if switches is None:
+        switches = min(horizon, math.ceil(dim * math.sqrt(horizon)))
+    glm = bool(kw.pop("glm", True)) and env.is_glm
+    params = lazy_parameters(
+        switches, max(horizon, 3), dim, env.lipschitz, env.smoothness, env.domain.diameter, glm
+    )
+    return CTRL(
+        env.domain,
+        horizon,
+        eta=params["eta"],
+        sigma=params["sigma"],
+        log_phi=params["log_phi"],
+        p=0.0,
+        lipschitz=env.lipschitz,
+        smoothness=env.smoothness,
+        glm_link=env.link if glm else None,
+        **kw,
+    )
+
+
+register_learner(
+    LearnerEntry(
+        "lazy-ctrl",
+        _lazy_ctrl,
+        paper="Agarwal, Kale, Singh & Thakurta (2023), Algorithm 1 with Theorem 9's parameters "
+        "(Theorem 12's for GLM streams): lazy OCO with at most S switches in expectation",
+        setting="online convex optimisation with smooth losses (full information), few switches",
+        guarantee="none (lazy OCO: the switching budget, not privacy)",
+        calibrations=(),
+        private=False,
+        feedback_kind=FeedbackKind.LOSS_FUNCTION,
+        action_space="barrier set",
+        test_cases=(
+            LearnerTestCase("smooth_convex", environment_options={"dim": 3}, randomised=True),
+            LearnerTestCase(
+                "smooth_convex",
+                environment_options={"dim": 2, "domain": "box", "losses": "huber"},
+                learner_options={"switches": 4, "glm": False},
+                randomised=True,
+                label="box-huber",
+            ),
+        ),
+        options={
+            "switches": "S, the expected number of switches (default min(T, ceil(d sqrt T)))",
+            "glm": "use Theorem 12's GLM parameters on a GLM stream (default true)",
+        },
+    )
+)
