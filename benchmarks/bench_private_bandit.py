@@ -32,6 +32,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -69,6 +70,37 @@ def slope(ts: list[int], values: list[float]) -> float:
     return float(np.polyfit(np.log(ts), np.log(values), 1)[0])
 
 
+def regret_slope(
+    horizons: list[int],
+    budget: PrivacyBudget,
+    make_env: Callable[[int], BanditConvexEnvironment],
+    paper: str = "0.75",
+) -> dict:
+    """Mean final regret without privacy and with ``budget`` (4 replicas, same seeds) at each
+    horizon, the explicit bound, and the log-log slopes (printed as a table)."""
+    print(f"{'T':>9} {'non-private':>12} {'tight (1,1e-6)':>15} {'bound':>12} {'time':>7}")
+    rows = []
+    for T in horizons:
+        env = make_env(T)
+        free, _, _ = play(env, None, 4, seed=1)
+        priv, learner, wall = play(env, budget, 4, seed=1)
+        bound = learner.regret_bound()["bound"]
+        rows.append((T, float(free.mean()), float(priv.mean()), bound))
+        print(f"{T:>9} {free.mean():>12.1f} {priv.mean():>15.1f} {bound:>12.4g} {wall:>6.1f}s")
+    ts = [r[0] for r in rows]
+    s_free = slope(ts, [max(r[1], 1e-9) for r in rows])
+    s_priv = slope(ts, [max(r[2], 1e-9) for r in rows])
+    within = all(r[2] <= r[3] for r in rows)
+    print(f"log-log slope: non-private {s_free:.3f}, tight {s_priv:.3f} (paper: {paper})")
+    print(f"mean regret within the explicit bound at every T: {within}")
+    return {
+        "rows": rows,
+        "slope_non_private": s_free,
+        "slope_tight": s_priv,
+        "within_bound": within,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="T up to 1e5 only")
@@ -79,48 +111,18 @@ def main() -> None:
     horizons = [1_000, 10_000, 100_000] + ([] if args.quick else [1_000_000])
     gaussian = PrivacyBudget(1.0, 1e-6)
     print("1. regret against T (simplex, n = 5, linear losses, 4 replicas)")
-    print(f"{'T':>9} {'non-private':>12} {'tight (1,1e-6)':>15} {'bound':>12} {'time':>7}")
-    rows = []
-    for T in horizons:
-        env = bandit_convex(T, np.random.default_rng(0), domain="simplex", dim=5)
-        free, _, _ = play(env, None, 4, seed=1)
-        priv, learner, wall = play(env, gaussian, 4, seed=1)
-        bound = learner.regret_bound()["bound"]
-        rows.append((T, float(free.mean()), float(priv.mean()), bound))
-        print(f"{T:>9} {free.mean():>12.1f} {priv.mean():>15.1f} {bound:>12.4g} {wall:>6.1f}s")
-    ts = [r[0] for r in rows]
-    s_free = slope(ts, [max(r[1], 1e-9) for r in rows])
-    s_priv = slope(ts, [max(r[2], 1e-9) for r in rows])
-    within = all(r[2] <= r[3] for r in rows)
-    print(f"log-log slope: non-private {s_free:.3f}, tight {s_priv:.3f} (paper: 0.75)")
-    print(f"mean regret within the explicit bound at every T: {within}")
-    out["slope"] = {"rows": rows, "slope_non_private": s_free, "slope_tight": s_priv}
-    out["within_bound"] = within
+    out["slope"] = regret_slope(
+        horizons, gaussian, lambda T: bandit_convex(T, np.random.default_rng(0), "simplex", 5)
+    )
+    out["within_bound"] = out["slope"]["within_bound"]
 
     print("\n1b. the same for absolute-value losses (2-subsets of 6 items, 4 replicas)")
-    print(f"{'T':>9} {'non-private':>12} {'tight (1,1e-6)':>15} {'bound':>12} {'time':>7}")
-    rows = []
-    for T in horizons[:3]:
-        env = bandit_convex(
-            T, np.random.default_rng(0), domain="k_subsets", dim=6, losses="absolute"
-        )
-        free, _, _ = play(env, None, 4, seed=1)
-        priv, learner, wall = play(env, gaussian, 4, seed=1)
-        bound = learner.regret_bound()["bound"]
-        rows.append((T, float(free.mean()), float(priv.mean()), bound))
-        print(f"{T:>9} {free.mean():>12.1f} {priv.mean():>15.1f} {bound:>12.4g} {wall:>6.1f}s")
-    ts = [r[0] for r in rows]
-    ns_free = slope(ts, [max(r[1], 1e-9) for r in rows])
-    ns_priv = slope(ts, [max(r[2], 1e-9) for r in rows])
-    ns_within = all(r[2] <= r[3] for r in rows)
-    print(f"log-log slope: non-private {ns_free:.3f}, tight {ns_priv:.3f} (paper: at most 0.75)")
-    print(f"mean regret within the explicit bound at every T: {ns_within}")
-    out["slope_absolute"] = {
-        "rows": rows,
-        "slope_non_private": ns_free,
-        "slope_tight": ns_priv,
-        "within_bound": ns_within,
-    }
+    out["slope_absolute"] = regret_slope(
+        horizons[:3],
+        gaussian,
+        lambda T: bandit_convex(T, np.random.default_rng(0), "k_subsets", 6, losses="absolute"),
+        "at most 0.75",
+    )
 
     print("\n2. tight vs paper Gaussian calibration, T = 1e5, (1, 1e-6), 8 replicas, same seeds")
     env = bandit_convex(100_000, np.random.default_rng(0), domain="simplex", dim=5)

@@ -175,7 +175,7 @@ def _spectral_norm(a: np.ndarray) -> float:
     return float(np.linalg.norm(a, 2)) if a.size else 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SmoothLoss:
     """l(x) = f(<v, x>, y) + (x - a)' A (x - a) / 2 (module docstring); ``link`` None drops the
     GLM term, ``curvature`` None the quadratic (a scalar c means A = c I)."""
