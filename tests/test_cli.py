@@ -108,12 +108,13 @@ def test_audit_command_json(capsys):
         assert r["claimed_epsilon"] == pytest.approx(1.0, abs=2e-4)
         assert r["claimed_epsilon"] <= 1.0 + 1e-9  # never more than asked
         assert r["trials"] == 1000
-        assert r["epsilon_lower"] >= 0 and r["epsilon_lower_tenth_noise"] >= 0
+        assert r["epsilon_lower"] >= 0 and r["epsilon_lower_under_noised"] >= 0
         assert not r["refuted"]  # each: chance <= 1e-3
 
 
 def test_audit_command_text_lists_learners(capsys):
     assert main(["audit", "--T", "2", "--trials", "200"]) == 0
     out = capsys.readouterr().out
-    assert "eps lower (noise x0.1)" in out
+    assert "eps lower (noise x1)" in out and "noise x" in out
+    assert "ctrl-glm" in out
     assert "dp-glm-bandit" in out and "dp-frank-wolfe" in out

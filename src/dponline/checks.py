@@ -446,8 +446,9 @@ def check_audit(
     tenth_refuted: bool = True,
 ) -> tuple[AuditResult, AuditResult | None]:
     """The audit does not refute the claim at full noise (a correct claim fails with
-    probability at most ``alpha``) and, with ``tenth_refuted``, refutes it at a tenth of the
-    noise. Returns both results (the second ``None`` without ``tenth_refuted``)."""
+    probability at most ``alpha``) and, with ``tenth_refuted``, refutes it with less noise: a
+    tenth, or the audit case's ``refute_fraction`` where the entry documents a looser proof.
+    Returns both results (the second ``None`` without ``tenth_refuted``)."""
     who = _who(entry, case)
     kw = dict(calibration=calibration, trials=trials, pilot_trials=pilot_trials, alpha=alpha)
     full = audit_learner(entry, case, noise_fraction=1.0, **kw)  # type: ignore[arg-type]
@@ -455,10 +456,11 @@ def check_audit(
         raise AssertionError(f"{who} ({calibration}): the audit refutes the claim: {full}")
     if not tenth_refuted:
         return full, None
-    tenth = audit_learner(entry, case, noise_fraction=0.1, **kw)  # type: ignore[arg-type]
+    fraction = case.audit.refute_fraction if case.audit is not None else 0.1
+    tenth = audit_learner(entry, case, noise_fraction=fraction, **kw)  # type: ignore[arg-type]
     if not tenth.refuted:
         raise AssertionError(
-            f"{who} ({calibration}): a tenth of the noise is not caught by the audit: {tenth}"
+            f"{who} ({calibration}): {fraction:g} of the noise is not caught by the audit: {tenth}"
         )
     return full, tenth
 

@@ -76,12 +76,16 @@ class AuditCase:
     * bandit losses: the loss vector ``value * e_1`` (``coordinates="first"``: a point moves
       across the loss set along e_1) or ``value`` for every arm (``coordinates="all"``);
     * samples: x = e_1 in every round and the label y = ``value``;
-    * contextual bandits: context e_1 in every round and reward ``value`` for every arm.
+    * contextual bandits: context e_1 in every round and reward ``value`` for every arm;
+    * full-information loss functions: the GLM loss f(<e_1, x>, y) of the environment's link
+      with the label y = ``value`` (a label flip for the logistic link).
 
     These generalise the pairs of the per-learner audit tests: one round moved across the loss
     set, a label flip (Han et al. Appendix A.6's worst case), a user whose reward flips sign.
     ``statistic`` maps the outputs (n, T, ...) to scores; Fisher's discriminant fitted on the
     pilot runs when ``None``. ``trials`` and ``pilot_trials`` per input are the fast audit's.
+    ``refute_fraction``: the fraction of the calibrated noise at which the audit must refute the
+    claim (a tenth unless the learner's proof is known to be looser; the entry says why).
     """
 
     horizon: int
@@ -96,6 +100,7 @@ class AuditCase:
     trials: int = 20_000
     pilot_trials: int = 5_000
     seed: int = 0
+    refute_fraction: float = 0.1
 
     def __post_init__(self) -> None:
         checked_count("horizon", self.horizon)
@@ -107,6 +112,8 @@ class AuditCase:
             raise ValueError(f"coordinates must be 'first' or 'all', got {self.coordinates!r}")
         if len(self.values) != 2 or self.values[0] == self.values[1]:
             raise ValueError(f"values must be two different numbers, got {self.values!r}")
+        if not 0 < self.refute_fraction < 1:
+            raise ValueError(f"refute_fraction must lie in (0, 1), got {self.refute_fraction!r}")
         if self.trials < 1 or self.pilot_trials < 10:
             raise ValueError(
                 f"need trials >= 1 and pilot_trials >= 10, got {self.trials}, {self.pilot_trials}"

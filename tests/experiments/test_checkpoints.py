@@ -125,18 +125,21 @@ def test_values_without_a_safe_encoding_are_type_errors(tmp_path, value, what):
     assert not list(tmp_path.iterdir())  # nothing written, not even a temporary file
 
 
-def _first_environment(learner: str) -> str:
-    """The first catalogue environment (default options) that fits the learner."""
-    entry = LEARNERS[learner]
-    return next(
-        name
-        for name, e in ENVIRONMENTS.items()
-        if entry.runs_in(e.feedback_kind, e.action_space_for({}))
+def _first_environment(learner: str) -> tuple[str, dict]:
+    """The environment of the learner's first test case, with its options (a learner such as
+    Algorithm 2 of CTRL needs a stream with a property, here strong convexity, that the
+    catalogue's defaults lack)."""
+    case = LEARNERS[learner].test_case
+    entry = ENVIRONMENTS[case.environment]
+    assert LEARNERS[learner].runs_in(
+        entry.feedback_kind, entry.action_space_for(dict(case.environment_options))
     )
+    return case.environment, dict(case.environment_options)
 
 
-def _build(learner: str, env_name: str, env_seed: int, learner_seed: int):
-    env = build_environment(env_name, 40, np.random.default_rng(env_seed))
+def _build(learner: str, env: tuple[str, dict], env_seed: int, learner_seed: int):
+    name, options = env
+    env = build_environment(name, 40, np.random.default_rng(env_seed), **options)
     private = LEARNERS[learner].private
     kw = {"epsilon": 1.0 if private else None, "calibration": "tight" if private else "none"}
     with warnings.catch_warnings():
@@ -162,7 +165,7 @@ def _play(env, agent, rounds: range) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("learner", sorted(LEARNERS))
 def test_learner_state_through_a_checkpoint_file_continues_bit_for_bit(tmp_path, learner):
-    """Every registry learner on the first environment that fits it: 17 rounds, checkpoint to
+    """Every registry learner on its first test case's environment: 17 rounds, checkpoint to
     a file, load into a learner built with another seed, 23 more rounds = an uninterrupted run."""
     env_name = _first_environment(learner)
     env, agent = _build(learner, env_name, env_seed=1, learner_seed=2)

@@ -25,12 +25,14 @@ from typing import Any
 import numpy as np
 
 from dponline.environments.catalogue import ENVIRONMENTS, build_environment
+from dponline.online.smooth_losses import GLMLink, SmoothLoss
 from dponline.privacy.audit import AuditResult, audit, learner_sampler
 from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
 from dponline.protocol import (
     BanditFeedback,
     ContextFeedback,
     FeedbackKind,
+    LossFunctionFeedback,
     LossVectorFeedback,
     RewardFeedback,
     SampleFeedback,
@@ -78,7 +80,9 @@ def neighbouring_streams(
 
     * ``LOSS_VECTOR``, ``BANDIT``: loss vectors (T, dim), ``value * e_1`` or ``value * 1``;
     * ``SAMPLE``: rows (x, y) = (e_1, value), shape (T, dim + 1);
-    * ``CONTEXTUAL_BANDIT``: rows (x, reward of each arm) = (e_1, value * 1), (T, dim + arms).
+    * ``CONTEXTUAL_BANDIT``: rows (x, reward of each arm) = (e_1, value * 1), (T, dim + arms);
+    * ``LOSS_FUNCTION``: rows (v, y) = (e_1, value), (T, dim + 1): the GLM loss f(<v, x>, y)
+      of the environment's link (:func:`stream_runner`).
     """
     horizon, i = spec.horizon, spec.changed_round
     e1 = np.zeros(dim)
@@ -88,7 +92,7 @@ def neighbouring_streams(
         a = np.tile(spec.rest * direction, (horizon, 1))
         b = a.copy()
         a[i], b[i] = spec.values[0] * direction, spec.values[1] * direction
-    elif kind is FeedbackKind.SAMPLE:
+    elif kind in (FeedbackKind.SAMPLE, FeedbackKind.LOSS_FUNCTION):
         a = np.tile(np.r_[e1, spec.rest], (horizon, 1))
         b = a.copy()
         a[i, dim], b[i, dim] = spec.values
@@ -99,20 +103,24 @@ def neighbouring_streams(
         b = a.copy()
         a[i, dim:], b[i, dim:] = spec.values[0], spec.values[1]
     else:
-        raise ValueError(
-            f"no generic neighbouring streams for feedback {kind.value!r}; expected one of "
-            f"{[k.name for k in FeedbackKind if k is not FeedbackKind.LOSS_FUNCTION]}"
-        )
+        raise ValueError(f"no generic neighbouring streams for feedback {kind.value!r}")
     return a, b
 
 
 def stream_runner(
-    kind: FeedbackKind, dim: int, release: Callable[[Any], np.ndarray] | None = None
+    kind: FeedbackKind,
+    dim: int,
+    release: Callable[[Any], np.ndarray] | None = None,
+    link: GLMLink | None = None,
 ) -> Callable[[Any, np.ndarray], np.ndarray]:
     """``run(learner, stream)``: every round, act and observe the stream's row (a bandit value
-    is the row's entry at the arm played, or its inner product with the point played); returns
+    is the row's entry at the arm played, or its inner product with the point played; a loss
+    function row (v, y) is the GLM loss f(<v, x>, y) of ``link``); returns
     what the learner released each round, shape (replicas, T, ...): the action it played, or
     ``release(learner)`` after the round's feedback."""
+
+    if kind is FeedbackKind.LOSS_FUNCTION and link is None:
+        raise ValueError("a stream of GLM loss functions needs the environment's link")
 
     def run(learner: Any, stream: np.ndarray) -> np.ndarray:
         out = []
@@ -131,6 +139,9 @@ def stream_runner(
                     learner.observe(BanditFeedback(value))
                 elif kind is FeedbackKind.SAMPLE:
                     learner.observe(SampleFeedback(row[:dim], row[dim]))
+                elif kind is FeedbackKind.LOSS_FUNCTION:
+                    loss = SmoothLoss.glm(link, row[:dim], float(row[dim]))
+                    learner.observe(LossFunctionFeedback(loss.value, loss.gradient, loss))
                 else:
                     raise ValueError(f"no generic stream runner for feedback {kind.value!r}")
             out.append(np.asarray(release(learner) if release is not None else action))
@@ -208,7 +219,7 @@ def audit_learner(
     a, b = neighbouring_streams(entry.feedback_kind, spec, dim, getattr(env, "arms", None))
     sampler = learner_sampler(
         audit_factory(entry, case, env, calibration=calibration, noise_fraction=noise_fraction),
-        stream_runner(entry.feedback_kind, dim, case.release),
+        stream_runner(entry.feedback_kind, dim, case.release, getattr(env, "link", None)),
     )
     return audit(
         sampler,
