@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_glm_bandit.py
 	$(BIN)/python benchmarks/bench_private_bandit.py
 	$(BIN)/python benchmarks/bench_ctrl.py
+	$(BIN)/python benchmarks/bench_ctrl_regret.py --quick
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

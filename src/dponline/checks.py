@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from dponline.environments.catalogue import ENVIRONMENTS, build_environment
+from dponline.environments.lipschitz import LipschitzLoss, NearestCentreLoss
 from dponline.experiments.checkpoints import load_state, save_state
 from dponline.experiments.learner_audit import audit_environment, audit_learner
 from dponline.online.smooth_losses import SmoothLoss
@@ -212,8 +213,8 @@ def _bad_contexts(x: np.ndarray) -> Iterator[tuple[str, np.ndarray, float | tupl
     yield f"a context of shape ({d + 1},)", np.zeros(d + 1), (d + 1,)
 
 
-def _loss_feedback(loss: SmoothLoss) -> LossFunctionFeedback:
-    return LossFunctionFeedback(loss.value, loss.gradient, loss=loss)
+def _loss_feedback(loss: Any) -> LossFunctionFeedback:
+    return LossFunctionFeedback(loss, getattr(loss, "gradient", None), loss=loss)
 
 
 def _bad_feedback(
@@ -245,11 +246,23 @@ def _bad_feedback(
         yield f"the label y = {OUT_OF_BOUNDS}", SampleFeedback(x, OUT_OF_BOUNDS), OUT_OF_BOUNDS
         yield f"a sample x of shape ({d + 1},)", SampleFeedback(np.zeros(d + 1), y), (d + 1,)
     elif kind is FeedbackKind.LOSS_FUNCTION:
+        assert isinstance(valid, LossFunctionFeedback)
+        loss = valid.loss
+        if isinstance(loss, LipschitzLoss):
+            # losses known by their values: NaN somewhere, a 1234.5-Lipschitz one, another dim
+            d = loss.dim
+            g = loss.lipschitz
+            nan = NearestCentreLoss(np.full((1, d), np.nan), g)
+            yield "a loss that is NaN", _loss_feedback(nan), math.nan
+            steep = NearestCentreLoss(np.zeros((1, d)), OUT_OF_BOUNDS)
+            yield f"a {OUT_OF_BOUNDS}-Lipschitz loss", _loss_feedback(steep), OUT_OF_BOUNDS
+            other = NearestCentreLoss(np.zeros((1, d + 1)), g)
+            yield f"a loss on points of shape ({d + 1},)", _loss_feedback(other), (d + 1,)
+            return
         # a structured loss (SmoothLoss) refuses NaN parameters when it is built, so there is
         # no NaN loss to hand a learner; out of bounds: the GLM direction (or the quadratic's
         # anchor) 1234.5 e_1, whose Lipschitz constant over the set exceeds any declared bound
-        assert isinstance(valid, LossFunctionFeedback) and isinstance(valid.loss, SmoothLoss)
-        loss = valid.loss
+        assert isinstance(loss, SmoothLoss)
         d = loss.dim
         if loss.link is not None:
             big = dataclasses.replace(loss, v=_e1(d, OUT_OF_BOUNDS))

@@ -77,8 +77,9 @@ class AuditCase:
       across the loss set along e_1) or ``value`` for every arm (``coordinates="all"``);
     * samples: x = e_1 in every round and the label y = ``value``;
     * contextual bandits: context e_1 in every round and reward ``value`` for every arm;
-    * full-information loss functions: the GLM loss f(<e_1, x>, y) of the environment's link
-      with the label y = ``value`` (a label flip for the logistic link).
+    * full-information loss functions: the environment's ``loss_of(e_1, value)``: the GLM loss
+      f(<e_1, x>, y) of its link with the label y = ``value`` (a label flip for the logistic
+      link), or the distance to the box's corner ``value`` of the way from lo to hi.
 
     These generalise the pairs of the per-learner audit tests: one round moved across the loss
     set, a label flip (Han et al. Appendix A.6's worst case), a user whose reward flips sign.

@@ -165,6 +165,10 @@ def _action(env: Environment, space: str, t: int, replicas: int = 2) -> np.ndarr
         return np.full((replicas, env.dim), 0.1 * (-1) ** t)  # inside the unit ball and cube
     if space == "l_p ball":
         return np.full((replicas, env.dim), 0.01 * t)
+    if space == "box (1-2D)":  # a point of the box [lo, hi]
+        return np.broadcast_to(
+            env.lo + (0.3 + 0.1 * (t % 3)) * (env.hi - env.lo), (replicas, env.dim)
+        ).copy()
     if space in ("arms", "contextual arms"):
         arms = env.arms if space == "contextual arms" else env.dim
         return (np.arange(replicas) + t) % arms
@@ -184,7 +188,9 @@ def _play(env: Environment, space: str, rounds: range) -> list[np.ndarray]:
         seen.append(np.asarray(loss))
         if isinstance(feedback, LossFunctionFeedback):  # functions: their values at a probe
             probe = np.full((1, env.dim), 0.1)
-            seen += [feedback.value(probe), feedback.gradient(probe), feedback.loss.hessian(probe)]
+            seen.append(feedback.value(probe))
+            if feedback.gradient is not None:  # smooth losses: gradient and Hessian too
+                seen += [feedback.gradient(probe), feedback.loss.hessian(probe)]
             continue
         seen += [np.asarray(getattr(feedback, f.name)) for f in dataclasses.fields(feedback)[:-1]]
     return seen

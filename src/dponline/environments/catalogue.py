@@ -23,6 +23,7 @@ from dponline.environments.experts import (
     switching_best_losses,
 )
 from dponline.environments.linear import LinearLossEnvironment, drifting_losses
+from dponline.environments.lipschitz import lipschitz_low_dim, stock_portfolio_low_dim
 from dponline.environments.lp_regression import LpRegressionStream
 from dponline.environments.real import stock_basket, stock_losses, stock_tree
 from dponline.environments.smooth_convex import digits_logistic, smooth_convex
@@ -258,6 +259,22 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "barrier set",
             "real data: online logistic regression on the shipped handwritten digits (64 "
             "pixels, digits 0-4 against 5-9), decisions in a Euclidean ball; full information",
+        ),
+        EnvironmentEntry(
+            "lipschitz_low_dim",
+            lipschitz_low_dim,
+            FeedbackKind.LOSS_FUNCTION,
+            "box (1-2D)",
+            "non-convex Lipschitz losses G min_j ||x - c_j|| on [0, 1]^dim (dim = 1 | 2), "
+            "kind = stochastic | adversarial; full information",
+        ),
+        EnvironmentEntry(
+            "stock_portfolio_low_dim",
+            stock_portfolio_low_dim,
+            FeedbackKind.LOSS_FUNCTION,
+            "box (1-2D)",
+            "real data: -log wealth of a portfolio of dim + 1 NYSE stocks parametrised by "
+            "[0, 1]^dim (dim = 1 | 2; non-convex in 2D); full information",
         ),
         EnvironmentEntry(
             "bernoulli_bandit",

@@ -55,7 +55,13 @@ def barrier_minimum(
         for _ in range(200):
             g = losses.gradient(x) / mu + barrier.gradient(x)
             h = losses.hessian(x) / mu + barrier.hessian(x)
-            step = -np.linalg.solve(h, g[..., None])[..., 0]
+            try:
+                step = -np.linalg.solve(h, g[..., None])[..., 0]
+            except np.linalg.LinAlgError:
+                # a minimum on the boundary: the barrier's radial curvature (~1e30) swamps the
+                # rest in double precision and LU sees a singular matrix; the least-squares
+                # step (SVD) still resolves every direction it can
+                step = -np.linalg.lstsq(h[0], g[0], rcond=None)[0][None, :]
             dec2 = float(-(g * step).sum())
             if dec2 < 1e-14:
                 break
@@ -141,6 +147,10 @@ class SmoothConvexEnvironment(Stateless):
                 self.dim, self.link, self.v[t], float(self.y[t]), self.curvature, self.anchors[t]
             )
         return SmoothLoss.glm(self.link, self.v[t], float(self.y[t]))
+
+    def loss_of(self, v: np.ndarray, y: float) -> SmoothLoss:
+        """The stream's GLM loss f(<v, x>, y) for a given row (the privacy audit's streams)."""
+        return SmoothLoss.glm(self.link, np.asarray(v, dtype=float), float(y))
 
     def round(self, t: int, action: np.ndarray) -> tuple[LossFunctionFeedback, np.ndarray]:
         x = check_finite(action, "action")

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from dponline.environments.catalogue import ENVIRONMENTS, build_environment
-from dponline.online.smooth_losses import GLMLink, SmoothLoss
 from dponline.privacy.audit import AuditResult, audit, learner_sampler
 from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
 from dponline.protocol import (
@@ -81,8 +80,8 @@ def neighbouring_streams(
     * ``LOSS_VECTOR``, ``BANDIT``: loss vectors (T, dim), ``value * e_1`` or ``value * 1``;
     * ``SAMPLE``: rows (x, y) = (e_1, value), shape (T, dim + 1);
     * ``CONTEXTUAL_BANDIT``: rows (x, reward of each arm) = (e_1, value * 1), (T, dim + arms);
-    * ``LOSS_FUNCTION``: rows (v, y) = (e_1, value), (T, dim + 1): the GLM loss f(<v, x>, y)
-      of the environment's link (:func:`stream_runner`).
+    * ``LOSS_FUNCTION``: rows (v, y) = (e_1, value), (T, dim + 1): the environment's loss
+      ``env.loss_of(v, y)`` (:func:`stream_runner`).
     """
     horizon, i = spec.horizon, spec.changed_round
     e1 = np.zeros(dim)
@@ -111,16 +110,16 @@ def stream_runner(
     kind: FeedbackKind,
     dim: int,
     release: Callable[[Any], np.ndarray] | None = None,
-    link: GLMLink | None = None,
+    make_loss: Callable[[np.ndarray, float], Any] | None = None,
 ) -> Callable[[Any, np.ndarray], np.ndarray]:
     """``run(learner, stream)``: every round, act and observe the stream's row (a bandit value
     is the row's entry at the arm played, or its inner product with the point played; a loss
-    function row (v, y) is the GLM loss f(<v, x>, y) of ``link``); returns
+    function row (v, y) is the environment's ``make_loss(v, y)``); returns
     what the learner released each round, shape (replicas, T, ...): the action it played, or
     ``release(learner)`` after the round's feedback."""
 
-    if kind is FeedbackKind.LOSS_FUNCTION and link is None:
-        raise ValueError("a stream of GLM loss functions needs the environment's link")
+    if kind is FeedbackKind.LOSS_FUNCTION and make_loss is None:
+        raise ValueError("a stream of loss functions needs the environment's loss_of(v, y)")
 
     def run(learner: Any, stream: np.ndarray) -> np.ndarray:
         out = []
@@ -140,8 +139,9 @@ def stream_runner(
                 elif kind is FeedbackKind.SAMPLE:
                     learner.observe(SampleFeedback(row[:dim], row[dim]))
                 elif kind is FeedbackKind.LOSS_FUNCTION:
-                    loss = SmoothLoss.glm(link, row[:dim], float(row[dim]))
-                    learner.observe(LossFunctionFeedback(loss.value, loss.gradient, loss))
+                    loss = make_loss(row[:dim], float(row[dim]))
+                    gradient = getattr(loss, "gradient", None)
+                    learner.observe(LossFunctionFeedback(loss, gradient, loss))
                 else:
                     raise ValueError(f"no generic stream runner for feedback {kind.value!r}")
             out.append(np.asarray(release(learner) if release is not None else action))
@@ -219,7 +219,7 @@ def audit_learner(
     a, b = neighbouring_streams(entry.feedback_kind, spec, dim, getattr(env, "arms", None))
     sampler = learner_sampler(
         audit_factory(entry, case, env, calibration=calibration, noise_fraction=noise_fraction),
-        stream_runner(entry.feedback_kind, dim, case.release, getattr(env, "link", None)),
+        stream_runner(entry.feedback_kind, dim, case.release, getattr(env, "loss_of", None)),
     )
     return audit(
         sampler,

@@ -233,6 +233,10 @@ class SmoothLoss:
         """A pure GLM term f(<v, x>, y) (no quadratic part)."""
         return self.link is not None and self.curvature is None
 
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """l(x), as :meth:`value` (a loss is a function of the points)."""
+        return self.value(x)
+
     def value(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=float)
         out = np.zeros(x.shape[:-1])

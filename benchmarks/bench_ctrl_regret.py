@@ -1,0 +1,150 @@
+"""CTRL and Theorem 14 at growing horizons: switch counts against the budgets of Theorems 9, 12
+and 13, regret against the bounds of Theorems 4, 9, 12, 13 and 14, and log-log slopes in T.
+
+    python benchmarks/bench_ctrl_regret.py [--quick] [--replicas R]
+
+Prints one table per part; every number is measured by this script (fixed seeds).
+``--quick`` stops at T = 1e4 (the full run goes to T = 1e5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+from dponline.environments.catalogue import build_environment
+from dponline.online.ctrl import lazy_regret_bound
+from dponline.online.ctrl_parameters import (
+    proven_privacy,
+    regret_bound_theorem4,
+    strongly_convex_regret_bound,
+)
+from dponline.registry import learners
+
+
+def run(name: str, env, replicas: int, seed: int, **options):
+    entry = learners()[name]
+    kw = {"epsilon": None, "calibration": "none"}
+    if entry.private:
+        kw = {"epsilon": options.pop("epsilon", 1.0), "calibration": "tight"}
+    learner = entry.factory(
+        env, allow_weaker=False, replicas=replicas, rng=np.random.default_rng(seed), **kw, **options
+    )
+    total = np.zeros(replicas)
+    start = time.perf_counter()
+    for t in range(env.horizon):
+        feedback, loss = env.round(t, learner.act())
+        total += loss
+        learner.observe(feedback)
+    seconds = time.perf_counter() - start
+    regret = env.regret(total, np.array([env.horizon]))
+    return learner, np.asarray(regret, dtype=float).reshape(-1), seconds
+
+
+def slope(ts, values) -> float:
+    return float(np.polyfit(np.log(ts), np.log(np.maximum(values, 1e-12)), 1)[0])
+
+
+def part_lazy(horizons, replicas: int) -> None:
+    print("Part 1. Lazy OCO: switches within S, regret within Theorem 9 / 12 / 13")
+    head = f"{'learner':<22}{'stream':<18}{'T':>8}{'S':>7}{'switches':>10}{'regret':>10}"
+    print(head + f"{'bound':>12}{'s':>7}")
+    rows: dict[str, list[tuple[int, float]]] = {}
+    for t in horizons:
+        for label, name, env_opts, opts in (
+            ("lazy-ctrl (Thm 12)", "lazy-ctrl", {"dim": 5}, {}),
+            ("lazy-ctrl (Thm 9)", "lazy-ctrl", {"dim": 5}, {"glm": False}),
+            (
+                "ctrl-strongly-convex",
+                "ctrl-strongly-convex",
+                {"dim": 2, "losses": "squared", "curvature": 1.0},
+                {},
+            ),
+        ):
+            env = build_environment("smooth_convex", t, np.random.default_rng(t), **env_opts)
+            learner, regret, seconds = run(name, env, replicas, seed=1, **opts)
+            d, g, beta, diam = env.dim, env.lipschitz, env.smoothness, env.domain.diameter
+            if name == "lazy-ctrl":
+                s = min(t, math.ceil(d * math.sqrt(t)))
+                bound = lazy_regret_bound(s, t, d, g, beta, diam, glm=opts.get("glm", True))
+            else:
+                log_t = math.log(t)
+                s = math.ceil((4 * beta * d / env.strong_convexity + 16 * d * log_t) * log_t)
+                bound = strongly_convex_regret_bound(s, t, d, g, env.strong_convexity, diam)
+            sw = learner.switches.mean()
+            print(
+                f"{label:<22}{env_opts.get('losses', 'logistic'):<18}{t:>8}{s:>7}{sw:>10.1f}"
+                f"{regret.mean():>10.2f}{bound:>12.1f}{seconds:>7.1f}"
+            )
+            rows.setdefault(label, []).append((t, regret.mean()))
+    for label, pts in rows.items():
+        if len(pts) > 1:
+            ts, rs = zip(*pts, strict=True)
+            print(f"  slope of {label}: {slope(ts, rs):.3f}")
+
+
+def part_private(horizons, replicas: int) -> None:
+    print("\nPart 2. Private CTRL (tight, epsilon = 1, delta = 1e-6): regret within Theorem 4")
+    print(f"{'learner':<10}{'T':>8}{'sigma':>11}{'switches':>10}{'budget':>9}{'regret':>10}"
+          f"{'Thm 4':>12}{'s':>7}")  # fmt: skip
+    for t in horizons:
+        for name in ("ctrl", "ctrl-glm"):
+            env = build_environment("smooth_convex", t, np.random.default_rng(t), dim=5)
+            learner, regret, seconds = run(name, env, replicas, seed=2)
+            from dponline.online.ctrl_parameters import calibrate_tight
+
+            params, proof = calibrate_tight(
+                1.0, 1e-6, horizon=t, dim=env.dim, lipschitz=env.lipschitz,
+                smoothness=env.smoothness, diameter=env.domain.diameter, glm=name == "ctrl-glm",
+            )  # fmt: skip
+            assert abs(params.sigma - learner.sigma) <= 1e-9 * params.sigma
+            bound = regret_bound_theorem4(params, env.domain.diameter, proof.closeness_delta)
+            assert proven_privacy(params, 0.5e-6).epsilon <= 1.0
+            print(
+                f"{name:<10}{t:>8}{learner.sigma:>11.4g}{learner.switches.mean():>10.1f}"
+                f"{params.switch_budget:>9.0f}{regret.mean():>10.2f}{bound:>12.4g}{seconds:>7.1f}"
+            )
+
+
+def part_dyadic(horizons, replicas: int) -> None:
+    print("\nPart 3. Theorem 14 (1D, nearest-centre losses): regret and slopes")
+    print(f"{'learner':<18}{'stream':<13}{'T':>8}{'levels':>7}{'regret':>10}{'bound':>12}"
+          f"{'s':>7}")  # fmt: skip
+    rows: dict[str, list[tuple[int, float]]] = {}
+    for t in horizons:
+        levels = min(math.ceil(math.log2(t)), 12)
+        for kind in ("stochastic", "adversarial"):
+            env = build_environment("lipschitz_low_dim", t, np.random.default_rng(t), kind=kind)
+            for name, extra in (
+                ("dyadic-hedge", {}),
+                ("dp-dyadic-hedge", {"mechanism": "padded_tree"}),
+            ):
+                learner, regret, seconds = run(name, env, replicas, seed=3, levels=levels, **extra)
+                bound = learner.regret_bound(env.all_losses_on(learner.grid.points), samples=500)
+                print(
+                    f"{name:<18}{kind:<13}{t:>8}{levels:>7}{regret.mean():>10.2f}"
+                    f"{bound['explicit']:>12.1f}{seconds:>7.1f}"
+                )
+                rows.setdefault(f"{name} {kind}", []).append((t, regret.mean()))
+    for label, pts in rows.items():
+        if len(pts) > 1:
+            ts, rs = zip(*pts, strict=True)
+            print(f"  slope of {label}: {slope(ts, rs):.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="T up to 1e4")
+    parser.add_argument("--replicas", type=int, default=4)
+    args = parser.parse_args()
+    horizons = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
+    part_lazy(horizons, args.replicas)
+    part_private(horizons[:2], args.replicas)
+    part_dyadic(horizons, args.replicas)
+
+
+if __name__ == "__main__":
+    main()
