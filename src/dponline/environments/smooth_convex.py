@@ -47,7 +47,13 @@ def barrier_minimum(
     the point found, the point, and the certified bound on its excess over the minimum."""
     barrier = domain.barrier
     x = np.array(start, dtype=float)[None, :]
-    for mu in _PATH:
+    # start the path where f / mu is of order one (a sum of many losses: mu ~ f), so that damped
+    # Newton is not asked to cross the set in one stage, then divide by 100 down to _PATH
+    scale = max(float(abs(losses.value(x)[0])), _PATH[0])
+    path = [scale * 1e-2**k for k in range(12) if scale * 1e-2**k > _PATH[0]] + list(_PATH)
+    converged = True
+    for mu in path:
+        done, previous = False, math.inf
         # Newton on f / mu + R (self-concordant in its barrier part): damped step 1 / (1 + lam)
         # with lam the decrement of that scaled function, backtracking to stay inside and
         # descend, full steps once lam^2 < 1e-6, until lam^2 < 1e-14 (smaller is below what
@@ -63,8 +69,12 @@ def barrier_minimum(
                 # step (SVD) still resolves every direction it can
                 step = -np.linalg.lstsq(h[0], g[0], rcond=None)[0][None, :]
             dec2 = float(-(g * step).sum())
-            if dec2 < 1e-14:
+            # converged, or at the floor of double precision (below 1e-8 the decrement squares
+            # each step; when it stops falling, rounding is all that is left)
+            if dec2 < 1e-14 or (dec2 < 1e-8 and dec2 > 0.25 * previous):
+                done = True
                 break
+            previous = dec2
             alpha = 1.0 if dec2 < 1e-6 else 1.0 / (1.0 + math.sqrt(dec2))
             f0 = float(losses.value(x)[0] / mu + barrier.value(x)[0])
             moved = False
@@ -81,7 +91,9 @@ def barrier_minimum(
                     f"the comparator's Newton step found no descent at decrement^2 {dec2:.3g}"
                 )
             x = cand
-    error = _PATH[-1] * (float(barrier.nu) + 1.0)
+        converged = done
+    # the certificate needs the last stage's Newton to have converged; otherwise say so
+    error = _PATH[-1] * (float(barrier.nu) + 1.0) if converged else math.inf
     return float(losses.value(x)[0]), x[0], error
 
 
