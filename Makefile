@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_private_bandit.py
 	$(BIN)/python benchmarks/bench_ctrl.py
 	$(BIN)/python benchmarks/bench_ctrl_regret.py --quick
+	$(BIN)/python benchmarks/bench_side_by_side.py --quick
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

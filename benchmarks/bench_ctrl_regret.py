@@ -10,6 +10,7 @@ Prints one table per part; every number is measured by this script (fixed seeds)
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import time
 
@@ -18,20 +19,29 @@ import numpy as np
 from dponline.environments.catalogue import build_environment
 from dponline.online.ctrl import lazy_regret_bound
 from dponline.online.ctrl_parameters import (
+    calibrate_paper,
+    calibrate_tight,
     proven_privacy,
     regret_bound_theorem4,
     strongly_convex_regret_bound,
 )
 from dponline.registry import learners
 
+KINDS = ("stochastic", "adversarial")
 
-def run(name: str, env, replicas: int, seed: int, **options):
+
+def run(name: str, env, replicas: int, seed: int, calibration: str = "tight", **options):
     entry = learners()[name]
     kw = {"epsilon": None, "calibration": "none"}
     if entry.private:
-        kw = {"epsilon": options.pop("epsilon", 1.0), "calibration": "tight"}
+        kw = {"epsilon": options.pop("epsilon", 1.0), "calibration": calibration}
     learner = entry.factory(
-        env, allow_weaker=False, replicas=replicas, rng=np.random.default_rng(seed), **kw, **options
+        env,
+        allow_weaker=calibration == "paper",
+        replicas=replicas,
+        rng=np.random.default_rng(seed),
+        **kw,
+        **options,
     )
     total = np.zeros(replicas)
     start = time.perf_counter()
@@ -50,10 +60,10 @@ def slope(ts, values) -> float:
 
 def part_lazy(horizons, replicas: int) -> None:
     print("Part 1. Lazy OCO: switches within S, regret within Theorem 9 / 12 / 13")
-    head = f"{'learner':<22}{'stream':<18}{'T':>8}{'S':>7}{'switches':>10}{'regret':>10}"
+    head = f"{'learner':<22}{'stream':<23}{'T':>8}{'S':>7}{'switches':>10}{'regret':>10}"
     print(head + f"{'bound':>12}{'s':>7}")
     rows: dict[str, list[tuple[int, float]]] = {}
-    for t in horizons:
+    for t, kind in itertools.product(horizons, KINDS):
         for label, name, env_opts, opts in (
             ("lazy-ctrl (Thm 12)", "lazy-ctrl", {"dim": 5}, {}),
             ("lazy-ctrl (Thm 9)", "lazy-ctrl", {"dim": 5}, {"glm": False}),
@@ -64,7 +74,9 @@ def part_lazy(horizons, replicas: int) -> None:
                 {},
             ),
         ):
-            env = build_environment("smooth_convex", t, np.random.default_rng(t), **env_opts)
+            env = build_environment(
+                "smooth_convex", t, np.random.default_rng(t), kind=kind, **env_opts
+            )
             learner, regret, seconds = run(name, env, replicas, seed=1, **opts)
             d, g, beta, diam = env.dim, env.lipschitz, env.smoothness, env.domain.diameter
             if name == "lazy-ctrl":
@@ -75,11 +87,12 @@ def part_lazy(horizons, replicas: int) -> None:
                 s = math.ceil((4 * beta * d / env.strong_convexity + 16 * d * log_t) * log_t)
                 bound = strongly_convex_regret_bound(s, t, d, g, env.strong_convexity, diam)
             sw = learner.switches.mean()
+            stream = f"{env_opts.get('losses', 'logistic')} {kind}"
             print(
-                f"{label:<22}{env_opts.get('losses', 'logistic'):<18}{t:>8}{s:>7}{sw:>10.1f}"
+                f"{label:<22}{stream:<23}{t:>8}{s:>7}{sw:>10.1f}"
                 f"{regret.mean():>10.2f}{bound:>12.1f}{seconds:>7.1f}"
             )
-            rows.setdefault(label, []).append((t, regret.mean()))
+            rows.setdefault(f"{label}, {kind}", []).append((t, regret.mean()))
     for label, pts in rows.items():
         if len(pts) > 1:
             ts, rs = zip(*pts, strict=True)
@@ -87,26 +100,38 @@ def part_lazy(horizons, replicas: int) -> None:
 
 
 def part_private(horizons, replicas: int) -> None:
-    print("\nPart 2. Private CTRL (tight, epsilon = 1, delta = 1e-6): regret within Theorem 4")
-    print(f"{'learner':<10}{'T':>8}{'sigma':>11}{'switches':>10}{'budget':>9}{'regret':>10}"
-          f"{'Thm 4':>12}{'s':>7}")  # fmt: skip
-    for t in horizons:
-        for name in ("ctrl", "ctrl-glm"):
-            env = build_environment("smooth_convex", t, np.random.default_rng(t), dim=5)
-            learner, regret, seconds = run(name, env, replicas, seed=2)
-            from dponline.online.ctrl_parameters import calibrate_tight
-
-            params, proof = calibrate_tight(
-                1.0, 1e-6, horizon=t, dim=env.dim, lipschitz=env.lipschitz,
-                smoothness=env.smoothness, diameter=env.domain.diameter, glm=name == "ctrl-glm",
-            )  # fmt: skip
-            assert abs(params.sigma - learner.sigma) <= 1e-9 * params.sigma
+    print(
+        "\nPart 2. Private CTRL (epsilon = 1, delta = 1e-6): regret within Theorem 4 (tight) and "
+        "Theorems 8 / 11 (paper)"
+    )
+    print(f"{'learner':<10}{'calibration':<13}{'stream':<13}{'T':>7}{'eps proven':>11}"
+          f"{'sigma':>11}{'switches':>10}{'B':>7}{'regret':>10}{'bound':>12}{'s':>7}")  # fmt: skip
+    for t, kind, name, calibration in itertools.product(
+        horizons, KINDS, ("ctrl", "ctrl-glm"), ("tight", "paper")
+    ):
+        env = build_environment("smooth_convex", t, np.random.default_rng(t), dim=5, kind=kind)
+        learner, regret, seconds = run(name, env, replicas, seed=2, calibration=calibration)
+        problem = {
+            "horizon": t,
+            "dim": env.dim,
+            "lipschitz": env.lipschitz,
+            "smoothness": env.smoothness,
+            "diameter": env.domain.diameter,
+            "glm": name == "ctrl-glm",
+        }
+        if calibration == "tight":
+            params, proof = calibrate_tight(1.0, 1e-6, **problem)
             bound = regret_bound_theorem4(params, env.domain.diameter, proof.closeness_delta)
-            assert proven_privacy(params, 0.5e-6).epsilon <= 1.0
-            print(
-                f"{name:<10}{t:>8}{learner.sigma:>11.4g}{learner.switches.mean():>10.1f}"
-                f"{params.switch_budget:>9.0f}{regret.mean():>10.2f}{bound:>12.4g}{seconds:>7.1f}"
-            )
+        else:
+            params = calibrate_paper(1.0, 1e-6, **problem)
+            proof = proven_privacy(params, 0.5e-6)
+            bound = regret_bound_theorem4(params, env.domain.diameter, proof.closeness_delta)
+        assert abs(params.sigma - learner.sigma) <= 1e-9 * params.sigma
+        print(
+            f"{name:<10}{calibration:<13}{kind:<13}{t:>7}{learner.privacy.epsilon:>11.4g}"
+            f"{learner.sigma:>11.4g}{learner.switches.mean():>10.1f}{params.switch_budget:>7.0f}"
+            f"{regret.mean():>10.2f}{bound:>12.4g}{seconds:>7.1f}"
+        )
 
 
 def part_dyadic(horizons, replicas: int) -> None:

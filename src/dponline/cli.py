@@ -8,6 +8,7 @@
     dponline calibrate     noise of every mechanism and calibration for a privacy budget
     dponline audit         empirical privacy audit of every counting mechanism and private learner
     dponline reproduce     regenerate a paper's experiment (han2024: Han et al. Tables 2-4)
+    dponline side-by-side  CTRL, DP-FTRL and streaming Frank-Wolfe on one stream, one budget
 
 Each command takes ``--json`` for machine-readable output.
 """
@@ -204,6 +205,51 @@ def _cmd_counting(args: argparse.Namespace) -> int:
         ],
     )
     print(f"\nWrote {out / 'counting.csv'} and {out / 'counting.json'}.")
+    return 0
+
+
+def _cmd_side_by_side(args: argparse.Namespace) -> int:
+    from dponline.experiments.side_by_side import run_side_by_side, write_side_by_side
+
+    rows, rounds, env = run_side_by_side(
+        horizon=args.T,
+        dim=args.d,
+        epsilon=args.epsilon,
+        delta=args.delta,
+        calibration=args.calibration,
+        kind=args.kind,
+        replicas=args.seeds,
+        seed=args.seed,
+    )
+    title = (
+        f"CTRL, DP-FTRL and streaming Frank-Wolfe at ({args.epsilon:g}, {args.delta:g})-DP "
+        f"[{args.calibration}]: {args.kind} squared-loss stream, T = {args.T}, d = {args.d}"
+    )
+    written = write_side_by_side(rows, rounds, env, Path(args.out), title=title)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows], indent=2))
+        return 0
+    print(title)
+    print(f"regret against the best fixed point in hindsight, mean over {args.seeds} seeds\n")
+    table = [
+        {
+            **r.as_dict(),
+            "proven": "none" if r.epsilon is None else f"({r.epsilon:.3g}, {r.delta:.2g})",
+            "regret_pm": f"{r.regret:.1f} +- {r.regret_se:.1f}",
+        }
+        for r in rows
+    ]
+    _print_table(
+        table,
+        [
+            ("learner", "learner", ""),
+            ("proven", "proven (eps, delta)", ""),
+            ("regret_pm", "regret", ""),
+            ("switches", "switches", ".0f"),
+            ("seconds", "seconds", ".1f"),
+        ],
+    )
+    print("\nWrote " + ", ".join(str(w) for w in written) + ".")
     return 0
 
 
@@ -434,6 +480,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_audit)
+
+    p = sub.add_parser(
+        "side-by-side",
+        help="CTRL, DP-FTRL and the streaming Frank-Wolfe on one smooth stream at one budget",
+    )
+    p.add_argument("--T", type=_positive_int, default=2_000, help="rounds (default: %(default)s)")
+    p.add_argument("--d", type=_positive_int, default=5, help="dimension (default: %(default)s)")
+    p.add_argument(
+        "--epsilon", type=_positive_float, default=1.0, help="epsilon (default: %(default)s)"
+    )
+    p.add_argument(
+        "--delta", type=_positive_float, default=1e-6, help="delta (default: %(default)s)"
+    )
+    p.add_argument(
+        "--calibration",
+        choices=["tight", "paper"],
+        default="tight",
+        help="calibration of every private learner (default: %(default)s)",
+    )
+    p.add_argument(
+        "--kind",
+        choices=["stochastic", "adversarial"],
+        default="stochastic",
+        help="the stream (default: %(default)s)",
+    )
+    p.add_argument("--seeds", type=_positive_int, default=4, help="seeds (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of data and noise (default: 0)")
+    p.add_argument(
+        "--out",
+        default="dponline-report/side-by-side",
+        help="folder for the table, plot and page (default: %(default)s)",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_side_by_side)
 
     p = sub.add_parser(
         "reproduce", help="regenerate a paper's experiment: han2024 (Han et al. Tables 2-4)"

@@ -250,7 +250,8 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "barrier set",
             "smooth convex GLM losses (losses = logistic | squared | huber) around a random "
             "direction, decisions in the ball or the box (domain = ball | box) of `radius`; "
-            "`curvature` > 0 adds lam ||x||^2 / 2 (strongly convex); full information",
+            "`curvature` > 0 adds lam ||x||^2 / 2 (strongly convex); kind = stochastic | "
+            "adversarial (the direction flips on blocks of doubling length); full information",
         ),
         EnvironmentEntry(
             "digits_logistic",

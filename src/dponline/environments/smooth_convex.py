@@ -215,21 +215,37 @@ def smooth_convex(
     radius: float = 1.0,
     curvature: float = 0.0,
     noise: float = 0.5,
+    kind: str = "stochastic",
 ) -> SmoothConvexEnvironment:
     """A synthetic stream around a random unit direction w: unit feature vectors v_t; labels
-    y_t = sign(<w, v_t> + noise g_t) for ``logistic``, y_t = <w, v_t> / 2 + noise g_t / 2
+    y_t = sign(<w_t, v_t> + noise g_t) for ``logistic``, y_t = <w_t, v_t> / 2 + noise g_t / 2
     (clipped to [-1, 1]) for ``squared`` and ``huber``; ``curvature`` lam > 0 adds
-    lam ||x - 0||^2 / 2 (strongly convex losses, Algorithm 2 of 003)."""
+    lam ||x - 0||^2 / 2 (strongly convex losses, Algorithm 2 of 003).
+
+    ``kind = "stochastic"``: w_t = w every round (i.i.d. rounds). ``kind = "adversarial"``: an
+    oblivious sequence that punishes following the leader, w_t = w on the blocks of rounds
+    [4^k, 2 * 4^k) and -w on [2 * 4^k, 4^(k+1)) (1-based t; round 1 takes w, rounds 2-3 -w), so
+    the leader keeps turning round as the blocks grow; the comparator is the best fixed point in
+    hindsight as for every stream."""
     k = _domain(domain, dim, radius)
     w = rng.standard_normal(dim)
     w /= np.linalg.norm(w)
     v = rng.standard_normal((horizon, dim))
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     g = rng.standard_normal(horizon)
+    if kind == "stochastic":
+        signs = np.ones(horizon)
+    elif kind == "adversarial":
+        t = np.arange(1, horizon + 1)
+        block = np.floor(np.log2(t)).astype(int)  # t in [2^b, 2^(b+1))
+        signs = np.where(block % 2 == 0, 1.0, -1.0)
+    else:
+        raise ValueError(f"kind must be 'stochastic' or 'adversarial', got {kind!r}")
+    margin = signs * (v @ w)
     if losses == "logistic":
-        y = np.where(v @ w + noise * g >= 0, 1.0, -1.0)
+        y = np.where(margin + noise * g >= 0, 1.0, -1.0)
     elif losses in ("squared", "huber"):
-        y = np.clip(0.5 * (v @ w) + 0.5 * noise * g, -1.0, 1.0)
+        y = np.clip(0.5 * margin + 0.5 * noise * g, -1.0, 1.0)
     else:
         raise ValueError(f"losses must be 'logistic', 'squared' or 'huber', got {losses!r}")
     return SmoothConvexEnvironment(
@@ -239,7 +255,7 @@ def smooth_convex(
         y,
         curvature=float(curvature),
         anchors=None,
-        name=f"smooth_convex:{domain}:{losses}",
+        name=f"smooth_convex:{domain}:{losses}" + (":adversarial" if kind == "adversarial" else ""),
     )
 
 

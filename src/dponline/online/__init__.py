@@ -9,6 +9,7 @@ from dponline.online.ftrl import (
     FTRLRegulariser,
     make_regulariser,
 )
+from dponline.online.linearised_ftrl import LinearisedFTRL
 
 __all__ = [
     "CTRL",
@@ -17,5 +18,6 @@ __all__ = [
     "EntropicRegulariser",
     "EuclideanRegulariser",
     "FTRLRegulariser",
+    "LinearisedFTRL",
     "make_regulariser",
 ]

@@ -1,0 +1,25 @@
+"""The synthetic smooth convex streams of :mod:`dponline.environments.smooth_convex`."""
+
+import numpy as np
+import pytest
+
+from dponline.environments.smooth_convex import smooth_convex
+
+
+def test_adversarial_stream_flips_the_direction_on_doubling_blocks():
+    # noise 0: y_t = <w_t, v_t> / 2 exactly, so y_t / <w, v_t> reads the sign of w_t
+    env = smooth_convex(
+        40, np.random.default_rng(3), losses="squared", noise=0.0, kind="adversarial"
+    )
+    ref = smooth_convex(40, np.random.default_rng(3), losses="squared", noise=0.0)
+    ratio = env.y / ref.y
+    # 1-based rounds: 1 -> +, 2-3 -> -, 4-7 -> +, 8-15 -> -, 16-31 -> +, 32-40 -> -
+    expected = np.array([1] + [-1] * 2 + [1] * 4 + [-1] * 8 + [1] * 16 + [-1] * 9, dtype=float)
+    np.testing.assert_allclose(ratio, expected)
+    np.testing.assert_array_equal(env.v, ref.v)
+    assert env.name.endswith(":adversarial")
+
+
+def test_stream_kind_is_checked():
+    with pytest.raises(ValueError, match="kind must be"):
+        smooth_convex(10, np.random.default_rng(0), kind="worst")
