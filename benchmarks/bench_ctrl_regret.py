@@ -58,6 +58,13 @@ def slope(ts, values) -> float:
     return float(np.polyfit(np.log(ts), np.log(np.maximum(values, 1e-12)), 1)[0])
 
 
+def _print_slopes(rows: dict[str, list[tuple[int, float]]]) -> None:
+    for label, pts in rows.items():
+        if len(pts) > 1:
+            ts, rs = zip(*pts, strict=True)
+            print(f"  slope of {label}: {slope(ts, rs):.3f}")
+
+
 def part_lazy(horizons, replicas: int) -> None:
     print("Part 1. Lazy OCO: switches within S, regret within Theorem 9 / 12 / 13")
     head = f"{'learner':<22}{'stream':<23}{'T':>8}{'S':>7}{'switches':>10}{'regret':>10}"
@@ -93,10 +100,7 @@ def part_lazy(horizons, replicas: int) -> None:
                 f"{regret.mean():>10.2f}{bound:>12.1f}{seconds:>7.1f}"
             )
             rows.setdefault(f"{label}, {kind}", []).append((t, regret.mean()))
-    for label, pts in rows.items():
-        if len(pts) > 1:
-            ts, rs = zip(*pts, strict=True)
-            print(f"  slope of {label}: {slope(ts, rs):.3f}")
+    _print_slopes(rows)
 
 
 def part_private(horizons, replicas: int) -> None:
@@ -106,6 +110,7 @@ def part_private(horizons, replicas: int) -> None:
     )
     print(f"{'learner':<10}{'calibration':<13}{'stream':<13}{'T':>7}{'eps proven':>11}"
           f"{'sigma':>11}{'switches':>10}{'B':>7}{'regret':>10}{'bound':>12}{'s':>7}")  # fmt: skip
+    rows: dict[str, list[tuple[int, float]]] = {}
     for t, kind, name, calibration in itertools.product(
         horizons, KINDS, ("ctrl", "ctrl-glm"), ("tight", "paper")
     ):
@@ -127,11 +132,13 @@ def part_private(horizons, replicas: int) -> None:
             proof = proven_privacy(params, 0.5e-6)
             bound = regret_bound_theorem4(params, env.domain.diameter, proof.closeness_delta)
         assert abs(params.sigma - learner.sigma) <= 1e-9 * params.sigma
+        rows.setdefault(f"{name} {calibration}, {kind}", []).append((t, regret.mean()))
         print(
             f"{name:<10}{calibration:<13}{kind:<13}{t:>7}{learner.privacy.epsilon:>11.4g}"
             f"{learner.sigma:>11.4g}{learner.switches.mean():>10.1f}{params.switch_budget:>7.0f}"
             f"{regret.mean():>10.2f}{bound:>12.4g}{seconds:>7.1f}"
         )
+    _print_slopes(rows)
 
 
 def part_dyadic(horizons, replicas: int) -> None:
@@ -148,16 +155,15 @@ def part_dyadic(horizons, replicas: int) -> None:
                 ("dp-dyadic-hedge", {"mechanism": "padded_tree"}),
             ):
                 learner, regret, seconds = run(name, env, replicas, seed=3, levels=levels, **extra)
-                bound = learner.regret_bound(env.all_losses_on(learner.grid.points), samples=500)
+                points = learner.grid.points
+                blocks = (env.all_losses_on(points, s, min(s + 500, t)) for s in range(0, t, 500))
+                bound = learner.regret_bound(blocks, samples=500)
                 print(
                     f"{name:<18}{kind:<13}{t:>8}{levels:>7}{regret.mean():>10.2f}"
                     f"{bound['explicit']:>12.1f}{seconds:>7.1f}"
                 )
                 rows.setdefault(f"{name} {kind}", []).append((t, regret.mean()))
-    for label, pts in rows.items():
-        if len(pts) > 1:
-            ts, rs = zip(*pts, strict=True)
-            print(f"  slope of {label}: {slope(ts, rs):.3f}")
+    _print_slopes(rows)
 
 
 def main() -> None:

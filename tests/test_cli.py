@@ -118,3 +118,35 @@ def test_audit_command_text_lists_learners(capsys):
     assert "eps lower (noise x1)" in out and "noise x" in out
     assert "ctrl-glm" in out
     assert "dp-glm-bandit" in out and "dp-frank-wolfe" in out
+
+
+@pytest.mark.parametrize(
+    ("environment", "learner", "expected"),
+    [
+        (
+            "{ n_experts = 3 }",
+            '{ noize = "laplace" }',
+            "learner 'dp-ftrl' has no option 'noize' (did you mean 'noise'?); its options: "
+            "delta, eta, mechanism, noise, regulariser",
+        ),
+        (
+            "{ n_expert = 3 }",
+            "{}",
+            "environment 'stochastic' has no option 'n_expert' (did you mean 'n_experts'?); "
+            "its options: n_experts, gap",
+        ),
+    ],
+)
+def test_option_typos_are_one_line_with_a_suggestion(
+    tmp_path, capsys, environment, learner, expected
+):
+    spec = tmp_path / "typo.toml"
+    spec.write_text(
+        'name = "typo"\nhorizon = 20\nseeds = 2\nepsilons = [1.0]\n'
+        f'[[environments]]\nname = "stochastic"\noptions = {environment}\n'
+        f'[[learners]]\nname = "dp-ftrl"\noptions = {learner}\n'
+    )
+    code = main(["run", str(spec), "--out", str(tmp_path / "out"), "--backend", "serial"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip().splitlines() == [f"dponline run: error: {expected}"]

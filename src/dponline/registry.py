@@ -25,9 +25,11 @@ makes a non-private entry's factory from a private one.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -336,8 +338,29 @@ def build_learner(name: str, env: Any, **kwargs: Any) -> Learner:
     """Build the learner ``name`` for ``env`` with the factory keywords (module docstring)."""
     catalogue = learners()
     if name not in catalogue:
-        raise ValueError(f"unknown learner {name!r}; expected one of {sorted(catalogue)}")
-    return catalogue[name].factory(env, **kwargs)
+        raise ValueError(
+            f"unknown learner {name!r}{did_you_mean(name, catalogue)}; expected one of "
+            f"{sorted(catalogue)}"
+        )
+    entry = catalogue[name]
+    try:
+        return entry.factory(env, **kwargs)
+    except TypeError as exc:
+        match = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+        if match is None or match.group(1) not in kwargs:
+            raise
+        bad = match.group(1)
+        documented = sorted(o for key in entry.options for o in key.split(", "))
+        raise ValueError(
+            f"learner {name!r} has no option {bad!r}{did_you_mean(bad, documented)}; its "
+            f"options: {', '.join(documented) or 'none'}"
+        ) from None
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """ " (did you mean 'x'?)" for the closest of ``choices`` to ``word``, or ""."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def budget_from_options(options: dict[str, Any], delta: float) -> PrivacyBudget | None:

@@ -71,6 +71,7 @@ def test_round_checks_actions_and_factories_are_deterministic():
     assert stocks.params.shape == (30, 3) and stocks.lipschitz > 0
     with pytest.raises(ValueError, match="exceed the 5651 days"):
         stock_portfolio_low_dim(100, start=5600)
+    assert stock_portfolio_low_dim(None, start=5600).params.shape == (51, 2)  # every day left
 
 
 def test_long_one_dimensional_regret_runs():

@@ -23,3 +23,23 @@ def test_adversarial_stream_flips_the_direction_on_doubling_blocks():
 def test_stream_kind_is_checked():
     with pytest.raises(ValueError, match="kind must be"):
         smooth_convex(10, np.random.default_rng(0), kind="worst")
+
+
+def test_digits_pooling_averages_blocks_of_pixels():
+    from dponline.data import load_digits
+    from dponline.environments.smooth_convex import digits_logistic
+
+    raw = digits_logistic(5, pool=8)
+    pooled = digits_logistic(5, pool=4)
+    assert raw.dim == 64 and pooled.dim == 16
+    pixels = load_digits()[0][:5].astype(float).reshape(5, 8, 8)
+    # feature (1, 2) of the 4 x 4 pooling: the mean of pixels rows 2..3, columns 4..5, then
+    # the one scaling of the stream into the unit ball
+    by_hand = pixels[:, 2:4, 4:6].mean(axis=(1, 2))
+    assert by_hand.min() > 0
+    ratio = pooled.v[:, 1 * 4 + 2] / by_hand
+    np.testing.assert_allclose(ratio, ratio[0])  # one scale for the whole stream
+    np.testing.assert_array_equal(raw.y, pooled.y)
+    assert np.linalg.norm(pooled.v, axis=1).max() <= 1.0 + 1e-12
+    with pytest.raises(ValueError, match="pool must be"):
+        digits_logistic(5, pool=3)

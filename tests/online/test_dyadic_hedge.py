@@ -129,3 +129,13 @@ def test_online_to_batch_returns_one_iterate_per_replica():
     assert out.shape == (5, 2)
     assert np.all((out >= 0) & (out <= 1))
     assert np.all(np.isin(out, lr.grid.points[:, 0]))
+
+
+def test_regret_bound_takes_the_losses_in_blocks():
+    env = lipschitz_low_dim(300, np.random.default_rng(8))
+    learner = DyadicHedge(env.lo, env.hi, 300, lipschitz=env.lipschitz, budget=None, levels=6)
+    whole = learner.regret_bound(env.all_losses_on(learner.grid.points))
+    blocks = (
+        env.all_losses_on(learner.grid.points, s, min(s + 70, 300)) for s in range(0, 300, 70)
+    )
+    assert learner.regret_bound(blocks) == pytest.approx(whole, rel=1e-12)

@@ -30,6 +30,7 @@ from dponline.environments.smooth_convex import digits_logistic, smooth_convex
 from dponline.environments.streams import LinearRegressionStream
 from dponline.privacy.bounds import NormBall
 from dponline.protocol import FeedbackKind
+from dponline.registry import did_you_mean
 
 __all__ = ["ENVIRONMENTS", "EnvironmentEntry", "build_environment"]
 
@@ -255,11 +256,14 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
         ),
         EnvironmentEntry(
             "digits_logistic",
-            lambda horizon, rng, radius=5.0: digits_logistic(horizon, rng, radius=radius),
+            lambda horizon, rng, radius=5.0, pool=8: digits_logistic(
+                horizon, rng, radius=radius, pool=pool
+            ),
             FeedbackKind.LOSS_FUNCTION,
             "barrier set",
             "real data: online logistic regression on the shipped handwritten digits (64 "
-            "pixels, digits 0-4 against 5-9), decisions in a Euclidean ball; full information",
+            "pixels, digits 0-4 against 5-9; `pool` = 4 | 2 averages them into 16 | 4 features), "
+            "decisions in a Euclidean ball; full information",
         ),
         EnvironmentEntry(
             "lipschitz_low_dim",
@@ -296,11 +300,22 @@ def build_environment(
     """Build the environment ``name`` for ``horizon`` rounds (``None``: all of a real data
     set) from ``rng`` and its options; unknown names and bad options are ValueErrors."""
     if name not in ENVIRONMENTS:
-        raise ValueError(f"unknown environment {name!r}; expected one of {sorted(ENVIRONMENTS)}")
+        raise ValueError(
+            f"unknown environment {name!r}{did_you_mean(name, ENVIRONMENTS)}; expected one of "
+            f"{sorted(ENVIRONMENTS)}"
+        )
     entry = ENVIRONMENTS[name]
     entry.action_space_for(options)  # an option naming an action space must name one
+    signature = inspect.signature(entry.build)
     try:  # check the options against the builder's signature; its own errors pass through
-        inspect.signature(entry.build).bind(horizon, rng, **options)
+        signature.bind(horizon, rng, **options)
     except TypeError as exc:
+        valid = [p for p in list(signature.parameters)[2:] if p not in ("kwargs", "options")]
+        unknown = [o for o in options if o not in signature.parameters]
+        if unknown:
+            raise ValueError(
+                f"environment {name!r} has no option {unknown[0]!r}"
+                f"{did_you_mean(unknown[0], valid)}; its options: {', '.join(valid) or 'none'}"
+            ) from None
         raise ValueError(f"bad options for environment {name!r}: {exc}") from None
     return entry.build(horizon, rng, **options)

@@ -237,9 +237,16 @@ class LipschitzEnvironment(Stateless):
     def regret(self, cumulative_loss: np.ndarray, rounds: np.ndarray | None = None) -> np.ndarray:
         return np.asarray(cumulative_loss, dtype=float) - self.best_cumulative_loss(rounds)
 
-    def all_losses_on(self, points: np.ndarray) -> np.ndarray:
-        """Every round's loss at the points, (T, n) (for regret bounds on a learner's grid)."""
-        return self._values(0, self.horizon, np.asarray(points, dtype=float))
+    def all_losses_on(
+        self, points: np.ndarray, start: int = 0, stop: int | None = None
+    ) -> np.ndarray:
+        """The losses of rounds ``start`` to ``stop`` (default every round) at the points,
+        (stop - start, n), for regret bounds on a learner's grid (take long streams in chunks:
+        the array has a row per round)."""
+        stop = self.horizon if stop is None else int(stop)
+        if not 0 <= start <= stop <= self.horizon:
+            raise ValueError(f"rounds {start}..{stop} are not within 0..{self.horizon}")
+        return self._values(int(start), stop, np.asarray(points, dtype=float))
 
 
 def lipschitz_low_dim(
@@ -275,7 +282,7 @@ def lipschitz_low_dim(
 
 
 def stock_portfolio_low_dim(
-    horizon: int,
+    horizon: int | None,
     rng: np.random.Generator | None = None,
     dim: int = 1,
     assets: tuple[int, ...] | None = None,
@@ -283,14 +290,17 @@ def stock_portfolio_low_dim(
 ) -> LipschitzEnvironment:
     """Real data: a portfolio of dim + 1 NYSE stocks (the shipped "NYSE (O)" relatives, 5,651
     days) parametrised by [0, 1]^dim, the loss -log of the day's wealth relative, for the
-    ``horizon`` days from ``start``. ``assets`` picks the columns (default the first dim + 1)."""
+    ``horizon`` days from ``start`` (``None``: every day from ``start``). ``assets`` picks the
+    columns (default the first dim + 1)."""
     if dim not in (1, 2):
         raise ValueError(f"dim must be 1 or 2, got {dim!r}")
     rel, _ = load_price_relatives("nyse_o")
     cols = tuple(range(dim + 1)) if assets is None else tuple(int(a) for a in assets)
     if len(cols) != dim + 1:
         raise ValueError(f"a {dim}-dimensional portfolio needs {dim + 1} assets, got {cols}")
-    if start < 0 or start + horizon > len(rel):
+    if horizon is None:
+        horizon = len(rel) - start
+    if start < 0 or horizon < 1 or start + horizon > len(rel):
         raise ValueError(f"days {start}..{start + horizon} exceed the {len(rel)} days of NYSE (O)")
     return LipschitzEnvironment(
         "portfolio", rel[start : start + horizon][:, cols], np.zeros(dim), np.ones(dim),

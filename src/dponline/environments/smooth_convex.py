@@ -264,13 +264,23 @@ def digits_logistic(
     rng: np.random.Generator | None = None,
     positive: tuple[int, ...] = (0, 1, 2, 3, 4),
     radius: float = 5.0,
+    pool: int = 8,
 ) -> SmoothConvexEnvironment:
     """Online logistic regression on the bundled handwritten digits (1,797 images, 8 x 8
     pixels): v_t = the image's pixels scaled into the unit ball, y_t = +1 for a digit in
     ``positive`` and -1 otherwise, in the file's order; decisions in the Euclidean ball of
-    ``radius`` in R^64."""
+    ``radius`` in R^(pool^2).
+
+    ``pool`` (8, 4, 2 or 1) average-pools the 8 x 8 image into pool x pool blocks: 64 features
+    (the raw pixels), 16, 4 or 1. Pooling is a fixed map, the same for every image, so it does
+    not touch privacy; it makes CTRL's Newton solves (O(d^3)) cheap enough for the demo."""
+    if pool not in (1, 2, 4, 8):
+        raise ValueError(f"pool must be 1, 2, 4 or 8, got {pool!r}")
     pixels, labels = load_digits()
     x = pixels.astype(float)
+    if pool != 8:
+        block = 8 // pool
+        x = x.reshape(-1, pool, block, pool, block).mean(axis=(2, 4)).reshape(len(x), -1)
     x /= np.linalg.norm(x, axis=1, keepdims=True).max()
     y = np.where(np.isin(labels, positive), 1.0, -1.0)
     n = len(y) if horizon is None else int(horizon)

@@ -30,6 +30,7 @@ k = 1 (5.5 D^2). Both change constants only.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -271,16 +272,26 @@ class DyadicHedge(DPFTRL):
             )
         super().observe(LossVectorFeedback(transformed))
 
-    def regret_bound(self, losses: np.ndarray, *, samples: int = 2_000, seed: int = 0) -> dict:
+    def regret_bound(
+        self,
+        losses: np.ndarray | Iterable[np.ndarray],
+        *,
+        samples: int = 2_000,
+        seed: int = 0,
+    ) -> dict:
         """The explicit bound behind Theorem 14 for ``losses`` (T, N) on the grid: Hedge's
         log N / eta + 2 eta sum_t max_x (l_t(x) - l_t(0))^2 (the FTRL bound of Theorem 15), plus
         the noise term E[max_x Z(x) - min_x Z(x)] with Z = M-dagger of one release's noise
         (Lemma 16; estimated from ``samples`` draws, padded tree only, as Theorem 15 assumes
-        identically distributed releases), plus the discretisation T G h sqrt(d) / 2."""
-        losses = np.asarray(losses, dtype=float)
-        shifted = losses - losses[:, :1]
+        identically distributed releases), plus the discretisation T G h sqrt(d) / 2.
+        ``losses`` may also be an iterable of row blocks (rounds in order), for long streams."""
+        blocks = [losses] if isinstance(losses, np.ndarray) else losses
+        stability, rounds = 0.0, 0
+        for block in blocks:
+            b = np.asarray(block, dtype=float)
+            stability += float((np.abs(b - b[:, :1]).max(axis=1) ** 2).sum())
+            rounds += len(b)
         n = self.grid.size
-        stability = float((np.abs(shifted).max(axis=1) ** 2).sum())
         noise_term = 0.0
         if self.budget is not None:
             if self.counter.name != "padded_tree":
@@ -296,7 +307,7 @@ class DyadicHedge(DPFTRL):
                 zz = self.grid.inverse(z)
                 ranges.append(zz.max(axis=1) - zz.min(axis=1))
             noise_term = float(np.concatenate(ranges).mean())
-        disc = len(losses) * self.lipschitz * self.grid.spacing() * math.sqrt(self.grid.dim) / 2
+        disc = rounds * self.lipschitz * self.grid.spacing() * math.sqrt(self.grid.dim) / 2
         hedge = math.log(n) / self.eta + 2.0 * self.eta * stability
         return {
             "explicit": hedge + noise_term + disc,
