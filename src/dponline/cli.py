@@ -320,16 +320,17 @@ def _print_summary(rows: list[dict[str, Any]]) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from dponline.experiments.demo import run_demo
+    from dponline.experiments.demo import DEMO_SPEC, run_demo
 
     _, summary, index = run_demo(args.out, seeds=args.seeds, backend=args.backend)
     rows = _summary_rows(summary)
     if args.json:
         print(json.dumps({"report": str(index), "summary": rows}, indent=2))
         return 0
-    print("dponline demo: prediction with expert advice on NYSE (O) (36 stocks, 5,651 days)")
-    print("and on a stochastic sequence (10 experts). Final regret against the best expert in")
-    print("hindsight, mean over seeds; 'eps proven' is what each learner's noise proves.\n")
+    settings = [e.get("label", e["name"]) for e in DEMO_SPEC["environments"]]
+    print(f"dponline demo: every learner on {len(settings)} settings: {', '.join(settings)}.")
+    print("Final regret against the best fixed decision in hindsight, mean over seeds; 'eps")
+    print("proven' is what each learner's noise proves (the report explains each setting).\n")
     _print_summary(rows)
     print(f"\nReport: {index}")
     return 0
