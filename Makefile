@@ -1,29 +1,36 @@
-# Every target creates .venv itself on a fresh machine.
+# Every target creates .venv itself on a fresh machine; `make demo` installs only what the demo
+# needs (dponline with matplotlib), `make test` the development tools as well.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: demo test test-all bench lint clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[report]'
+	touch $(DEMO_STAMP)
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP) $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/dponline demo
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow" -n auto
 	$(BIN)/dponline --help > /dev/null
 
-test-all: $(STAMP)
-	$(BIN)/pytest -q
+test-all: $(DEV_STAMP)
+	$(BIN)/pytest -q -n auto
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/bench_continual.py
 	$(BIN)/python benchmarks/bench_replicas.py
 	$(BIN)/python benchmarks/bench_agarwal_singh.py
@@ -33,7 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_ctrl_regret.py --quick
 	$(BIN)/python benchmarks/bench_side_by_side.py --quick
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 

@@ -150,3 +150,21 @@ def test_option_typos_are_one_line_with_a_suggestion(
     err = capsys.readouterr().err
     assert code == 2
     assert err.strip().splitlines() == [f"dponline run: error: {expected}"]
+
+
+def test_every_option_has_help_that_shows_its_default():
+    import argparse
+
+    from dponline.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in sub.choices.items():
+        for action in command._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            where = f"dponline {name} {'/'.join(action.option_strings) or action.dest}"
+            assert action.help, f"{where} has no help text"
+            has_default = action.default not in (None, False) and action.option_strings
+            if has_default:
+                assert "default" in action.help, f"{where} does not show its default"

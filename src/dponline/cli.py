@@ -127,8 +127,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
     counter_seed = 1 if args.seed is None else args.seed
     counter_trials = 50_000 if args.trials is None else args.trials
-    rows = audit_table(horizon=args.T, trials=counter_trials, seed=counter_seed)
-    learner_rows = learner_audit_table(trials=args.trials, seed=args.seed)
+    rows = audit_table(horizon=args.T, trials=counter_trials, seed=counter_seed, progress=True)
+    learner_rows = learner_audit_table(trials=args.trials, seed=args.seed, progress=True)
     if args.json:
         print(
             json.dumps(
@@ -402,8 +402,15 @@ def build_parser() -> argparse.ArgumentParser:
         "a table and an HTML report in --out DIR",
     )
     p.add_argument("--out", default="dponline-report", help="output folder (default: %(default)s)")
-    p.add_argument("--seeds", type=_positive_int, default=None, help="seeds per setting")
-    p.add_argument("--backend", choices=["local", "serial", "ray"], default="local")
+    p.add_argument(
+        "--seeds", type=_positive_int, default=None, help="seeds per setting (default: 20)"
+    )
+    p.add_argument(
+        "--backend",
+        choices=["local", "serial", "ray"],
+        default="local",
+        help="where the cells run (default: %(default)s; ray needs dponline[ray])",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_demo)
 
@@ -439,25 +446,43 @@ def build_parser() -> argparse.ArgumentParser:
         "counting",
         help="private running means of real stock returns with every continual-counting mechanism",
     )
-    p.add_argument("--out", default="dponline-report", help="output folder (default: %(default)s)")
-    p.add_argument("--seeds", type=_positive_int, default=8, help="seeds per setting")
-    p.add_argument("--epsilons", type=_positive_float, nargs="+", default=[0.5, 1.0, 4.0])
+    p.add_argument(
+        "--out", default="dponline-report/counting", help="output folder (default: %(default)s)"
+    )
+    p.add_argument(
+        "--seeds", type=_positive_int, default=8, help="seeds per setting (default: %(default)s)"
+    )
+    p.add_argument(
+        "--epsilons",
+        type=_positive_float,
+        nargs="+",
+        default=[0.5, 1.0, 4.0],
+        help="privacy levels (default: 0.5 1 4)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_counting)
 
     p = sub.add_parser("mechanisms", help="continual-counting mechanisms, max and mean variance")
     p.add_argument("--T", type=_positive_int, default=1024, help="horizon (default: %(default)s)")
-    p.add_argument("--rho", type=_positive_float, default=0.5, help="zCDP budget")
+    p.add_argument(
+        "--rho", type=_positive_float, default=0.5, help="zCDP budget (default: %(default)s)"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_mechanisms)
 
     p = sub.add_parser("calibrate", help="noise of each mechanism and calibration for a budget")
-    p.add_argument("--epsilon", type=_positive_float, default=1.0)
-    p.add_argument("--delta", type=_positive_float, default=1e-6)
-    p.add_argument("--T", type=_positive_int, default=10_000)
-    p.add_argument("--d", type=_positive_int, default=10)
-    p.add_argument("--low", type=float, default=0.0, help="inputs lie in [low, high]^d")
-    p.add_argument("--high", type=float, default=1.0)
+    p.add_argument(
+        "--epsilon", type=_positive_float, default=1.0, help="epsilon (default: %(default)s)"
+    )
+    p.add_argument(
+        "--delta", type=_positive_float, default=1e-6, help="delta (default: %(default)s)"
+    )
+    p.add_argument("--T", type=_positive_int, default=10_000, help="horizon (default: %(default)s)")
+    p.add_argument("--d", type=_positive_int, default=10, help="dimension (default: %(default)s)")
+    p.add_argument(
+        "--low", type=float, default=0.0, help="inputs lie in [low, high]^d (default: %(default)s)"
+    )
+    p.add_argument("--high", type=float, default=1.0, help="see --low (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_calibrate)
 
@@ -465,7 +490,12 @@ def build_parser() -> argparse.ArgumentParser:
         "audit",
         help="empirical privacy audit of every counting mechanism and every private learner",
     )
-    p.add_argument("--T", type=_positive_int, default=16, help="horizon of the counters' streams")
+    p.add_argument(
+        "--T",
+        type=_positive_int,
+        default=16,
+        help="horizon of the counters' streams (default: %(default)s)",
+    )
     p.add_argument(
         "--trials",
         type=_positive_int,
@@ -561,11 +591,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    from dponline.experiments.progress import Interrupted
+
     try:
         return int(args.func(args))
     except ValueError as exc:
         print(f"dponline {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except (Interrupted, KeyboardInterrupt) as exc:
+        print(f"dponline {args.command}: {_interrupted(args, exc)}", file=sys.stderr)
+        return 130
+
+
+def _interrupted(args: argparse.Namespace, exc: BaseException) -> str:
+    """One line for Ctrl-C: what was kept and how to resume."""
+    done = f"after {exc.done} of {exc.total} tasks; " if hasattr(exc, "done") else ""
+    resumable = {
+        "run": not getattr(args, "no_checkpoint", False),
+        "demo": True,
+        "reproduce": True,
+    }.get(args.command, False)
+    if resumable:
+        return (
+            f"interrupted {done}finished tasks and checkpoints are kept: run the same command "
+            "again to resume"
+        )
+    return f"interrupted {done}nothing to resume: run the command again"
 
 
 if __name__ == "__main__":  # pragma: no cover

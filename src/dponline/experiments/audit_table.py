@@ -11,6 +11,7 @@ import numpy as np
 from dponline.continual import make_counter
 from dponline.continual.registry import MECHANISMS
 from dponline.experiments.learner_audit import audit_learner
+from dponline.experiments.progress import Progress
 from dponline.privacy.audit import audit, counter_sampler
 from dponline.privacy.bounds import Box
 from dponline.privacy.budget import PrivacyBudget
@@ -20,17 +21,27 @@ __all__ = ["audit_table", "learner_audit_table"]
 
 
 def audit_table(
-    *, horizon: int = 16, trials: int = 20_000, seed: int = 1, alpha: float = 1e-3
+    *,
+    horizon: int = 16,
+    trials: int = 20_000,
+    seed: int = 1,
+    alpha: float = 1e-3,
+    progress: bool = False,
 ) -> list[dict[str, Any]]:
-    """One row per mechanism x noise x noise fraction in {1, 0.1}; epsilon = 1."""
+    """One row per mechanism x noise x noise fraction in {1, 0.1}; epsilon = 1 (``progress``:
+    count the mechanisms on stderr, :class:`~dponline.experiments.progress.Progress`)."""
     a = np.zeros((horizon, 1))
     b = a.copy()
     b[0, 0] = 1.0  # round 1 moves across the whole input set [0, 1]
     rows = []
-    for name, cls in MECHANISMS.items():
-        for noise in ("gaussian", "laplace", "generalized_gaussian"):
-            if noise not in cls.supported_noise:
-                continue
+    cases = [
+        (name, cls, noise)
+        for name, cls in MECHANISMS.items()
+        for noise in ("gaussian", "laplace", "generalized_gaussian")
+        if noise in cls.supported_noise
+    ]
+    with Progress(len(cases), unit="mechanisms", enabled=progress) as bar:
+        for name, cls, noise in cases:
             delta = 0.0 if noise == "laplace" else 1e-5
             ref = make_counter(
                 name,
@@ -70,6 +81,7 @@ def audit_table(
                         "counts": list(res.counts),
                     }
                 )
+            bar.update()
     return rows
 
 
@@ -79,6 +91,7 @@ def learner_audit_table(
     seed: int | None = None,
     alpha: float = 1e-3,
     calibration: str = "tight",
+    progress: bool = False,
 ) -> list[dict[str, Any]]:
     """One row per private learner's test case (:mod:`dponline.registry`): the claimed epsilon
     (epsilon = 1 requested, in ``calibration``) beside the audit's lower bound with the full
@@ -86,10 +99,14 @@ def learner_audit_table(
     says why less (:func:`~dponline.experiments.learner_audit.audit_learner`). ``trials`` per
     input and ``seed`` default to each case's own."""
     rows = []
-    for name, entry in learners().items():
-        if not entry.private:
-            continue
-        for case in entry.test_cases:
+    cases = [
+        (name, entry, case)
+        for name, entry in learners().items()
+        if entry.private
+        for case in entry.test_cases
+    ]
+    with Progress(len(cases), unit="learners", enabled=progress) as bar:
+        for name, entry, case in cases:
             kw: dict[str, Any] = dict(
                 calibration=calibration, trials=trials, alpha=alpha, seed=seed
             )
@@ -114,4 +131,5 @@ def learner_audit_table(
                     "alpha": alpha,
                 }
             )
+            bar.update()
     return rows

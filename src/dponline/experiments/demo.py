@@ -106,7 +106,14 @@ def run_demo(
     if seeds is not None:
         data["seeds"] = seeds
     spec = parse_spec(data)
-    results = run_sweep(spec.tasks(), backend=backend, workers=workers)
+    # finished tasks are kept in out/checkpoints: an interrupted demo resumes where it stopped
+    results = run_sweep(
+        spec.tasks(),
+        backend=backend,
+        workers=workers,
+        checkpoint_dir=Path(out_dir) / "checkpoints",
+        checkpoint_every=10**9,
+    )
     index = write_report(
         results,
         out_dir,

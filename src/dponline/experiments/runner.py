@@ -32,12 +32,11 @@ import hashlib
 import itertools
 import json
 import math
+import multiprocessing
 import os
-import sys
-import time
+import signal
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +57,7 @@ from dponline.experiments.checkpoints import (
     save_state,
     warn_legacy_pickles,
 )
+from dponline.experiments.progress import Interrupted, Progress
 from dponline.privacy.budget import WeakerGuaranteeError
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.protocol import ContextFeedback
@@ -496,25 +496,14 @@ def _rows(task: Task, run: _Run, tuned: str) -> pd.DataFrame:
     )[COLUMNS]
 
 
-class _Progress:
-    """A progress line on stderr once a sweep has run for more than a couple of seconds."""
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C to the parent, which stops them (no traceback per worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.total, self.done, self.enabled = total, 0, enabled
-        self.start = time.perf_counter()
 
-    def update(self) -> None:
-        self.done += 1
-        elapsed = time.perf_counter() - self.start
-        if self.enabled and (elapsed > 2.0 or self.done == self.total) and sys.stderr.isatty():
-            eta = elapsed / self.done * (self.total - self.done)
-            print(
-                f"\r[dponline] {self.done}/{self.total} tasks, {elapsed:.0f}s elapsed, "
-                f"~{eta:.0f}s left",
-                end="" if self.done < self.total else "\n",
-                file=sys.stderr,
-                flush=True,
-            )
+def _indexed(fn: Callable[[Any], Any], item: tuple[int, Any]) -> tuple[int, Any]:
+    i, task = item
+    return i, fn(task)
 
 
 def execute_tasks(
@@ -540,26 +529,31 @@ def execute_tasks(
     positions = list(range(len(tasks))) if order is None else list(order)
     if sorted(positions) != list(range(len(tasks))):
         raise ValueError(f"order must be a permutation of the {len(tasks)} task positions")
-    bar = _Progress(len(tasks), progress)
     results: dict[int, Any] = {}
+    with Progress(len(tasks), enabled=progress) as bar:
 
-    def finished(i: int, result: Any) -> None:
-        results[i] = result
-        bar.update()
-        if on_result is not None:
-            on_result(tasks[i], result, len(results))
+        def finished(i: int, result: Any) -> None:
+            results[i] = result
+            bar.update()
+            if on_result is not None:
+                on_result(tasks[i], result, len(results))
 
-    if backend == "serial" or len(tasks) <= 1:
-        for i in positions:
-            finished(i, fn(tasks[i]))
-    elif backend == "local":
-        n = workers or min(len(tasks), os.cpu_count() or 1)
-        with ProcessPoolExecutor(max_workers=n) as pool:
-            futures = {pool.submit(fn, tasks[i]): i for i in positions}
-            for fut in as_completed(futures):
-                finished(futures[fut], fut.result())
-    else:
-        _run_ray([tasks[i] for i in positions], positions, fn, finished)
+        try:
+            if backend == "serial" or len(tasks) <= 1:
+                for i in positions:
+                    finished(i, fn(tasks[i]))
+            elif backend == "local":
+                n = workers or min(len(tasks), os.cpu_count() or 1)
+                # a multiprocessing pool, not concurrent.futures: on Ctrl-C leaving the block
+                # terminates the workers at once instead of letting them finish their tasks
+                with multiprocessing.get_context().Pool(n, initializer=_ignore_sigint) as pool:
+                    items = [(i, tasks[i]) for i in positions]
+                    for i, result in pool.imap_unordered(functools.partial(_indexed, fn), items):
+                        finished(i, result)
+            else:
+                _run_ray([tasks[i] for i in positions], positions, fn, finished)
+        except KeyboardInterrupt:
+            raise Interrupted(len(results), len(tasks)) from None
     return [results[i] for i in range(len(tasks))]
 
 
@@ -619,7 +613,12 @@ def _run_ray(
         refs = {remote.remote(fn, task): i for task, i in zip(tasks, positions, strict=True)}
         pending = list(refs)
         while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
+            try:
+                ready, pending = ray.wait(pending, num_returns=1)
+            except KeyboardInterrupt:
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+                raise
             for ref in ready:
                 finished(refs[ref], ray.get(ref))
     finally:

@@ -1,0 +1,86 @@
+"""Ctrl-C during `dponline run`: a quick stop, one line, no traceback, and an exact resume."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dponline.experiments.checkpoints import RESULT_SUFFIX
+
+SPEC = """
+name = "interrupt me"
+horizon = 10000
+seeds = 2
+seed = 3
+epsilons = [0.5, 1.0, 2.0, 4.0]
+calibrations = ["tight", "paper"]
+allow_weaker_paper = true
+record_every = 100
+
+[[environments]]
+name = "stochastic"
+options = { n_experts = 10 }
+
+[[learners]]
+name = "dp-ftrl"
+options = { noise = "laplace" }
+
+[[learners]]
+name = "dp-ftrl"
+label = "dp-ftrl gaussian"
+options = { noise = "gaussian", delta = 1e-6 }
+
+[[learners]]
+name = "dp-ftpl"
+options = { delta = 1e-6 }
+
+[[learners]]
+name = "ftrl"
+"""
+
+
+def _run(spec: Path, out: Path, **kw) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "dponline.cli", "run", str(spec), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        **kw,
+    )
+
+
+def test_sigint_stops_within_two_seconds_and_the_resume_is_byte_identical(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    out = tmp_path / "interrupted"
+    proc = _run(spec, out)
+    deadline = time.monotonic() + 120
+    # wait for the first finished task, then press Ctrl-C (SIGINT to the whole group)
+    while not list((out / "checkpoints").glob(f"*{RESULT_SUFFIX}")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no task finished in 120 s"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=30)
+    waited = time.monotonic() - sent
+    assert waited < 2.0, f"took {waited:.2f} s to stop"
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dponline run: interrupted after "), err
+    assert "run the same command again to resume" in lines[0]
+    kept = len(list((out / "checkpoints").glob(f"*{RESULT_SUFFIX}")))
+    assert 1 <= kept < 4 * 2 * 3 + 1  # some, not all, of the 25 tasks
+
+    resumed = _run(spec, out)
+    assert resumed.wait(timeout=300) == 0, resumed.communicate()
+    fresh = _run(spec, tmp_path / "fresh")
+    assert fresh.wait(timeout=300) == 0, fresh.communicate()
+    table = (out / "results.csv").read_bytes()
+    assert table == (tmp_path / "fresh" / "results.csv").read_bytes()
