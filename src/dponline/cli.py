@@ -320,14 +320,15 @@ def _print_summary(rows: list[dict[str, Any]]) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from dponline.experiments.demo import DEMO_SPEC, run_demo
+    from dponline.experiments.demo import DEMO_SPEC, FULL_DEMO_SPEC, run_demo
 
-    _, summary, index = run_demo(args.out, seeds=args.seeds, backend=args.backend)
+    _, summary, index = run_demo(args.out, full=args.full, seeds=args.seeds, backend=args.backend)
     rows = _summary_rows(summary)
     if args.json:
         print(json.dumps({"report": str(index), "summary": rows}, indent=2))
         return 0
-    settings = [e.get("label", e["name"]) for e in DEMO_SPEC["environments"]]
+    spec = FULL_DEMO_SPEC if args.full else DEMO_SPEC
+    settings = [e.get("label", e["name"]) for e in spec["environments"]]
     print(f"dponline demo: every learner on {len(settings)} settings: {', '.join(settings)}.")
     print("Final regret against the best fixed decision in hindsight, mean over seeds; 'eps")
     print("proven' is what each learner's noise proves (the report explains each setting).\n")
@@ -354,7 +355,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         checkpoint_dir=ckpt,
         checkpoint_every=spec.checkpoint_every,
     )
-    index = write_report(results, out, title=spec.name)
+    index = write_report(results, out, title=spec.name, captions=spec.captions())
     rows = _summary_rows(summarise(results))
     if args.json:
         print(json.dumps({"report": str(index), "summary": rows}, indent=2))
@@ -403,7 +404,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", default="dponline-report", help="output folder (default: %(default)s)")
     p.add_argument(
-        "--seeds", type=_positive_int, default=None, help="seeds per setting (default: 20)"
+        "--seeds",
+        type=_positive_int,
+        default=None,
+        help="seeds per setting (default: 10; 20 with --full)",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="every learner family on every setting at 20 seeds (a few minutes)",
     )
     p.add_argument(
         "--backend",

@@ -181,6 +181,9 @@ class LearnerEntry:
     #: up to the rounding of arithmetic vectorised over the candidates). The runner tunes such an
     #: option in one pass instead of one pass per candidate.
     joint_options: tuple[str, ...] = ()
+    #: The private learners whose non-private counterpart this is (reports draw them
+    #: together); set by :func:`non_private_entry`.
+    counterpart_of: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -256,6 +259,7 @@ class LearnerEntry:
             "feedback_kind": self.feedback_kind.value,
             "action_space": list(self.action_spaces),
             "options": dict(self.options),
+            "counterpart_of": list(self.counterpart_of),
             "environments": fitting,
         }
 
@@ -383,6 +387,7 @@ def non_private_entry(
     paper: str,
     test_cases: tuple[LearnerTestCase, ...],
     options: Mapping[str, str] | None = None,
+    extra_counterpart_of: tuple[str, ...] = (),
 ) -> LearnerEntry:
     """The entry of ``private``'s non-private counterpart: its factory with ``epsilon=None``
     (:func:`non_private`), the same setting, feedback kind and action space, no guarantee and
@@ -399,6 +404,7 @@ def non_private_entry(
         action_space=private.action_space,
         test_cases=test_cases,
         options=dict(options or {}),
+        counterpart_of=(private.name, *extra_counterpart_of),
     )
 
 

@@ -52,76 +52,254 @@ def _plt():  # type: ignore[no-untyped-def]
     return plt
 
 
-def _curve_key(row: pd.Series) -> str:
-    if pd.isna(row["epsilon"]):
-        return f"{row['label']} (non-private)"
-    return f"{row['label']} [{row['calibration']}] eps={row['epsilon']:g}"
+#: at most this many curves in one regret panel (the issue on readable reports)
+MAX_CURVES = 8
+_CAL_STYLE = {"tight": "-", "paper": "--"}
+_REF_STYLES = [(":", "black"), ("-.", "dimgray"), ((0, (1, 3)), "black")]
 
 
-def plot_regret_curves(results: pd.DataFrame, environment: str, path: Path) -> None:
-    """Mean regret against t with a 95% band over seeds, one line per learner setting."""
-    plt = _plt()
-    data = results[results["environment"] == environment]
-    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
-    keys = data[["label", "calibration", "epsilon"]].drop_duplicates()
-    colours = plt.get_cmap("tab20").colors
-    for i, (_, k) in enumerate(keys.iterrows()):
-        sel = data[
-            (data["label"] == k["label"])
-            & (data["calibration"] == k["calibration"])
-            & ((data["epsilon"] == k["epsilon"]) | (pd.isna(k["epsilon"]) & data["epsilon"].isna()))
+def _counterparts() -> dict[str, tuple[str, ...]]:
+    """non-private learner name -> the private learners it is the counterpart of."""
+    from dponline.registry import learners
+
+    return {name: e.counterpart_of for name, e in learners().items() if not e.private}
+
+
+def regret_panels(data: pd.DataFrame) -> list[dict]:
+    """Group one environment's curves into panels: each private learner (by label) with its own
+    non-private counterpart (registry ``counterpart_of``; every non-private learner of the
+    environment when it has none), split by calibration when a panel would hold more than
+    :data:`MAX_CURVES` curves; non-private learners that are nobody's reference get a panel of
+    their own. Each panel: ``title``, ``private`` [(label, calibration, epsilon)], ``reference``
+    [labels]."""
+    keys = data[["learner", "label", "calibration", "epsilon"]].drop_duplicates()
+    private = keys[keys["epsilon"].notna()]
+    public = keys[keys["epsilon"].isna()]
+    counterpart_of = _counterparts()
+    panels, used = [], set()
+    for label in dict.fromkeys(private["label"]):
+        rows = private[private["label"] == label]
+        name = rows["learner"].iloc[0]
+        refs = [
+            r["label"] for _, r in public.iterrows() if name in counterpart_of.get(r["learner"], ())
+        ] or list(public["label"])
+        refs = refs[: len(_REF_STYLES)]
+        used.update(refs)
+        curves = [
+            (label, r["calibration"], float(r["epsilon"]))
+            for _, r in rows.sort_values(
+                ["calibration", "epsilon"], ascending=[False, True]
+            ).iterrows()
         ]
-        g = sel.groupby("t")["regret"]
-        mean, sd, n = g.mean(), g.std().fillna(0.0), g.count()
-        band = Z95 * sd / np.sqrt(n)
-        (line,) = ax.plot(
-            mean.index,
-            mean.values,
-            label=_curve_key(k),
-            lw=1.4,
-            color="black" if pd.isna(k["epsilon"]) else colours[i % len(colours)],
-            ls="--" if pd.isna(k["epsilon"]) else "-",
-        )
-        ax.fill_between(mean.index, mean - band, mean + band, color=line.get_color(), alpha=0.2)
-    ax.set_xlabel("round t")
-    ax.set_ylabel("regret (vs best fixed decision in hindsight)")
-    ax.set_title(f"Regret on {environment} (mean, 95% band over seeds)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+        groups = [curves]
+        if len(curves) + len(refs) > MAX_CURVES:
+            groups = [
+                [c for c in curves if c[1] == cal] for cal in dict.fromkeys(c[1] for c in curves)
+            ]
+        for group in groups:
+            suffix = f" [{group[0][1]}]" if len(groups) > 1 else ""
+            title = f"{label}{suffix} vs {', '.join(refs)}" if refs else f"{label}{suffix}"
+            panels.append({"title": title, "private": group, "reference": refs})
+    for label in public["label"]:
+        if label not in used:
+            panels.append({"title": f"{label} (non-private)", "private": [], "reference": [label]})
+    return panels
 
 
-def plot_privacy_utility(summary: pd.DataFrame, environment: str, path: Path) -> None:
-    """Final regret against epsilon per private learner; non-private learners as references."""
+def _mean_band(data: pd.DataFrame, mask: pd.Series) -> tuple[pd.Series, pd.Series]:
+    g = data[mask].groupby("t")["regret"]
+    mean, sd, n = g.mean(), g.std().fillna(0.0), g.count()
+    return mean, Z95 * sd / np.sqrt(n)
+
+
+def _epsilon_colours(plt, epsilons: list[float]) -> dict[float, tuple]:  # type: ignore[no-untyped-def]
+    cmap = plt.get_cmap("plasma")
+    eps = sorted(set(epsilons))
+    if len(eps) == 1:
+        return {eps[0]: cmap(0.15)}
+    return {e: cmap(0.08 + 0.72 * i / (len(eps) - 1)) for i, e in enumerate(eps)}
+
+
+def plot_regret_curves(results: pd.DataFrame, environment: str, path: Path) -> list[dict]:
+    """Small multiples: one panel per private learner against its non-private counterpart
+    (:func:`regret_panels`); colour by epsilon, line style by calibration (tight solid, paper
+    dashed), the counterpart black; 95% bands over seeds; one legend outside the panels.
+    Returns the panels with the curves drawn (for tests)."""
     plt = _plt()
+    from matplotlib.lines import Line2D
+
+    data = results[results["environment"] == environment]
+    panels = regret_panels(data)
+    colours = _epsilon_colours(plt, [e for p in panels for _, _, e in p["private"]] or [1.0])
+    ncols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    size = (max(4.1 * ncols + 2.2, 8.5), 3.0 * nrows + 0.4)
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, dpi=100, squeeze=False, sharex=True)
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        drawn = []
+        for label, cal, eps in panel["private"]:
+            mask = (
+                (data["label"] == label) & (data["calibration"] == cal) & (data["epsilon"] == eps)
+            )
+            mean, band = _mean_band(data, mask)
+            ax.plot(mean.index, mean.values, _CAL_STYLE.get(cal, "-"), color=colours[eps], lw=1.5)
+            ax.fill_between(mean.index, mean - band, mean + band, color=colours[eps], alpha=0.12)
+            drawn.append({"label": label, "calibration": cal, "epsilon": eps,
+                          "t": mean.index.tolist(), "regret": mean.tolist()})  # fmt: skip
+        for k, label in enumerate(panel["reference"]):
+            mask = (data["label"] == label) & data["epsilon"].isna()
+            mean, band = _mean_band(data, mask)
+            ls, colour = _REF_STYLES[k]
+            ax.plot(mean.index, mean.values, ls=ls, color=colour, lw=1.6)
+            ax.fill_between(mean.index, mean - band, mean + band, color=colour, alpha=0.08)
+            drawn.append({"label": label, "calibration": "none", "epsilon": None,
+                          "t": mean.index.tolist(), "regret": mean.tolist()})  # fmt: skip
+        panel["curves"] = drawn
+        ax.set_title(panel["title"], fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=8)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("round t", fontsize=9)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("regret", fontsize=9)
+    handles = [Line2D([], [], color=c, lw=2, label=f"epsilon = {e:g}") for e, c in colours.items()]
+    cals = sorted({cal for p in panels for _, cal, _ in p["private"]}, reverse=True)
+    handles += [Line2D([], [], color="gray", ls=_CAL_STYLE.get(c, "-"), label=c) for c in cals]
+    n_refs = max((len(p["reference"]) for p in panels), default=0)
+    for k in range(n_refs):
+        ls, colour = _REF_STYLES[k]
+        name = "non-private counterpart" if k == 0 else f"non-private reference {k + 1}"
+        handles.append(Line2D([], [], color=colour, ls=ls, lw=1.6, label=name))
+    right = 1.0 - 2.1 / fig.get_figwidth()
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(right, 0.92), fontsize=8,
+               frameon=False)  # fmt: skip
+    fig.suptitle(f"Regret on {environment} (mean over seeds, 95% bands)", fontsize=10,
+                 x=right / 2)  # fmt: skip
+    fig.tight_layout(rect=(0, 0, right - 0.1 / fig.get_figwidth(), 0.96))
+    fig.savefig(path)
+    plt.close(fig)
+    return panels
+
+
+def _guarantee_kind(delta: float) -> str:
+    """ "pure eps-DP" or "(eps, 7.5e-7)-DP"."""
+    if not delta:
+        return "pure eps-DP"
+    mantissa, exponent = f"{delta:.1e}".split("e")
+    return f"(eps, {mantissa.rstrip('0').rstrip('.')}e{int(exponent)})-DP"
+
+
+def plot_privacy_utility(summary: pd.DataFrame, environment: str, path: Path) -> dict:
+    """Final regret against the *proven* epsilon (log scale) per private learner and
+    calibration, the requested epsilon marked by a hollow marker joined to the proven one;
+    the guarantee's kind (pure or approximate DP, delta) in the legend; each non-private
+    learner a horizontal line of its own style. Returns {series: {"x", "y", "requested"}}."""
+    plt = _plt()
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     data = summary[summary["environment"] == environment]
-    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
+    fig, ax = plt.subplots(figsize=(8.6, 4.4), dpi=100)
+    plotted: dict[str, dict] = {}
     private = data[data["epsilon"].notna()]
-    for (label, cal), g in private.groupby(["label", "calibration"]):
+    markers = "osD^v<>p"
+    for k, ((label, cal), g) in enumerate(private.groupby(["label", "calibration"], sort=False)):
         g = g.sort_values("epsilon")
-        ax.errorbar(
-            g["epsilon"],
-            g["regret_mean"],
-            yerr=g["regret_ci95"],
-            marker="o",
-            capsize=3,
-            label=f"{label} [{cal}]",
-        )
-    for _, r in data[data["epsilon"].isna()].iterrows():
-        ax.axhline(
-            r["regret_mean"], ls="--", color="black", lw=1, label=f"{r['label']} (non-private)"
-        )
+        name = f"{label} [{cal}], {_guarantee_kind(float(g['delta'].iloc[0]))}"
+        line = ax.errorbar(
+            g["proven_epsilon"], g["regret_mean"], yerr=g["regret_ci95"], marker=markers[k % 8],
+            ls=_CAL_STYLE.get(cal, "-"), capsize=3, ms=5, label=name,
+        )  # fmt: skip
+        colour = line[0].get_color()
+        moved = ~np.isclose(g["proven_epsilon"], g["epsilon"], rtol=0.01)
+        for _, r in g[moved].iterrows():
+            ax.plot([r["epsilon"], r["proven_epsilon"]], [r["regret_mean"]] * 2, color=colour,
+                    lw=0.8, alpha=0.6)  # fmt: skip
+            ax.plot(r["epsilon"], r["regret_mean"], marker=markers[k % 8], mfc="none",
+                    color=colour, ms=6, ls="none")  # fmt: skip
+        plotted[name] = {
+            "x": g["proven_epsilon"].tolist(),
+            "y": g["regret_mean"].tolist(),
+            "requested": g["epsilon"].tolist(),
+        }
+    public = data[data["epsilon"].isna()]
+    for k, (_, r) in enumerate(public.iterrows()):
+        ls, colour = _REF_STYLES[k % len(_REF_STYLES)]
+        ax.axhline(r["regret_mean"], ls=ls, color=colour, lw=1.2,
+                   label=f"{r['label']} (non-private)")  # fmt: skip
+    # the y range holds every point with its interval and every non-private line
+    ci = private["regret_ci95"].fillna(0.0)
+    ys = [*(private["regret_mean"] - ci), *(private["regret_mean"] + ci), *public["regret_mean"]]
+    if ys:
+        lo, hi = min(ys), max(ys)
+        pad = 0.06 * (hi - lo) if hi > lo else max(abs(hi), 1.0) * 0.06
+        ax.set_ylim(lo - pad, hi + pad)
+    ax.plot([], [], marker="o", mfc="none", color="gray", ls="none", label="requested epsilon")
     ax.set_xscale("log")
-    ax.set_xlabel("epsilon")
-    ax.set_ylabel("final regret")
-    ax.set_title(f"Privacy-utility on {environment}")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("proven epsilon (what the noise proves)")
+    ax.set_ylabel("final regret (95% CI)")
+    ax.set_title(f"Privacy-utility on {environment}", fontsize=10)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+    return plotted
+
+
+def report_notes(summary: pd.DataFrame, environment: str) -> list[str]:
+    """What looks wrong or surprising in one environment's final regrets, in words: a tight
+    calibration proving less epsilon than asked; a paper calibration proving more (weaker
+    privacy than the paper states); a private learner that does not improve from
+    its smallest to its largest epsilon while its non-private counterpart does far better (the
+    noise drowns the signal at every budget tried); an environment where every learner is within
+    one confidence interval of every other (no visible effect)."""
+    data = summary[summary["environment"] == environment]
+    notes = []
+    for _, r in data[(data["calibration"] == "tight") & data["epsilon"].notna()].iterrows():
+        if r["proven_epsilon"] < 0.99 * r["epsilon"]:
+            notes.append(
+                f"{r['label']} [tight] at epsilon = {r['epsilon']:g} proves "
+                f"{r['proven_epsilon']:.3g}: its noise has a floor the algorithm itself sets "
+                "(its regret analysis needs that much perturbation), so the guarantee is "
+                "stronger than asked and more privacy would cost nothing here."
+            )  # fmt: skip
+    for _, r in data[(data["calibration"] == "paper") & data["epsilon"].notna()].iterrows():
+        if r["proven_epsilon"] > 1.01 * r["epsilon"]:
+            notes.append(
+                f"{r['label']} [paper] at epsilon = {r['epsilon']:g} proves only "
+                f"{r['proven_epsilon']:.3g}: the paper's noise formula is too small for the "
+                "epsilon it states, so the privacy-utility plot places it at what it proves."
+            )
+    public = data[data["epsilon"].isna()]
+    best_public = public["regret_mean"].min() if len(public) else math.nan
+    for (label, cal), g in data[data["epsilon"].notna()].groupby(["label", "calibration"]):
+        if len(g) < 2 or math.isnan(best_public):
+            continue
+        g = g.sort_values("epsilon")
+        first, last = g.iloc[0], g.iloc[-1]
+        ci = float(np.hypot(first["regret_ci95"], last["regret_ci95"]))
+        if last["regret_mean"] >= first["regret_mean"] - ci and (
+            last["regret_mean"] - last["regret_ci95"] > 1.5 * best_public
+        ):
+            notes.append(
+                f"{label} [{cal}] does not improve from epsilon = {first['epsilon']:g} to "
+                f"{last['epsilon']:g} (regret {first['regret_mean']:.4g} and "
+                f"{last['regret_mean']:.4g}) while the best non-private learner reaches "
+                f"{best_public:.4g}: at every budget tried its noise drowns what it learns."
+            )
+    lo = data["regret_mean"] - data["regret_ci95"].fillna(0.0)
+    hi = data["regret_mean"] + data["regret_ci95"].fillna(0.0)
+    if len(data) > 2 and lo.max() <= hi.min():
+        notes.append(
+            "Every learner, private or not, is within one confidence interval of every other: at "
+            "this size the environment shows no effect of privacy or calibration."
+        )
+    return notes
 
 
 def _fmt(v: object) -> str:
@@ -131,10 +309,15 @@ def _fmt(v: object) -> str:
 
 
 def write_report(
-    results: pd.DataFrame, out_dir: str | Path, title: str = "dponline report", notes: str = ""
+    results: pd.DataFrame,
+    out_dir: str | Path,
+    title: str = "dponline report",
+    notes: str = "",
+    captions: dict[str, str] | None = None,
 ) -> Path:
     """Write results.csv (and results.parquet when pyarrow is installed), summary.csv, the PNG
-    plots and index.html; return index.html's path."""
+    plots and index.html, one section per environment (its caption from ``captions``, label ->
+    text, then what looks surprising, :func:`report_notes`); return index.html's path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results.to_csv(out / "results.csv", index=False)
@@ -144,51 +327,69 @@ def write_report(
         pass
     summary = summarise(results)
     summary.to_csv(out / "summary.csv", index=False)
-    figures = []
-    for i, env in enumerate(sorted(results["environment"].unique())):
+    cols = [
+        ("label", "learner"),
+        ("calibration", "calibration"),
+        ("epsilon", "eps asked"),
+        ("proven_epsilon", "eps proven"),
+        ("delta", "delta"),
+        ("T", "T"),
+        ("seeds", "seeds"),
+        ("regret_mean", "regret"),
+        ("regret_ci95", "&plusmn; 95%"),
+    ]
+    sections = []
+    environments = list(dict.fromkeys(results["environment"]))
+    for i, env in enumerate(environments):
+        part = summary[summary["environment"] == env]
+        figs = []
         curves = f"regret_{i}.png"
         plot_regret_curves(results, env, out / curves)
-        figures.append((f"Regret curves: {env}", curves))
-        if summary[summary["environment"] == env]["epsilon"].notna().any():
+        figs.append(curves)
+        if part["epsilon"].notna().any():
             pu = f"privacy_utility_{i}.png"
             plot_privacy_utility(summary, env, out / pu)
-            figures.append((f"Privacy-utility: {env}", pu))
-    cols = [
-        "environment",
-        "label",
-        "calibration",
-        "epsilon",
-        "proven_epsilon",
-        "delta",
-        "T",
-        "seeds",
-        "regret_mean",
-        "regret_ci95",
-    ]
-    rows = "\n".join(
-        "<tr>" + "".join(f"<td>{_fmt(r[c])}</td>" for c in cols) + "</tr>"
-        for _, r in summary.iterrows()
-    )
-    figs = "\n".join(
-        f'<figure><img src="{src}" alt="{html.escape(cap)}"><figcaption>{html.escape(cap)}'
-        f"</figcaption></figure>"
-        for cap, src in figures
+            figs.append(pu)
+        caption = (captions or {}).get(env, "")
+        flagged = report_notes(summary, env)
+        flags = (
+            "<ul class='notes'>" + "".join(f"<li>{html.escape(n)}</li>" for n in flagged) + "</ul>"
+            if flagged
+            else ""
+        )
+        rows = "\n".join(
+            "<tr>" + "".join(f"<td>{_fmt(r[c])}</td>" for c, _ in cols) + "</tr>"
+            for _, r in part.iterrows()
+        )
+        images = "".join(
+            f'<img src="{src}" alt="{html.escape(env)}: {src.split("_")[0]} plot">' for src in figs
+        )
+        sections.append(
+            f'<section id="env-{i}"><h2>{html.escape(env)}</h2>'
+            f"<p class='caption'>{html.escape(caption)}</p>{flags}{images}"
+            f"<details><summary>Final regret table ({len(part)} rows)</summary><table><tr>"
+            + "".join(f"<th>{h}</th>" for _, h in cols)
+            + f"</tr>{rows}</table></details></section>"
+        )
+    toc = "".join(
+        f'<li><a href="#env-{i}">{html.escape(env)}</a></li>' for i, env in enumerate(environments)
     )
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;}}
-table{{border-collapse:collapse;font-size:0.85em}}td,th{{border:1px solid #ccc;padding:3px 6px}}
-figure{{margin:1.5em 0}}img{{max-width:100%}}</style></head>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.4}}
+table{{border-collapse:collapse;font-size:0.85em;margin:.5em 0}}
+td,th{{border:1px solid #ccc;padding:3px 6px}}img{{max-width:100%;display:block;margin:1em 0}}
+.caption{{color:#333}}.notes li{{color:#8a4b00}}section{{border-top:1px solid #ddd;margin-top:2em}}
+</style></head>
 <body><h1>{html.escape(title)}</h1>
 <p>{html.escape(notes)}</p>
-<h2>Final regret</h2>
-<p>Mean over seeds with a 95% confidence half-width; <em>proven_epsilon</em> is what the
-learner's noise proves (it can differ from the requested epsilon for a paper's calibration).</p>
-<table><tr>{"".join(f"<th>{c}</th>" for c in cols)}</tr>
-{rows}
-</table>
-<h2>Plots</h2>
-{figs}
+<p>Regret is against the best fixed decision in hindsight, mean over seeds with 95% bands.
+In each regret panel a private learner's curves are coloured by epsilon (tight calibration
+solid, the paper's dashed) against its own non-private counterpart in black. The
+privacy-utility plots place each point at the epsilon its noise <em>proves</em>; a hollow
+marker shows the epsilon that was asked for when the two differ.</p>
+<ol>{toc}</ol>
+{"".join(sections)}
 <p>Data: <a href="results.csv">results.csv</a> (every seed and recorded round),
 <a href="summary.csv">summary.csv</a>.</p>
 </body></html>

@@ -72,6 +72,17 @@ class ExperimentSpec:
         ``horizon`` replaces every environment's own horizon too."""
         return _overridden(self, **fields)
 
+    def captions(self) -> dict[str, str]:
+        """Environment label -> the report's caption: the spec's ``caption`` (what the
+        environment is and what the reader should see) where it gives one, else the
+        environment's catalogue description."""
+        out = {}
+        for env in self.environments:
+            label = env.get("label") or env["name"]
+            text = env.get("caption") or ENVIRONMENTS[env["name"]].description
+            out[label] = text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+        return out
+
     def tasks(self) -> list[Task]:
         """Every learner on every environment that fits it: the environment gives the feedback
         the learner observes and accepts the actions it plays
@@ -180,6 +191,9 @@ def _entry(
             )
             _expect(k not in opts, f"{name}.tune.{k}", "an option not also fixed in options", k)
         out["tune"] = {k: list(v) for k, v in tune.items()}
+    if "caption" in raw:
+        _expect(isinstance(raw["caption"], str), f"{name}.caption", "a string", raw["caption"])
+        out["caption"] = raw["caption"]
     if "horizon" in raw:
         _int(raw, "horizon", None)
         out["horizon"] = int(raw["horizon"])
@@ -224,7 +238,7 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
         _expect("environment" in data, "environment", "a table naming the environment", None)
         envs = [data["environment"]]
     environments = [
-        _entry(e, f"environments[{i}]", ENVIRONMENTS, extra=("learners", "horizon"))
+        _entry(e, f"environments[{i}]", ENVIRONMENTS, extra=("learners", "horizon", "caption"))
         for i, e in enumerate(envs)
     ]
     for i, env in enumerate(environments):

@@ -553,6 +553,7 @@ register_learner(
             "switches": "S, the expected number of switches (default min(T, ceil(d sqrt T)))",
             "glm": "use Theorem 12's GLM parameters on a GLM stream (default true)",
         },
+        counterpart_of=("ctrl", "ctrl-glm"),
     )
 )
 

@@ -1,0 +1,114 @@
+"""The report: small multiples of at most 8 curves, privacy-utility at the proven epsilon, and
+the automatic notes (the plotted data are read back, not only the files)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dponline.experiments.report import (
+    MAX_CURVES,
+    plot_privacy_utility,
+    plot_regret_curves,
+    regret_panels,
+    report_notes,
+    summarise,
+    write_report,
+)
+from dponline.experiments.runner import COLUMNS
+
+pytest.importorskip("matplotlib")  # the report extra; `make test` installs it
+
+
+def _results(spec: list[tuple[str, str, str, float | None, float]], env: str = "E") -> pd.DataFrame:
+    """Rows for (learner, label, calibration, epsilon, proven epsilon), 3 seeds, t = 10, 20;
+    the regret of seed s at t is slope * t + s with a slope per setting."""
+    rows = []
+    for k, (learner, label, cal, eps, proven) in enumerate(spec):
+        for seed, t in itertools.product(range(3), (10, 20)):
+            regret = (1 + k) * t + seed
+            rows.append({
+                "learner": learner, "label": label, "environment": env, "calibration": cal,
+                "epsilon": np.nan if eps is None else eps,
+                "proven_epsilon": np.nan if eps is None else proven,
+                "delta": 0.0 if "laplace" in label else 1e-6, "tuned": "", "seed": seed, "t": t,
+                "cumulative_loss": regret, "regret": float(regret), "final_loss": np.nan,
+            })  # fmt: skip
+    return pd.DataFrame(rows)[COLUMNS]
+
+
+def _sweep() -> pd.DataFrame:
+    spec = [("ftrl", "ftrl", "none", None, np.nan)]
+    for label in ("dp-ftrl laplace", "dp-ftrl gaussian"):
+        for cal, eps in itertools.product(("tight", "paper"), (0.25, 1.0, 4.0)):
+            # the paper's Gaussian formula proves a twentieth of what it is asked
+            proven = eps / 20 if (cal, label) == ("paper", "dp-ftrl gaussian") else eps
+            spec.append(("dp-ftrl", label, cal, eps, proven))
+    # five budgets in two calibrations: 10 curves, more than a panel may hold
+    for cal, eps in itertools.product(("tight", "paper"), (0.1, 0.3, 1.0, 3.0, 10.0)):
+        spec.append(("dp-exp2", "dp-exp2", cal, eps, eps))
+    spec.append(("exp2", "exp2", "none", None, np.nan))
+    return _results(spec)
+
+
+def test_panels_pair_each_private_learner_with_its_counterpart_and_hold_at_most_8_curves(
+    tmp_path,
+):
+    results = _sweep()
+    panels = plot_regret_curves(results, "E", tmp_path / "regret.png")
+    assert (tmp_path / "regret.png").stat().st_size > 10_000
+    assert [p["title"] for p in panels] == [p["title"] for p in regret_panels(results)]
+    by_title = {p["title"]: p for p in panels}
+    assert by_title["dp-ftrl laplace vs ftrl"]["reference"] == ["ftrl"]
+    assert by_title["dp-ftrl gaussian vs ftrl"]["reference"] == ["ftrl"]
+    # dp-exp2's 10 curves are split by calibration, each against exp2
+    assert {"dp-exp2 [tight] vs exp2", "dp-exp2 [paper] vs exp2"} <= set(by_title)
+    for panel in panels:
+        assert 1 <= len(panel["curves"]) <= MAX_CURVES
+        # the curves drawn are the data's means over seeds: slope * t + 1
+        for curve in panel["curves"]:
+            assert curve["regret"][1] - curve["regret"][0] == pytest.approx(
+                (curve["regret"][1] - 1) / 2
+            )
+
+
+def test_privacy_utility_points_sit_at_the_proven_epsilon(tmp_path):
+    summary = summarise(_sweep())
+    plotted = plot_privacy_utility(summary, "E", tmp_path / "pu.png")
+    paper = plotted["dp-ftrl gaussian [paper], (eps, 1e-6)-DP"]
+    assert paper["x"] == pytest.approx([0.25 / 20, 1.0 / 20, 4.0 / 20])
+    assert paper["requested"] == pytest.approx([0.25, 1.0, 4.0])
+    tight = plotted["dp-ftrl laplace [tight], pure eps-DP"]
+    assert tight["x"] == pytest.approx(tight["requested"])
+
+
+def test_notes_flag_what_looks_wrong():
+    spec = [
+        ("ftrl", "ftrl", "none", None, np.nan),
+        ("dp-ftpl", "dp-ftpl", "tight", 4.0, 1.84),  # proves less than asked
+        ("dp-scrible", "dp-scrible", "paper", 1.0, 2.0),  # proves more than asked
+    ]
+    notes = report_notes(summarise(_results(spec)), "E")
+    assert any("dp-ftpl [tight] at epsilon = 4 proves 1.84" in n for n in notes)
+    assert any("dp-scrible [paper] at epsilon = 1 proves only 2" in n for n in notes)
+    # every learner within one interval of every other: no effect to see
+    flat = _results([("ftrl", "ftrl", "none", None, np.nan)] + [
+        ("dp-ftrl", "dp-ftrl", "tight", e, e) for e in (1.0, 4.0)
+    ])  # fmt: skip
+    flat["regret"] = flat["seed"] * 10.0  # the same spread for everyone
+    assert any("no effect" in n for n in report_notes(summarise(flat), "E"))
+    assert not any("no effect" in n for n in report_notes(summarise(_sweep()), "E"))
+
+
+def test_one_section_per_environment_with_its_caption_and_notes(tmp_path):
+    results = pd.concat([_sweep(), _results([("ftrl", "ftrl", "none", None, np.nan)], "F")])
+    index = write_report(results, tmp_path, title="t", captions={"E": "What E is."})
+    page = index.read_text()
+    assert page.count("<section") == 2
+    assert "What E is." in page
+    assert "does not improve" in page  # regret grows with epsilon in this sweep
+    for png in ("regret_0.png", "privacy_utility_0.png", "regret_1.png"):
+        assert (tmp_path / png).exists() and f'src="{png}"' in page
