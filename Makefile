@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 DEMO_STAMP := $(VENV)/.installed-demo
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test test-all bench lint clean
+.PHONY: demo test test-all bench lint docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ test: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/pytest -q -m "not slow" -n auto
 	$(BIN)/dponline --help > /dev/null
+	$(BIN)/mkdocs build --strict --quiet
+
+docs: $(DEV_STAMP)
+	$(BIN)/mkdocs build --strict
 
 test-all: $(DEV_STAMP)
 	$(BIN)/pytest -q -n auto
@@ -45,4 +49,4 @@ lint: $(DEV_STAMP)
 	$(BIN)/ruff format --check src tests benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis site

@@ -168,3 +168,21 @@ def test_every_option_has_help_that_shows_its_default():
             has_default = action.default not in (None, False) and action.option_strings
             if has_default:
                 assert "default" in action.help, f"{where} does not show its default"
+
+
+def test_calibrate_warns_where_a_paper_formula_proves_less_than_asked(capsys):
+    assert main(["calibrate", "--T", "10000", "--d", "10"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    # the Laplace tree of Agarwal & Singh's Theorem 3.1 proves 1.054 > 1 (both tree layouts)
+    assert len(err) == 2 and all(line.startswith("warning: ") for line in err)
+    assert "binary_tree laplace [paper] proves epsilon 1.054" in err[0]
+
+
+def test_the_docs_guarantee_page_is_the_registry_s(capsys):
+    from pathlib import Path
+
+    assert main(["list", "--markdown"]) == 0
+    page = Path(__file__).resolve().parents[1] / "docs" / "guarantees.md"
+    assert page.read_text() == capsys.readouterr().out, (
+        "docs/guarantees.md is stale: dponline list --markdown > docs/guarantees.md"
+    )
