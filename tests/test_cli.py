@@ -186,3 +186,32 @@ def test_the_docs_guarantee_page_is_the_registry_s(capsys):
     assert page.read_text() == capsys.readouterr().out, (
         "docs/guarantees.md is stale: dponline list --markdown > docs/guarantees.md"
     )
+
+
+def test_each_command_writes_to_its_own_default_folder():
+    from dponline.cli import build_parser
+
+    parser = build_parser()
+    outs = {
+        cmd: parser.parse_args([cmd, *extra]).out
+        for cmd, extra in (
+            ("demo", []),
+            ("counting", []),
+            ("side-by-side", []),
+            ("reproduce", ["han2024"]),
+        )
+    }
+    assert len(set(outs.values())) == len(outs), outs
+    # the demo's report sits at the top; no other command writes its files there
+    assert all(o.startswith("dponline-report/") for c, o in outs.items() if c != "demo")
+
+
+def test_an_unknown_learner_is_one_line_with_a_suggestion(tmp_path, capsys):
+    spec = tmp_path / "typo.toml"
+    spec.write_text(
+        'name = "typo"\nhorizon = 20\nepsilons = [1.0]\n'
+        '[[environments]]\nname = "stochastic"\n[[learners]]\nname = "dp-ftlr"\n'
+    )
+    assert main(["run", str(spec), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown 'dp-ftlr' (did you mean 'dp-ftrl'?)" in err[0]

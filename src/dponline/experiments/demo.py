@@ -43,8 +43,9 @@ _CAPTIONS = {
     "see: regret falls steeply with epsilon towards the non-private learner.",
     "NYSE (O)": "The 36 NYSE stocks over 5,651 trading days (1962-1984) as experts; an "
     "expert's daily loss is 1/2 - return / 0.06, clipped to [0, 1]. The stocks' losses are so "
-    "close that every learner, private or not, ends within one confidence interval of the "
-    "others: this setting shows the learners run on real data, not an effect of privacy.",
+    "close that regrets stay small for every learner, private or not, and the differences "
+    "between privacy levels are within a few confidence intervals: this setting shows the "
+    "learners run on real data more than it shows an effect of privacy.",
     "NYSE (O) bandit": "The same stocks as bandit arms (only the played arm's loss is seen).",
     "NYSE (O) 5-baskets": "Projection-free bandits (Ene, Nguyen & Vladu 2021) choose 5 of the "
     "36 stocks a day (the uniform matroid's base polytope), seeing only the basket's loss.",

@@ -42,7 +42,7 @@ from typing import Any
 
 from dponline.environments.catalogue import ENVIRONMENTS
 from dponline.experiments.runner import BACKENDS, Task, make_tasks
-from dponline.registry import learners
+from dponline.registry import did_you_mean, learners
 
 __all__ = ["ExperimentSpec", "SpecError", "load_spec"]
 
@@ -165,7 +165,11 @@ def _entry(
 ) -> dict[str, Any]:
     _expect(isinstance(raw, dict), name, "a table with 'name' (and optional 'options')", raw)
     _expect("name" in raw, f"{name}.name", f"one of {sorted(registry)}", None)
-    _expect(raw["name"] in registry, f"{name}.name", f"one of {sorted(registry)}", raw["name"])
+    if raw["name"] not in registry:
+        raise SpecError(
+            f"spec field '{name}.name': unknown {raw['name']!r}"
+            f"{did_you_mean(str(raw['name']), registry)}; expected one of {sorted(registry)}"
+        )
     opts = raw.get("options", {})
     _expect(isinstance(opts, dict), f"{name}.options", "a table", opts)
     keys = ("name", "options", "label", *extra)
