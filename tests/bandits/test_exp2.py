@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 from dponline.bandits import DPEXP2, exp2_parameters
-from dponline.bandits.exp2 import exp2_regret_bound
+from dponline.bandits.exp2 import (
+    exp2_condition_ratio,
+    exp2_proof_parameters,
+    exp2_proven_regret_bound,
+    exp2_regret_bound,
+)
 from dponline.environments import BanditEnvironment, StochasticBandit
 from dponline.privacy.audit import audit
 from dponline.privacy.budget import PrivacyBudget
@@ -26,6 +31,40 @@ def test_theorem_4_1_parameters_by_hand():
     assert gamma == pytest.approx(eta * n * math.sqrt(spread))
     lr = DPEXP2(n, t, budget=maybe_budget(eps, 0.0, "paper"), rng=0)
     assert lr.laplace_scale == lam and lr.eta == pytest.approx(eta)
+    # the printed bound, as the paper's proof writes it (not a proven bound: see below)
+    printed = math.log(n) / eta + 2 * eta * t * n * (1 + lam**2 * math.log(n * t) ** 2)
+    assert exp2_regret_bound(n, t, lam) == pytest.approx(printed + 2 * t * gamma + 1)
+
+
+def test_printed_parameters_violate_the_proof_s_condition_by_7_8_to_11_4():
+    # eta N (1 + 4 lambda log NT) <= gamma is what Lemma 4.4 needs (002, line 385)
+    ratios = [exp2_condition_ratio(n, t, 1.0) for n, t in ((2, 1000), (10, 10**4), (100, 10**5))]
+    assert ratios == pytest.approx([7.8019, 9.5992, 11.3567], abs=1e-3)
+    eta, gamma = exp2_parameters(10, 10**4, 1.0)
+    with pytest.raises(ValueError, match="violate the proof's condition"):
+        exp2_proven_regret_bound(10, 10**4, 1.0, eta=eta, gamma=gamma)
+    # without noise the printed parameters meet it (with equality)
+    assert exp2_condition_ratio(10, 10**4, 0.0) == pytest.approx(1.0)
+
+
+def test_proof_parameters_meet_the_condition_and_minimise_the_proven_bound():
+    n, t, lam = 10, 10**4, 2.0
+    eta, gamma = exp2_proof_parameters(n, t, lam)
+    big_l = 1 + 4 * lam * math.log(n * t)
+    assert gamma == pytest.approx(eta * n * big_l) and gamma <= 1
+    best = exp2_proven_regret_bound(n, t, lam)
+    assert best == pytest.approx(exp2_proven_regret_bound(n, t, lam, eta=eta, gamma=gamma))
+    for f in (0.9, 1.1):  # any other eta at its least gamma does worse
+        e = eta * f
+        assert exp2_proven_regret_bound(n, t, lam, eta=e, gamma=e * n * big_l) > best
+    # by hand: log N / eta + eta T N K + 2 gamma T M + 2 M, K = 2 (1 + 10 lam^2 log^2 NT)
+    k = 2 * (1 + 10 * lam**2 * math.log(n * t) ** 2)
+    assert best == pytest.approx(math.log(n) / eta + eta * t * n * k + 2 * gamma * t + 2)
+    # the tight calibration runs them, the paper's the printed ones
+    tight = DPEXP2(n, t, budget=PrivacyBudget(0.5), rng=0)
+    paper = DPEXP2(n, t, budget=maybe_budget(0.5, 0.0, "paper"), rng=0)
+    assert (tight.eta, tight.gamma) == pytest.approx(exp2_proof_parameters(n, t, 2.0))
+    assert (paper.eta, paper.gamma) == pytest.approx(exp2_parameters(n, t, 2.0))
 
 
 def test_probabilities_mix_exploration_and_update_uses_importance_weights():
@@ -112,7 +151,9 @@ def test_regret_within_theorem_4_1_bound(eps):
         lr.observe(fb)
         cum += expected
     regret = cum - T * 0.2  # pseudo-regret against the best arm's mean
-    assert regret.mean() <= exp2_regret_bound(N, T, lr.laplace_scale)
+    # the tight calibration runs parameters its proof supports; the non-private ones meet it
+    bound = exp2_proven_regret_bound(N, T, lr.laplace_scale, eta=lr.eta, gamma=lr.gamma)
+    assert regret.mean() <= bound
     if eps is None:
         assert regret.mean() < 0.2 * T  # it learns: uniform play costs 0.24 T
 
@@ -166,7 +207,8 @@ def test_regret_within_theorem_4_1_on_an_adversarial_sequence(eps):
         lr.observe(fb)
         cum += loss
     regret = env.regret(np.broadcast_to(cum[:, None], (R, T)))[:, -1]
-    assert regret.mean() <= exp2_regret_bound(N, T, lr.laplace_scale)
+    bound = exp2_proven_regret_bound(N, T, lr.laplace_scale, eta=lr.eta, gamma=lr.gamma)
+    assert regret.mean() <= bound
 
 
 def test_complex_loss_is_refused():

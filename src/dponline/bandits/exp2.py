@@ -19,8 +19,16 @@ the ``tight`` calibration uses. The paper's Theorem 4.1 takes lambda = ||l||_inf
 proves only 2 epsilon for signed losses: refused unless the budget allows a weaker paper
 calibration.
 
-Parameters (Theorem 4.1): eta = sqrt(log N / (2 N T (1 + 2 lambda^2 log NT))),
-gamma = eta N sqrt(1 + 2 lambda^2 log NT).
+Parameters. Theorem 4.1 prints eta = sqrt(log N / (2 N T (1 + 2 lambda^2 log NT))) and
+gamma = eta N sqrt(1 + 2 lambda^2 log NT) (:func:`exp2_parameters`, the ``paper`` calibration).
+Its proof needs eta |l^_t(i)| <= 1 for Lemma 4.4, which off the failure event F holds when
+eta N (M + 4 lambda log NT) <= gamma (line 385 of the paper, with M = ||l||_inf <= 1 there); the
+printed gamma is about sqrt(2) lambda sqrt(log NT) eta N, smaller than that by a factor of
+roughly 2 sqrt(2 log NT) (:func:`exp2_condition_ratio`), so the printed parameters do not carry
+the proof and :func:`exp2_regret_bound` is not a proven bound for them. The ``tight``
+calibration runs :func:`exp2_proof_parameters`: gamma = eta N (M + 4 lambda log NT), the least
+the condition allows, and the eta minimising the proof's bound at that gamma
+(:func:`exp2_proven_regret_bound`).
 """
 
 from __future__ import annotations
@@ -44,7 +52,16 @@ from dponline.registry import (
 )
 from dponline.rng import RngLike, generator_from_state, generator_state
 
-__all__ = ["DPEXP2", "EXP2", "exp2_parameters", "exp2_regret_bound", "same_arm"]
+__all__ = [
+    "DPEXP2",
+    "EXP2",
+    "exp2_condition_ratio",
+    "exp2_parameters",
+    "exp2_proof_parameters",
+    "exp2_proven_regret_bound",
+    "exp2_regret_bound",
+    "same_arm",
+]
 
 
 def exp2_parameters(n_arms: int, horizon: int, laplace_scale: float) -> tuple[float, float]:
@@ -56,12 +73,75 @@ def exp2_parameters(n_arms: int, horizon: int, laplace_scale: float) -> tuple[fl
     return eta, gamma
 
 
+def exp2_condition_ratio(n_arms: int, horizon: int, laplace_scale: float) -> float:
+    """eta N (1 + 4 lambda log NT) / gamma at Theorem 4.1's printed parameters: how many times
+    too small the printed gamma is for the condition its proof needs (at most 1 is needed)."""
+    n, t, lam = int(n_arms), int(horizon), float(laplace_scale)
+    eta, gamma = exp2_parameters(n, t, lam)
+    return eta * n * (1.0 + 4.0 * lam * math.log(n * t)) / gamma
+
+
+def _proof_constants(n: int, t: int, lam: float, m: float) -> tuple[float, float]:
+    """(L, K): |l~_t(i)| <= L = M + 4 lambda log NT off the failure event, and
+    E||l~_t||_inf^2 <= K = 2 (M^2 + 10 lambda^2 log^2 NT) there (Fact C.1 and Eq. 7)."""
+    log_nt = math.log(n * t)
+    return m + 4.0 * lam * log_nt, 2.0 * (m * m + 10.0 * lam * lam * log_nt * log_nt)
+
+
+def exp2_proof_parameters(
+    n_arms: int, horizon: int, laplace_scale: float, loss_bound: float = 1.0
+) -> tuple[float, float]:
+    """(eta, gamma) that satisfy the condition of Theorem 4.1's proof, eta N L <= gamma with
+    L = M + 4 lambda log NT (M = ``loss_bound`` = ||l||_inf), at the least gamma = eta N L, with
+    the eta minimising :func:`exp2_proven_regret_bound` there: the bound is
+    log N / eta + eta T N (K + 2 L M) + 2 M + ..., so eta = sqrt(log N / (T N (K + 2 L M))),
+    capped so that gamma <= 1."""
+    n, t, lam, m = int(n_arms), int(horizon), float(laplace_scale), float(loss_bound)
+    big_l, k = _proof_constants(n, t, lam, m)
+    eta = math.sqrt(math.log(n) / (t * n * (k + 2.0 * big_l * m)))
+    eta = min(eta, 1.0 / (n * big_l))
+    return eta, eta * n * big_l
+
+
+def exp2_proven_regret_bound(
+    n_arms: int,
+    horizon: int,
+    laplace_scale: float,
+    loss_bound: float = 1.0,
+    *,
+    eta: float | None = None,
+    gamma: float | None = None,
+) -> float:
+    """The bound Theorem 4.1's proof gives for (eta, gamma) that meet its condition (default
+    :func:`exp2_proof_parameters`): Lemma 4.4 off the failure event F (probability at most 1/T),
+    with E||l~_t||_inf^2 <= 2 (M^2 + 10 lambda^2 log^2 NT) (Eq. 7 without the paper's dropped
+    factor 10), plus the regret on F, at most 2 M T times 1/T:
+
+        log N / eta + eta T N K + 2 gamma T M + 2 M.
+
+    Raises ``ValueError`` if (eta, gamma) violate eta N (M + 4 lambda log NT) <= gamma <= 1."""
+    n, t, lam, m = int(n_arms), int(horizon), float(laplace_scale), float(loss_bound)
+    if eta is None or gamma is None:
+        eta, gamma = exp2_proof_parameters(n, t, lam, m)
+    big_l, k = _proof_constants(n, t, lam, m)
+    if eta * n * big_l > gamma * (1.0 + 1e-12) or gamma > 1.0:
+        raise ValueError(
+            f"(eta, gamma) = ({eta:.4g}, {gamma:.4g}) violate the proof's condition "
+            f"eta N (M + 4 lambda log NT) = {eta * n * big_l:.4g} <= gamma <= 1: the proof "
+            "gives no bound for them"
+        )
+    return math.log(n) / eta + eta * t * n * k + 2.0 * gamma * t * m + 2.0 * m
+
+
 def exp2_regret_bound(n_arms: int, horizon: int, laplace_scale: float) -> float:
-    """The explicit bound of the proof of Theorem 4.1 (Lemma 4.4 with its parameters), plus
-    the failure event's contribution of 1:
+    """Theorem 4.1's bound as the paper's proof writes it for its printed parameters (Lemma 4.4
+    plus the failure event's 1):
 
         log N / eta + 2 eta T N (1 + lambda^2 log^2 NT) + 2 T gamma + 1.
-    """
+
+    Not a proven bound: the printed parameters violate the condition the proof needs
+    (:func:`exp2_condition_ratio`), and Eq. 7's factor 10 is dropped; kept to reproduce the
+    paper. :func:`exp2_proven_regret_bound` is the proven one."""
     n, t, lam = int(n_arms), int(horizon), float(laplace_scale)
     eta, gamma = exp2_parameters(n, t, lam)
     return (
@@ -212,8 +292,9 @@ class DPEXP2(PrivateBanditReduction):
         N and T: the N-armed bandit, or with ``actions`` a finite action set in R^N.
     budget:
         Pure-DP budget; ``None`` runs the non-private EXP2 (Theorem 4.1's parameters at
-        lambda = 0). ``tight``: lambda = (value width) / epsilon, the exact sensitivity of one
-        loss value; ``paper``: lambda = ||l||_inf / epsilon (Theorem 4.1).
+        lambda = 0, which meet its proof's condition). ``tight``: lambda = (value width) /
+        epsilon, the exact sensitivity of one loss value, and :func:`exp2_proof_parameters`;
+        ``paper``: lambda = ||l||_inf / epsilon and the printed eta, gamma (Theorem 4.1).
     loss_range:
         The declared interval of every loss coordinate (default [0, 1]); for the multi-armed
         bandit the interval of every loss value.
@@ -268,8 +349,16 @@ class DPEXP2(PrivateBanditReduction):
                 "for a general action set"
             )
 
+        # the paper's printed parameters for `paper` (and without privacy, where they meet the
+        # proof's condition); parameters the proof supports for `tight`
+        proof = budget is not None and budget.calibration == "tight"
+        loss_bound = max(abs(low), abs(high))
+
         def make(lam: float, gen: np.random.Generator) -> EXP2:
-            default_eta, default_gamma = exp2_parameters(n, horizon, lam)
+            if proof:
+                default_eta, default_gamma = exp2_proof_parameters(n, horizon, lam, loss_bound)
+            else:
+                default_eta, default_gamma = exp2_parameters(n, horizon, lam)
             return EXP2(
                 eta=default_eta if eta is None else float(eta),
                 gamma=default_gamma if gamma is None else float(gamma),

@@ -546,10 +546,20 @@ def execute_tasks(
                 n = workers or min(len(tasks), os.cpu_count() or 1)
                 # a multiprocessing pool, not concurrent.futures: on Ctrl-C leaving the block
                 # terminates the workers at once instead of letting them finish their tasks
+                others = set(multiprocessing.active_children())
                 with multiprocessing.get_context().Pool(n, initializer=_ignore_sigint) as pool:
                     items = [(i, tasks[i]) for i in positions]
-                    for i, result in pool.imap_unordered(functools.partial(_indexed, fn), items):
-                        finished(i, result)
+                    try:
+                        for i, result in pool.imap_unordered(
+                            functools.partial(_indexed, fn), items
+                        ):
+                            finished(i, result)
+                    except KeyboardInterrupt:
+                        # free the cores first: kill this pool's workers before the pool's
+                        # own (slower) teardown, so that the parent stops at once under load
+                        for child in set(multiprocessing.active_children()) - others:
+                            child.kill()
+                        raise
             else:
                 _run_ray([tasks[i] for i in positions], positions, fn, finished)
         except KeyboardInterrupt:
