@@ -43,6 +43,7 @@ bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/bench_ctrl.py
 	$(BIN)/python benchmarks/bench_ctrl_regret.py --quick
 	$(BIN)/python benchmarks/bench_side_by_side.py --quick
+	$(BIN)/python benchmarks/bench_exp2.py --quick
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks
