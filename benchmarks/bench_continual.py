@@ -73,7 +73,13 @@ from dponline.continual import ContinualCounter, DoublingCounter, make_counter
 from dponline.privacy.bounds import Box
 from dponline.privacy.budget import PrivacyBudget
 
-ALL_MECHANISMS: tuple[str, ...] = ("binary_tree", "padded_tree", "honaker", "sqrt_factorization")
+ALL_MECHANISMS: tuple[str, ...] = (
+    "binary_tree",
+    "padded_tree",
+    "honaker",
+    "sqrt_factorization",
+    "blt",
+)
 FULL_DIMS: tuple[int, ...] = (10, 1000)
 FULL_HORIZONS: tuple[int, ...] = (10_000, 1_000_000)
 QUICK_HORIZONS: tuple[int, ...] = (1_000, 10_000)

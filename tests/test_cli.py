@@ -30,11 +30,13 @@ def test_mechanisms_json_meets_the_issue_ratios(capsys):
     assert main(["mechanisms", "--T", "1024", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     rows = {r["mechanism"]: r for r in data["mechanisms"]}
-    assert set(rows) == {"binary_tree", "padded_tree", "honaker", "sqrt_factorization"}
+    assert set(rows) == {"binary_tree", "padded_tree", "honaker", "sqrt_factorization", "blt"}
     tree = rows["binary_tree"]["max_variance"]
     assert tree == pytest.approx(110.0)  # ceil(log2 1025) * floor(log2 1025) at rho = 1/2
     assert rows["honaker"]["max_variance"] <= 0.6 * tree
     assert rows["sqrt_factorization"]["max_variance"] <= 0.1 * tree
+    # BLT with 4 buffers: within 1.1x of the square root's largest variance
+    assert rows["blt"]["max_variance"] <= 1.1 * rows["sqrt_factorization"]["max_variance"]
 
 
 def test_mechanisms_text(capsys):
@@ -78,7 +80,7 @@ def test_counting_writes_outputs(tmp_path, capsys):
     data = json.loads((tmp_path / "counting.json").read_text())
     assert data["horizon"] == 5651 and data["dim"] == 36
     rows = data["rows"]
-    assert len(rows) == 11
+    assert len(rows) == 12
     for r in rows:
         # measured error agrees with the exact variances (2 seeds x 36 coords x 2826 steps)
         assert r["rmse_running_mean"] == pytest.approx(r["rmse_predicted"], rel=0.25)
@@ -94,6 +96,7 @@ def test_audit_command_json(capsys):
         "padded_tree",
         "honaker",
         "sqrt_factorization",
+        "blt",
     }
     # correctly calibrated rows are never refuted (each: chance <= 1e-3)
     assert not any(r["refuted"] for r in rows if r["noise_fraction"] == 1.0)

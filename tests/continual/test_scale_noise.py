@@ -19,6 +19,7 @@ from dponline.privacy.noise import GaussianNoise, LaplaceNoise
         ("padded_tree", GaussianNoise(2.0)),
         ("honaker", LaplaceNoise(2.0)),
         ("sqrt_factorization", GaussianNoise(2.0)),
+        ("blt", GaussianNoise(2.0)),
     ],
 )
 def test_scaled_counter_equals_counter_built_with_scaled_noise(mechanism, noise):

@@ -11,7 +11,7 @@ from dponline.continual import DoublingCounter, make_counter
 from dponline.privacy.bounds import Box, NormBall
 from dponline.privacy.budget import PrivacyBudget
 
-MECHS = ["binary_tree", "padded_tree", "honaker", "sqrt_factorization"]
+MECHS = ["binary_tree", "padded_tree", "honaker", "sqrt_factorization", "blt"]
 
 
 def _make(mech, T=37, **kw):

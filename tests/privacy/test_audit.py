@@ -30,6 +30,7 @@ CASES = [
     ("padded_tree", "gaussian"),
     ("honaker", "gaussian"),
     ("sqrt_factorization", "gaussian"),
+    ("blt", "gaussian"),
     ("binary_tree", "laplace"),
     ("padded_tree", "laplace"),
     ("honaker", "laplace"),

@@ -42,9 +42,9 @@ def _run(mech, noise, epsilon, fraction):
 
 CASES = [
     (m, n)
-    for m in ("binary_tree", "padded_tree", "honaker", "sqrt_factorization")
+    for m in ("binary_tree", "padded_tree", "honaker", "sqrt_factorization", "blt")
     for n in ("gaussian", "laplace")
-    if not (m == "sqrt_factorization" and n == "laplace")
+    if not (m in ("sqrt_factorization", "blt") and n == "laplace")
 ]
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.registry import get_mechanism
+from dponline.continual.selection import best_mechanism
 from dponline.privacy.accounting import gaussian_epsilon, laplace_epsilon, zcdp_rho
 from dponline.privacy.bounds import NormBall
 from dponline.privacy.budget import PrivacyBudget
@@ -114,7 +115,7 @@ class PrivateBanditCalibrator:
             return self.mechanism
         if calibration == "paper":
             return "padded_tree"
-        return "honaker" if self.noise == "laplace" else "sqrt_factorization"
+        return best_mechanism(self.batches, self.ambient_dim, self.noise)
 
     def _counter_calibrator(self, calibration: str) -> CounterCalibrator:
         cls = get_mechanism(self.mechanism_for(calibration))

@@ -5,6 +5,8 @@
   (Agarwal & Singh 2017, Algorithm 2), used by Agarwal & Singh and Ene et al.
 * :class:`HonakerCounter`: Honaker's online variance-weighted estimator on the tree.
 * :class:`SqrtFactorizationCounter`: the square-root factorisation of the prefix-sum matrix.
+* :class:`BLTCounter`: a buffered linear Toeplitz factorisation, nearly the square root's
+  error in O(buffers x d) memory.
 * :class:`DoublingCounter`: any of them over an unknown horizon.
 
 :func:`make_counter` builds one calibrated to a privacy budget for a declared input set
@@ -13,16 +15,19 @@
 
 from dponline.continual.base import ContinualCounter, HorizonExceededError
 from dponline.continual.binary_tree import BinaryTreeCounter
+from dponline.continual.blt import BLTCounter
 from dponline.continual.calibration import CounterCalibrator, calibrate_counter
 from dponline.continual.factory import make_counter
 from dponline.continual.honaker import HonakerCounter
 from dponline.continual.matrix_factorization import SqrtFactorizationCounter
 from dponline.continual.padded_tree import PaddedTreeCounter
 from dponline.continual.registry import MECHANISMS, get_mechanism
+from dponline.continual.selection import best_mechanism
 from dponline.continual.unknown_horizon import DoublingCounter
 
 __all__ = [
     "MECHANISMS",
+    "BLTCounter",
     "BinaryTreeCounter",
     "ContinualCounter",
     "CounterCalibrator",
@@ -31,6 +36,7 @@ __all__ = [
     "HorizonExceededError",
     "PaddedTreeCounter",
     "SqrtFactorizationCounter",
+    "best_mechanism",
     "calibrate_counter",
     "get_mechanism",
     "make_counter",

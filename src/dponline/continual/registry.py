@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dponline.continual.base import ContinualCounter
 from dponline.continual.binary_tree import BinaryTreeCounter
+from dponline.continual.blt import BLTCounter
 from dponline.continual.honaker import HonakerCounter
 from dponline.continual.matrix_factorization import SqrtFactorizationCounter
 from dponline.continual.padded_tree import PaddedTreeCounter
@@ -12,7 +13,13 @@ __all__ = ["MECHANISMS", "get_mechanism"]
 
 MECHANISMS: dict[str, type[ContinualCounter]] = {
     cls.name: cls
-    for cls in (BinaryTreeCounter, PaddedTreeCounter, HonakerCounter, SqrtFactorizationCounter)
+    for cls in (
+        BinaryTreeCounter,
+        PaddedTreeCounter,
+        HonakerCounter,
+        SqrtFactorizationCounter,
+        BLTCounter,
+    )
 }
 
 

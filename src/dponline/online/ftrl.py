@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dponline.continual import BinaryTreeCounter, ContinualCounter, make_counter
+from dponline.continual.selection import best_mechanism
 from dponline.domains.base import ConvexDomain, Projectable, checked_domain
 from dponline.domains.simplex import Simplex
 from dponline.online.counter_learner import CounterLearner
@@ -213,7 +214,10 @@ class DPFTRL(CounterLearner):
         "laplace" (pure DP, Theorem 3.1; the budget's delta must be 0) or "gaussian"
         (Theorem A.1; delta > 0).
     mechanism:
-        Continual counter; defaults to "padded_tree" for "paper" and "honaker" for "tight".
+        Continual counter; defaults to "padded_tree" for "paper" and, for "tight", the
+        lowest-variance mechanism whose noise state fits 64 MiB
+        (:func:`~dponline.continual.selection.best_mechanism`: the square root, else a BLT,
+        for Gaussian noise; Honaker's estimator for Laplace).
     domain:
         The decision set X, a :class:`~dponline.domains.base.ConvexDomain` in R^N (default
         :class:`~dponline.domains.simplex.Simplex`: experts).
@@ -278,7 +282,11 @@ class DPFTRL(CounterLearner):
             self.privacy: PrivacyGuarantee | None = None
         else:
             if mechanism is None:
-                mechanism = "padded_tree" if self.budget.calibration == "paper" else "honaker"
+                mechanism = (
+                    "padded_tree"
+                    if self.budget.calibration == "paper"
+                    else best_mechanism(self.horizon, self.dim, noise, self.replicas)
+                )
             counter = make_counter(
                 mechanism,
                 horizon=self.horizon,

@@ -1,0 +1,52 @@
+"""Which counter the ``tight`` calibrations use: the lowest-variance mechanism whose noise state
+fits a memory budget.
+
+At equal privacy the mechanisms rank, by their largest release variance (``dponline
+mechanisms``; at T = 1024: binary tree 110, Honaker 63.8, BLT 10.71, square root 10.71), as
+
+    square root <= BLT (within 1.1x, tests/continual/test_blt.py) < Honaker < binary tree,
+
+with Laplace noise offered by the trees only. The square root holds its T noise vectors
+(O(T d) per replica), the BLT O(buffers x d), the trees O(d log T). :func:`best_mechanism`
+returns the first of that ranking that supports the noise and fits ``memory_budget`` bytes.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dponline.continual.blt import DEFAULT_BUFFERS
+
+__all__ = ["MEMORY_BUDGET", "best_mechanism", "state_bytes"]
+
+#: default bytes of noise state one counter may hold (all replicas together)
+MEMORY_BUDGET = 64 * 2**20
+
+_RANKING = {
+    "gaussian": ("sqrt_factorization", "blt", "honaker", "binary_tree"),
+    "laplace": ("honaker", "binary_tree"),
+}
+
+
+def state_bytes(mechanism: str, horizon: int, dim: int, replicas: int = 1) -> int:
+    """Bytes of float64 state a counter keeps (its noise and running sums), all replicas."""
+    per = int(dim) * int(replicas) * 8
+    if mechanism == "sqrt_factorization":
+        return (int(horizon) + 1) * per
+    if mechanism == "blt":
+        return (DEFAULT_BUFFERS + 2) * per
+    levels = math.ceil(math.log2(int(horizon) + 1))
+    return (levels + 2) * per
+
+
+def best_mechanism(
+    horizon: int, dim: int, noise: str, replicas: int = 1, memory_budget: int = MEMORY_BUDGET
+) -> str:
+    """The lowest-variance mechanism for ``noise`` ("gaussian" or "laplace") whose state fits
+    ``memory_budget`` bytes (module docstring); the binary tree if none does."""
+    if noise not in _RANKING:
+        raise ValueError(f"noise must be 'gaussian' or 'laplace', got {noise!r}")
+    for name in _RANKING[noise]:
+        if state_bytes(name, horizon, dim, replicas) <= memory_budget:
+            return name
+    return "binary_tree"

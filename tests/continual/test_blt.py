@@ -1,0 +1,85 @@
+"""Buffered linear Toeplitz counting (:mod:`dponline.continual.blt`) against its matrices."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dponline.continual.blt import BLTCounter, BLTParameters, optimise_blt
+from dponline.continual.matrix_factorization import sqrt_coefficients
+from dponline.privacy.noise import GaussianNoise
+
+PARAMS = BLTParameters(np.array([0.3, 0.8, 0.97]), np.array([0.2, 0.15, 0.05]))
+
+
+def _toeplitz(coefficients: np.ndarray) -> np.ndarray:
+    n = len(coefficients)
+    i, j = np.indices((n, n))
+    return np.where(i >= j, coefficients[np.abs(i - j)], 0.0)
+
+
+def test_coefficients_and_inverse_match_the_definition():
+    n = 30
+    k = np.arange(1, n)
+    by_hand = np.r_[1.0, (PARAMS.omega[None, :] * PARAMS.theta[None, :] ** (k[:, None] - 1)).sum(1)]
+    np.testing.assert_allclose(PARAMS.coefficients(n), by_hand, rtol=1e-12)
+    c = _toeplitz(PARAMS.coefficients(n))
+    np.testing.assert_allclose(_toeplitz(PARAMS.inverse_coefficients(n)), np.linalg.inv(c),
+                               atol=1e-10)  # fmt: skip
+    assert PARAMS.sensitivity(n) == pytest.approx(np.linalg.norm(c, axis=0).max(), rel=1e-12)
+
+
+def test_streaming_noise_is_the_prefix_sum_of_c_inverse_z():
+    # the release minus the prefix sum is A C^{-1} z for the draws z, step by step
+    n, dim = 25, 2
+    counter = BLTCounter(n, dim, GaussianNoise(1.3), parameters=PARAMS, replicas=3, rng=11)
+    gen = np.random.default_rng(11)
+    z = np.stack([GaussianNoise(1.3).sample(gen, (3, dim)) for _ in range(n)])  # (T, R, d)
+    b = _toeplitz(np.cumsum(PARAMS.inverse_coefficients(n)))  # A C^{-1}
+    expected = np.einsum("ts,srd->trd", b, z)
+    xs = np.random.default_rng(0).uniform(size=(n, dim))
+    for t in range(n):
+        release = counter.step(xs[t])
+        np.testing.assert_allclose(release - xs[: t + 1].sum(0), expected[t], atol=1e-10)
+
+
+def test_exact_variances_are_the_rows_of_a_c_inverse():
+    n = 40
+    counter = BLTCounter(n, 1, GaussianNoise(2.0), parameters=PARAMS)
+    b = _toeplitz(np.cumsum(PARAMS.inverse_coefficients(n)))
+    np.testing.assert_allclose(counter.variances(), 4.0 * (b**2).sum(axis=1), rtol=1e-10)
+    assert counter.variance(17) == pytest.approx(4.0 * (b[16] ** 2).sum(), rel=1e-10)
+    assert counter.variance(0) == 0.0
+
+
+def test_measured_variance_matches_the_exact_one():
+    # 40,000 replicas: the sample variance of the last release against its exact value by a
+    # two-sided chi-square test at level 1e-4 (the chance of a false failure)
+    n, r = 64, 40_000
+    counter = BLTCounter(n, 1, GaussianNoise(1.0), replicas=r, rng=3)
+    for _ in range(n):
+        out = counter.step(np.zeros(1))
+    stat = (r - 1) * out[:, 0].var(ddof=1) / counter.variance(n)
+    lo, hi = stats.chi2.ppf([0.5e-4, 1 - 0.5e-4], r - 1)
+    assert lo < stat < hi
+
+
+@pytest.mark.parametrize("horizon", [16, 1024])
+def test_optimised_blt_is_within_1_1x_of_the_square_root(horizon):
+    p = optimise_blt(horizon)
+    c = sqrt_coefficients(horizon)
+    assert p.is_invertible() and p.buffers == 4
+    assert p.max_variance(horizon) <= 1.1 * float((c**2).sum()) ** 2
+    assert optimise_blt(horizon) is p  # cached: one optimisation per horizon
+
+
+def test_parameters_are_checked():
+    with pytest.raises(ValueError, match="theta"):
+        BLTParameters(np.array([1.2]), np.array([0.1]))
+    with pytest.raises(ValueError, match="one length"):
+        BLTParameters(np.array([0.5, 0.6]), np.array([0.1]))
+    unstable = BLTParameters(np.array([0.5]), np.array([-3.0]))  # c(z) has a zero inside
+    assert not unstable.is_invertible()
+    with pytest.raises(ValueError, match="unstable"):
+        BLTCounter(8, 1, GaussianNoise(1.0), parameters=unstable)
