@@ -137,3 +137,56 @@ def test_large_epsilon_uses_exact_gaussian_accounting_and_paper_refuses():
             1000,
             budget=PrivacyBudget(30.0, 1e-3, "paper", allow_weaker=True),
         )
+
+
+@pytest.mark.parametrize("name", ["logistic", "huber"])
+def test_smooth_glm_losses_take_their_constants_and_gradients_from_the_link(name):
+    from dponline.online.smooth_losses import link_by_name
+
+    ball, x_bound, y_bound = LpBall(3, 2.0, 2.0), 1.0, 1.0
+    lr = PrivateStreamingFrankWolfe(
+        ball, 5, x_bound=x_bound, y_bound=y_bound, budget=None, loss=name, replicas=2
+    )
+    link = link_by_name(name)
+    # L = sup |f'| X over |z| <= X r, beta = sup f'' X^2 (r = 2)
+    assert lr.lipschitz == pytest.approx(link.max_d1(2.0, 1.0))
+    assert lr.beta == pytest.approx(link.max_d2(1.0))
+    if name == "logistic":
+        assert lr.lipschitz == pytest.approx(1 / (1 + math.exp(-2.0)))
+        assert lr.beta == 0.25
+    else:
+        assert (lr.lipschitz, lr.beta) == (1.0, 1.0)
+    # one step by hand (no noise): theta_1 = 0, g_1 = 2 grad f(theta_1) - grad f(theta_0), d_1 =
+    # g_1 / 2, v_1 = LMO(d_1), theta_2 = theta_1 + (v_1 - theta_1) / 2
+    x, y = np.array([0.6, -0.8, 0.0]), 1.0
+    theta = lr.act()
+    lr.observe(SampleFeedback(x, y))
+    g = link.d1(np.zeros(2), y)[:, None] * x[None, :]  # theta_0 = theta_1 = 0
+    v = ball.lmo(g / 2)
+    np.testing.assert_allclose(lr.act(), theta + (v - theta) / 2, atol=1e-12)
+    # the sensitivity of Theorem 3.1's proof, 2 (beta D + L), sets the private noise
+    private = PrivateStreamingFrankWolfe(
+        ball, 50, x_bound=x_bound, y_bound=y_bound, budget=PrivacyBudget(1.0, 1e-5), loss=name
+    )
+    assert private.sensitivity == pytest.approx(2 * (private.beta * 4.0 + private.lipschitz))
+    assert private.privacy.epsilon <= 1.0 + 1e-9
+
+
+def test_logistic_labels_are_checked_and_the_logistic_algorithm_learns():
+    ball = LpBall(2, 2.0, 3.0)
+    lr = PrivateStreamingFrankWolfe(ball, 10, budget=None, loss="logistic")
+    lr.act()
+    with pytest.raises(ValueError, match="logistic labels"):
+        lr.observe(SampleFeedback(np.array([0.5, 0.5]), 0.3))
+    # separable data along w: the last iterate's mean logistic loss is well below log 2 (theta = 0)
+    gen = np.random.default_rng(0)
+    w = np.array([0.8, 0.6])
+    xs = gen.normal(size=(2000, 2))
+    xs /= np.maximum(np.linalg.norm(xs, axis=1, keepdims=True), 1.0) * (1 + 1e-12)
+    ys = np.where(xs @ w >= 0, 1.0, -1.0)
+    learner = PrivateStreamingFrankWolfe(ball, 2000, budget=None, loss="logistic")
+    for x, y in zip(xs, ys, strict=True):
+        learner.act()
+        learner.observe(SampleFeedback(x, y))
+    theta = learner.act()[0]
+    assert np.mean(np.logaddexp(0.0, -ys * (xs @ theta))) < 0.5 * math.log(2.0)

@@ -1,5 +1,6 @@
 """Private streaming Frank-Wolfe: Han et al., Algorithm 1 (1 < p <= inf), for the squared loss
-f(theta; x, y) = (<x, theta> - y)^2 over an l_p ball.
+f(theta; x, y) = (<x, theta> - y)^2 over an l_p ball, and for any smooth convex GLM loss
+f(<x, theta>, y) (``loss="logistic"``, ``"huber"`` or a link) with the constants its link gives.
 
 Each round t the learner releases theta_t, receives a sample (x_t, y_t) and feeds
 
@@ -38,6 +39,7 @@ import numpy as np
 from dponline.continual.binary_tree import BinaryTreeCounter, levels
 from dponline.continual.calibration import CounterCalibrator
 from dponline.domains.lp_ball import LpBall
+from dponline.online.smooth_losses import GLMLink, link_by_name
 from dponline.privacy.bounds import NormBall
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate, positive, probability
@@ -166,6 +168,13 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
     budget:
         The (epsilon, delta) budget, delta > 0 (:class:`PrivateFrankWolfeCalibrator`); ``None``
         runs the non-private optimiser (no noise).
+    loss:
+        "squared" (the paper's (<x, theta> - y)^2, the default), or any smooth convex GLM loss
+        f(<x, theta>, y): "logistic" (labels -1 or +1), "huber" (threshold 1), or a
+        :class:`~dponline.online.smooth_losses.GLMLink`. Its constants over the ball follow
+        from the link: L = sup |f'(z, y)| X over |z| <= X r, |y| <= Y, and beta = sup f'' X^2
+        (the same Hoelder steps as :func:`~dponline.stochastic.samples.squared_loss_constants`),
+        and the sensitivity 2 (beta D + L) of Theorem 3.1's proof uses only these.
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.SAMPLE
@@ -179,6 +188,7 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
         x_bound: float = 1.0,
         y_bound: float = 1.0,
         budget: PrivacyBudget | None,
+        loss: str | GLMLink = "squared",
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
@@ -202,7 +212,17 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
         self.dim, self.q = domain.dim, domain.q
         self.x_bound, self.y_bound, self.clip = float(x_bound), float(y_bound), bool(clip)
         r, D = domain.radius, domain.lp_diameter()
-        self.lipschitz, self.beta = squared_loss_constants(self.x_bound, self.y_bound, r)
+        self.link: GLMLink | None = None
+        if isinstance(loss, GLMLink):
+            self.link = loss
+        elif loss != "squared":
+            self.link = link_by_name(loss)
+        if self.link is None:  # the paper's (<x, theta> - y)^2
+            self.lipschitz, self.beta = squared_loss_constants(self.x_bound, self.y_bound, r)
+        else:
+            zmax = self.x_bound * r  # |<x, theta>| <= ||x||_q ||theta||_p (Hoelder)
+            self.lipschitz = self.link.max_d1(zmax, self.y_bound) * self.x_bound
+            self.beta = self.link.max_d2(self.y_bound) * self.x_bound**2
         self.sensitivity = 2.0 * (self.beta * D + self.lipschitz)  # l_q, Theorem 3.1's proof
         self.calibrator = PrivateFrankWolfeCalibrator(
             self.horizon, self.dim, self.q, self.sensitivity
@@ -249,10 +269,15 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
         if not self._acted:
             raise ValueError("observe() must follow act(): theta_t was not released this round")
         x, y = checked_sample(feedback, self.dim, self.q, self.x_bound, self.y_bound, self.clip)
+        link = self.link
+        if link is not None:
+            link.check_label(float(y))
         t = self.t + 1
 
         def grad(theta: np.ndarray) -> np.ndarray:
-            return 2.0 * ((theta @ x) - y)[:, None] * x[None, :]
+            if link is None:
+                return 2.0 * ((theta @ x) - y)[:, None] * x[None, :]
+            return link.d1(theta @ x, y)[:, None] * x[None, :]
 
         g = (t + 1) * grad(self.theta) - t * grad(self.theta_prev)
         d = self.counter.step(g) / (t + 1)
@@ -293,6 +318,12 @@ def _private_fw(env: Any, *, p: float | None = None, **kw: Any) -> NoiseHandle:
     budget = budget_from_options(kw, 1.0 / env.horizon)
     kw.setdefault("y_bound", env.y_bound)
     if p == 1.0:
+        if kw.get("loss", "squared") != "squared":
+            raise ValueError(
+                f"loss {kw['loss']!r} needs Algorithm 1 (1 < p <= inf); Algorithm 2 (p = 1) is "
+                "stated for the squared loss"
+            )
+        kw.pop("loss", None)
         kw.setdefault("x_bound", env.x_bound(np.inf))
         return NoisyMinFrankWolfe(env.dim, env.horizon, budget=budget, **kw)
     ball = LpBall(env.dim, p)
@@ -319,7 +350,7 @@ def _fw_audit(p: float) -> AuditCase:
     )
 
 
-_FW_SETTING = "streaming stochastic convex optimisation (squared loss, l_p ball)"
+_FW_SETTING = "streaming stochastic convex optimisation (squared or smooth GLM losses, l_p ball)"
 
 _DP_FRANK_WOLFE_ENTRY = register_learner(
     LearnerEntry(
@@ -354,6 +385,7 @@ _DP_FRANK_WOLFE_ENTRY = register_learner(
         options={
             "p": "the l_p ball (default: the environment's, else 1.5; 1 runs Algorithm 2)",
             "delta": "1/T",
+            "loss": "squared (default), logistic or huber: Algorithm 1 for a smooth GLM loss",
         },
     )
 )
@@ -373,6 +405,9 @@ register_learner(
                 label="p=1",
             ),
         ),
-        options={"p": "the l_p ball (default: the environment's, else 1.5)"},
+        options={
+            "p": "the l_p ball (default: the environment's, else 1.5)",
+            "loss": "squared (default), logistic or huber",
+        },
     )
 )
