@@ -61,6 +61,18 @@ _CAPTIONS = {
 }
 
 
+#: FTRL and its two private versions (Laplace, Gaussian), in both demos
+_FTRL = (
+    {"name": "ftrl"},
+    {"name": "dp-ftrl", "options": {"noise": "laplace"}, "label": "dp-ftrl laplace"},
+    {
+        "name": "dp-ftrl",
+        "options": {"noise": "gaussian", "delta": 1e-6},
+        "label": "dp-ftrl gaussian",
+    },
+)
+
+
 def _env(name: str, label: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "label": label, "caption": _CAPTIONS[label], **extra}
 
@@ -88,13 +100,7 @@ FULL_DEMO_SPEC = {
         _env("stock_portfolio_low_dim", "NYSE (O) 2-stock portfolio", options={"dim": 1}),
     ],
     "learners": [
-        {"name": "ftrl"},
-        {"name": "dp-ftrl", "options": {"noise": "laplace"}, "label": "dp-ftrl laplace"},
-        {
-            "name": "dp-ftrl",
-            "options": {"noise": "gaussian", "delta": 1e-6},
-            "label": "dp-ftrl gaussian",
-        },
+        *_FTRL,
         {"name": "ftpl"},
         {"name": "dp-ftpl", "options": {"delta": 1e-6}, "label": "dp-ftpl gaussian"},
         {"name": "scrible"},
@@ -138,13 +144,7 @@ DEMO_SPEC = {
         _env("bandit_linear", "bandit linear (ball)", options={"dim": 3, "domain": "ball"}),
     ],
     "learners": [
-        {"name": "ftrl"},
-        {"name": "dp-ftrl", "options": {"noise": "laplace"}, "label": "dp-ftrl laplace"},
-        {
-            "name": "dp-ftrl",
-            "options": {"noise": "gaussian", "delta": 1e-6},
-            "label": "dp-ftrl gaussian",
-        },
+        *_FTRL,
         {"name": "ctrl-glm"},
         {"name": "lazy-ctrl"},
         {"name": "dp-ftrl-oco"},

@@ -412,7 +412,8 @@ _DP_FTRL_ENTRY = register_learner(
         options={
             "noise": "laplace | gaussian",
             "delta": "for gaussian (default 1e-6)",
-            "mechanism": "continual counter (default: padded_tree paper, honaker tight)",
+            "mechanism": "continual counter (default: padded_tree for paper; for tight the "
+            "lowest-variance one whose noise fits 64 MiB)",
             "eta": "learning rate (default sqrt(D_R / T); sqrt(log N / T) on the simplex)",
             "regulariser": "entropic (simplex only) | euclidean (default: entropic on the "
             "simplex, euclidean elsewhere)",

@@ -224,7 +224,8 @@ def _dp_ftrl_oco(env: Any, **kw: Any) -> LinearisedFTRL:
 
 _OPTIONS = {
     "noise": "gaussian (default, delta 1e-6) or laplace (pure DP)",
-    "mechanism": "the continual counter (default padded_tree for paper, honaker for tight)",
+    "mechanism": "the continual counter (default padded_tree for paper; for tight the "
+    "lowest-variance one whose noise fits 64 MiB)",
     "eta": "learning rate (default sqrt(D_R / T) / G)",
     "delta": "the budget's delta (default 1e-6 for Gaussian noise)",
 }
