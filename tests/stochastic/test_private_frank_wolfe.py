@@ -190,3 +190,22 @@ def test_logistic_labels_are_checked_and_the_logistic_algorithm_learns():
         learner.observe(SampleFeedback(x, y))
     theta = learner.act()[0]
     assert np.mean(np.logaddexp(0.0, -ys * (xs @ theta))) < 0.5 * math.log(2.0)
+
+
+def test_tight_picks_the_counter_whose_noisiest_release_is_smallest():
+    # T = 1000, d = 5, p = 1.5 (Han et al.'s setting): the square root's release noise is about
+    # 0.3x the tree's in l_q at the same proven (1, 1/T); the guarantee is the budget's
+    ball = LpBall(5, 1.5)
+    budget = PrivacyBudget(1.0, 1e-3)
+    lr = PrivateStreamingFrankWolfe(ball, 1000, x_bound=1.0, y_bound=1.25, budget=budget)
+    assert lr.counter.name == "sqrt_factorization"
+    assert lr.privacy.epsilon <= 1.0 + 1e-9 and lr.privacy.delta <= 1e-3
+    cal = lr.calibrator
+    b = cal._neighbours(budget)
+    tree = cal._counter("gaussian").tight(b)
+    chosen = cal.tight(budget)
+    ratio = cal.release_noise_size(chosen) / cal.release_noise_size(tree)
+    assert 0.2 < ratio < 0.45
+    # the release variance the counter reports is the one the size was computed from
+    v = max(lr.counter.variance(t) for t in range(1, 1001))
+    assert v == pytest.approx(lr.counter.variances().max())
