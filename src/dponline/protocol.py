@@ -40,6 +40,7 @@ from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 
 __all__ = [
     "BanditFeedback",
+    "BlockPlayer",
     "ContextFeedback",
     "Feedback",
     "FeedbackKind",
@@ -146,6 +147,19 @@ class Learner(Protocol):
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class BlockPlayer(Protocol):
+    """A full-information learner that can play a block of rounds of an oblivious stream at
+    once: ``play_block(losses)`` with ``losses`` of shape (b, dim), the next b rounds' loss
+    vectors, returns the b decisions, shape (b, replicas, dim), that b rounds of ``act()``
+    then ``observe(LossVectorFeedback(l_t))`` would make, with the same distribution and the
+    same state afterwards. Valid only when the losses were fixed before the first round
+    (they cannot react to the decisions); the runner uses it for
+    :class:`~dponline.environments.oblivious.LinearFullInformation` streams."""
+
+    def play_block(self, losses: np.ndarray) -> np.ndarray: ...
 
 
 def checked_count(name: str, value: Any) -> int:

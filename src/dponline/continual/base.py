@@ -189,6 +189,61 @@ class ContinualCounter(ABC):
     def _step(self, x: np.ndarray) -> np.ndarray:
         """Advance with a validated (replicas, dim) input; ``self.t`` is already the new t."""
 
+    def step_block(self, xs: np.ndarray) -> np.ndarray:
+        """Feed rounds ``t+1 .. t+b`` at once and return their releases, shape
+        (b, replicas, dim): the same distribution as ``b`` calls of :meth:`step`, and the same
+        state after them (so stepping on, saving and resuming work as after single steps).
+
+        ``xs`` has shape (b, dim) (shared by every replica) or (b, replicas, dim) and is
+        checked as a whole (bounds, NaN); a block that would pass the horizon is refused
+        before anything is released. Mechanisms whose noise does not depend on the data
+        compute the block's noise vectorised over time (the trees by levels, the
+        factorisations by filtering); the others step one round at a time. This is the fast
+        path of oblivious streams, whose losses are fixed before the first round.
+        """
+        xs = self._prepare_block(xs)
+        b = xs.shape[0]
+        out = np.empty((b, self.replicas, self.dim))
+        if b:
+            self._step_block(xs, out)
+        return out
+
+    def _prepare_block(self, xs: np.ndarray) -> np.ndarray:
+        if np.iscomplexobj(xs):
+            raise TypeError(f"steps {self.t + 1}.. input must be real, got complex values")
+        arr = np.asarray(xs, dtype=float)
+        if arr.ndim not in (2, 3) or arr.shape[1:] not in (
+            (self.dim,),
+            (self.replicas, self.dim),
+        ):
+            raise ValueError(
+                f"a block of inputs must have shape (b, {self.dim}) or "
+                f"(b, {self.replicas}, {self.dim}), got {arr.shape}"
+            )
+        b = arr.shape[0]
+        if self.t + b > self.horizon:
+            raise HorizonExceededError(
+                f"{type(self).__name__} was built for horizon T={self.horizon} and is at step "
+                f"{self.t}; a block of {b} steps would pass it and void its privacy guarantee"
+            )
+        what = f"steps {self.t + 1}..{self.t + b} input (index 0 is step {self.t + 1})"
+        if not np.isfinite(arr).all():
+            check_finite(arr, what)
+        if self.bounds is not None and not self.bounds.contains(arr):
+            arr = self.bounds.check(arr, clip=self.clip, what=what)
+        return arr
+
+    def _step_block(self, xs: np.ndarray, out: np.ndarray) -> None:
+        """Write the releases of the validated block ``xs`` into ``out`` and advance ``self.t``
+        by its length. The default steps one round at a time."""
+        for k, x in enumerate(xs):
+            self.t += 1
+            out[k] = self._step(np.broadcast_to(x, (self.replicas, self.dim)))
+
+    def _noiseless(self) -> bool:
+        """Whether every draw is exactly zero (a non-private learner's exact counter)."""
+        return self.noise.scale == 0
+
     def scale_noise(self, factor: float) -> None:
         """Multiply the noise by ``factor`` before the first step (an audit's handle): the
         distribution of later draws and every draw already made at construction (a mechanism

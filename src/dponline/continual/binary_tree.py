@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dponline.continual.base import ContinualCounter
+from dponline.continual.dyadic_blocks import AlignedBlocks, place_level
 from dponline.privacy.noise import NoiseDistribution
 
 __all__ = ["BinaryTreeCounter", "levels", "trailing_zeros", "tree_sensitivity_factors"]
@@ -42,7 +43,7 @@ def trailing_zeros(t: int) -> int:
     return (t & -t).bit_length() - 1
 
 
-class BinaryTreeCounter(ContinualCounter):
+class BinaryTreeCounter(AlignedBlocks, ContinualCounter):
     """Binary tree mechanism with one independent noise draw per dyadic node.
 
     With Laplace(b) per node it is (L * Delta_1 / b)-DP; with N(0, sigma^2) per node it is a
@@ -87,3 +88,15 @@ class BinaryTreeCounter(ContinualCounter):
         self._nodes[i] = node_sum + self._draw()
         self._release += self._nodes[i]
         return self._release.copy()
+
+    def _block_levels(self, noise: np.ndarray, exact: list[np.ndarray]) -> None:
+        """Draw the odd nodes of every level below m (the even ones are never released, as
+        in _step) into ``noise`` and keep each level's last one."""
+        for h, node_sum in enumerate(exact):
+            last: np.ndarray | float = 0.0
+            if not self._noiseless():
+                z = self._draw(noise.shape[0] >> (h + 1))
+                place_level(noise, z, h)
+                last = z[-1]
+            self._partial[h] = node_sum
+            self._nodes[h] = node_sum + last

@@ -50,6 +50,8 @@ __all__ = ["BLTCounter", "BLTParameters", "optimise_blt"]
 #: buffers used by default: enough to come within a few per cent of the best Toeplitz strategy
 #: at the horizons we measured (1e2 to 1e6; ``dponline mechanisms``)
 DEFAULT_BUFFERS = 4
+#: steps per block of :meth:`BLTCounter.step_block` (the block maps are BLOCK_STEPS^2 numbers)
+BLOCK_STEPS = 32
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,6 +93,27 @@ class BLTParameters:
                     part = np.convolve(part, [1.0, -th])
             num[1:] += self.omega[i] * part  # omega_i z prod_{j != i} (1 - theta_j z)
         return num, den
+
+    def block_maps(self, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The recursion of :class:`BLTCounter` over ``length`` steps as four matrices:
+        with h the buffers before the block and z its draws (rows = steps),
+
+            noise_sum increments  = A z + B h      (A: length x length, B: length x n),
+            buffers after         = Q z + P h      (Q: n x length,      P: n x n).
+
+        Built by running the step's own recursion on unit inputs (each draw alone, each
+        buffer alone), so the block path is the step path's arithmetic regrouped."""
+        n = self.buffers
+        inputs = np.zeros((length, length + n))
+        inputs[:, :length] = np.eye(length)
+        h = np.zeros((n, length + n))
+        h[:, length:] = np.eye(n)
+        u = np.empty((length, length + n))
+        for k in range(length):
+            u[k] = inputs[k] - self.omega @ h
+            h = self.theta[:, None] * h + u[k]
+        inc = np.cumsum(u, axis=0)
+        return inc[:, :length], inc[:, length:], h[:, :length], h[:, length:]
 
     def is_invertible(self) -> bool:
         """Whether 1 / c(z) is a stable filter (every zero of c outside the unit disc), so that
@@ -205,6 +228,7 @@ class BLTCounter(ContinualCounter):
         self._noise_sum = np.zeros((self.replicas, self.dim))
         self._theta = self.parameters.theta[:, None, None]
         self._omega = self.parameters.omega[:, None, None]
+        self._block_maps: dict[int, tuple[np.ndarray, ...]] = {}  # by block length
 
     @classmethod
     def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
@@ -248,3 +272,25 @@ class BLTCounter(ContinualCounter):
         self._noise_sum += u
         self._prefix += x
         return self._prefix + self._noise_sum
+
+    def _step_block(self, xs: np.ndarray, out: np.ndarray) -> None:
+        """Blocks of :data:`BLOCK_STEPS` rounds through the step's linear recursion as
+        matrices (:meth:`BLTParameters.block_maps`): the same draws, in the same order, as
+        single steps, and the same releases up to rounding."""
+        r, d, n = self.replicas, self.dim, self.parameters.buffers
+        pos = 0
+        while pos < xs.shape[0]:
+            b = min(BLOCK_STEPS, xs.shape[0] - pos)
+            if b not in self._block_maps:
+                self._block_maps[b] = self.parameters.block_maps(b)
+            a_z, b_h, q_z, p_h = self._block_maps[b]
+            z = self._draw(b).reshape(b, r * d)
+            h = self._buffers.reshape(n, r * d)
+            noise_sums = self._noise_sum + (a_z @ z + b_h @ h).reshape(b, r, d)
+            self._buffers = (q_z @ z + p_h @ h).reshape(n, r, d)
+            rows = xs[pos : pos + b]
+            sums = self._prefix + np.cumsum(rows if rows.ndim == 3 else rows[:, None], axis=0)
+            np.add(sums, noise_sums, out=out[pos : pos + b])
+            self._prefix, self._noise_sum = sums[-1].copy(), noise_sums[-1].copy()
+            self.t += b
+            pos += b

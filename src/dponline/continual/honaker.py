@@ -24,6 +24,7 @@ import numpy as np
 
 from dponline.continual.base import ContinualCounter
 from dponline.continual.binary_tree import levels, trailing_zeros, tree_sensitivity_factors
+from dponline.continual.dyadic_blocks import AlignedBlocks, place_level
 from dponline.privacy.noise import NoiseDistribution
 
 __all__ = ["HonakerCounter", "honaker_node_variances"]
@@ -35,7 +36,7 @@ def honaker_node_variances(n_levels: int) -> np.ndarray:
     return 2.0**h / (2.0 ** (h + 1) - 1.0)
 
 
-class HonakerCounter(ContinualCounter):
+class HonakerCounter(AlignedBlocks, ContinualCounter):
     """Binary tree with Honaker's online variance-weighted node estimates."""
 
     name: ClassVar[str] = "honaker"
@@ -85,3 +86,21 @@ class HonakerCounter(ContinualCounter):
         self._exact[i], self._est[i] = cur_exact, cur_est
         self._release += cur_est
         return self._release.copy()
+
+    def _block_levels(self, noise: np.ndarray, exact: list[np.ndarray]) -> None:
+        """Draw every node closing inside the block and its estimate's error bottom-up,
+        e_h = w_h z + (1 - w_h)(e_left + e_right); place the odd ones in ``noise`` and keep
+        each level's last one."""
+        below = np.empty(0)
+        for h, node_sum in enumerate(exact):
+            n = (noise.shape[0] >> h) - 1  # nodes 1..n of level h close inside the block
+            z = self._draw(n)
+            if h == 0:
+                err = z
+            else:
+                w = self._weights[h]
+                err = w * z + (1.0 - w) * (below[0 : 2 * n : 2] + below[1 : 2 * n : 2])
+            place_level(noise, err[0::2], h)  # nodes j = 1, 3, ..., n
+            self._exact[h] = node_sum
+            self._est[h] = node_sum + err[-1]
+            below = err

@@ -84,3 +84,11 @@ class SqrtFactorizationCounter(ContinualCounter):
         self._prefix += x
         # (C z)_t = sum_{j=1}^{t} c_{t-j} z_j, precomputed
         return self._prefix + self._correlated[self.t - 1]
+
+    def _step_block(self, xs: np.ndarray, out: np.ndarray) -> None:
+        """The correlated noise is drawn ahead: a block adds its slice to the running sums."""
+        b = xs.shape[0]
+        sums = self._prefix + np.cumsum(xs if xs.ndim == 3 else xs[:, None], axis=0)
+        np.add(sums, self._correlated[self.t : self.t + b], out=out)
+        self._prefix = sums[-1].copy()
+        self.t += b

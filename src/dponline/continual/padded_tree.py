@@ -68,3 +68,13 @@ class PaddedTreeCounter(BinaryTreeCounter):
         if extra > 0:
             tree_release += self.noise.sample_sum(self._rng, extra, (self.replicas, self.dim))
         return tree_release
+
+    def _pad_block(self, releases: np.ndarray) -> None:
+        """The padding of local rounds 1..b-1 of an aligned block (rounds t0 + s), grouped by
+        the number of extra draws P - popcount(t0 + s)."""
+        rounds = self.t + np.arange(1, releases.shape[0] + 1)
+        extra = self.draws - np.array([int(t).bit_count() for t in rounds])
+        for k in np.unique(extra[extra > 0]):
+            rows = np.flatnonzero(extra == k)
+            shape = (rows.size, self.replicas, self.dim)
+            releases[rows] += self.noise.sample_sum(self._rng, int(k), shape)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dponline.environments.oblivious import ObliviousLosses
-from dponline.protocol import FeedbackKind, LossVectorFeedback
+from dponline.environments.oblivious import LinearFullInformation
+from dponline.protocol import FeedbackKind
 
 __all__ = [
     "ExpertsEnvironment",
@@ -26,7 +26,7 @@ __all__ = [
 
 
 @dataclass
-class ExpertsEnvironment(ObliviousLosses):
+class ExpertsEnvironment(LinearFullInformation):
     """Full-information experts over a fixed (oblivious) loss matrix ``losses`` (T, N)."""
 
     losses: np.ndarray
@@ -39,11 +39,6 @@ class ExpertsEnvironment(ObliviousLosses):
     def __post_init__(self) -> None:
         self._validate_losses(self.low, self.high)
         self._best = np.cumsum(self.losses, axis=0).min(axis=1)
-
-    def round(self, t: int, action: np.ndarray) -> tuple[LossVectorFeedback, np.ndarray]:
-        """Round t (0-indexed): the feedback and each replica's loss <p, l_t>."""
-        loss = self.losses[t]
-        return LossVectorFeedback(loss), np.asarray(action) @ loss
 
 
 def alternating_losses(horizon: int, n_experts: int) -> np.ndarray:

@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dponline.domains.base import ConvexDomain
-from dponline.environments.oblivious import ObliviousLosses
+from dponline.environments.oblivious import LinearFullInformation
 from dponline.privacy.bounds import InputBounds
-from dponline.protocol import FeedbackKind, LossVectorFeedback
+from dponline.protocol import FeedbackKind
 
 __all__ = ["LinearLossEnvironment", "drifting_losses"]
 
 
 @dataclass
-class LinearLossEnvironment(ObliviousLosses):
+class LinearLossEnvironment(LinearFullInformation):
     """Oblivious loss vectors ``losses`` (T, d) against decisions in ``domain``.
 
     ``loss_bounds`` is the loss set Y the losses are declared to lie in (checked here), which
@@ -38,10 +38,6 @@ class LinearLossEnvironment(ObliviousLosses):
 
     def __post_init__(self) -> None:
         self._linear_over(self.domain, self.loss_bounds)
-
-    def round(self, t: int, action: np.ndarray) -> tuple[LossVectorFeedback, np.ndarray]:
-        loss = self.losses[t]
-        return LossVectorFeedback(loss), np.asarray(action) @ loss
 
 
 def drifting_losses(

@@ -11,8 +11,9 @@ import numpy as np
 from dponline.domains.base import checked_domain
 from dponline.environments.base import at_rounds
 from dponline.privacy.bounds import InputBounds, check_finite
+from dponline.protocol import LossVectorFeedback
 
-__all__ = ["ObliviousLosses", "Stateless"]
+__all__ = ["LinearFullInformation", "ObliviousLosses", "Stateless"]
 
 
 class Stateless:
@@ -88,3 +89,21 @@ class ObliviousLosses(Stateless):
     def regret(self, cumulative_loss: np.ndarray, rounds: np.ndarray | None = None) -> np.ndarray:
         """Regret curves from cumulative losses (..., T), or at the 1-based ``rounds``."""
         return cumulative_loss - at_rounds(self._best, rounds)
+
+
+class LinearFullInformation(ObliviousLosses):
+    """Full information over a fixed loss matrix with linear losses: round t shows l_t and
+    charges each replica <x, l_t>. The losses do not depend on the decisions, so a learner
+    that can play a block of rounds at once (:class:`~dponline.protocol.BlockPlayer`) may be
+    run a block at a time (the runner's fast path): :meth:`block_losses` charges the block."""
+
+    def round(self, t: int, action: np.ndarray) -> tuple[LossVectorFeedback, np.ndarray]:
+        """Round t (0-indexed): the feedback and each replica's loss <x, l_t>."""
+        loss = self.losses[t]
+        return LossVectorFeedback(loss), np.asarray(action) @ loss
+
+    def block_losses(self, t: int, actions: np.ndarray) -> np.ndarray:
+        """Each replica's loss in rounds t .. t + b - 1 (0-indexed) for ``actions`` of shape
+        (b, replicas, dim): shape (b, replicas)."""
+        actions = np.asarray(actions, dtype=float)
+        return np.einsum("brn,bn->br", actions, self.losses[t : t + actions.shape[0]])

@@ -47,6 +47,7 @@ import pandas as pd
 from dponline import registry
 from dponline.environments.base import Environment, HeldOutEvaluation
 from dponline.environments.catalogue import build_environment
+from dponline.environments.oblivious import LinearFullInformation
 from dponline.experiments.checkpoints import (
     CHECKPOINT_SUFFIX,
     RESULT_SUFFIX,
@@ -60,7 +61,7 @@ from dponline.experiments.checkpoints import (
 from dponline.experiments.progress import Interrupted, Progress
 from dponline.privacy.budget import WeakerGuaranteeError
 from dponline.privacy.guarantee import PrivacyWarning
-from dponline.protocol import ContextFeedback
+from dponline.protocol import BlockPlayer, ContextFeedback
 
 __all__ = ["BACKENDS", "Task", "execute_tasks", "make_tasks", "run_sweep", "run_task"]
 
@@ -416,26 +417,49 @@ def _play(
         recorded_loss = list(np.array(state["recorded_loss"], dtype=float))
 
     reveals_context = env.reveals_context
-    for t in range(start, horizon):
-        if reveals_context:
-            learner.observe(ContextFeedback(env.context(t)))
-        action = learner.act()
-        if t == start and np.shape(action)[:1] != (replicas,):
-            raise ValueError(
-                f"{task.label or task.learner} played actions of shape {np.shape(action)}; "
-                f"expected {replicas} replicas first"
-            )
-        feedback, loss = env.round(t, action)
-        learner.observe(feedback)
-        cumulative = cumulative + loss
-        if (t + 1) % task.record_every == 0 or t + 1 == horizon:
-            recorded_t.append(t + 1)
-            recorded_loss.append(cumulative.copy())
-        if part_path is not None and (t + 1) % checkpoint_every == 0 and t + 1 < horizon:
+    # the fast path: a fixed linear loss matrix and a learner that plays blocks of rounds
+    blocks = isinstance(env, LinearFullInformation) and isinstance(learner, BlockPlayer)
+    block = _block_rounds(replicas * int(getattr(env, "dim", 1)))
+    every = checkpoint_every if part_path is not None else horizon
+    t = start
+    while t < horizon:
+        end = min(horizon, (t // every + 1) * every)  # a checkpoint ends a block
+        if blocks:
+            end = min(end, t + block)
+            actions = learner.play_block(env.losses[t:end])
+            if t == start and actions.shape[1:2] != (replicas,):
+                raise ValueError(
+                    f"{task.label or task.learner} played blocks of shape {actions.shape}; "
+                    f"expected {replicas} replicas second"
+                )
+            running = cumulative + np.cumsum(env.block_losses(t, actions), axis=0)
+            for r in range(t + 1, end + 1):
+                if r % task.record_every == 0 or r == horizon:
+                    recorded_t.append(r)
+                    recorded_loss.append(running[r - t - 1].copy())
+            cumulative = running[-1]
+            t = end
+        else:
+            if reveals_context:
+                learner.observe(ContextFeedback(env.context(t)))
+            action = learner.act()
+            if t == start and np.shape(action)[:1] != (replicas,):
+                raise ValueError(
+                    f"{task.label or task.learner} played actions of shape {np.shape(action)}; "
+                    f"expected {replicas} replicas first"
+                )
+            feedback, loss = env.round(t, action)
+            learner.observe(feedback)
+            cumulative = cumulative + loss
+            t += 1
+            if t % task.record_every == 0 or t == horizon:
+                recorded_t.append(t)
+                recorded_loss.append(cumulative.copy())
+        if part_path is not None and t % checkpoint_every == 0 and t < horizon:
             save_state(
                 part_path,
                 {
-                    "t": t + 1,
+                    "t": t,
                     "learner": learner.state_dict(),
                     "environment": env.state_dict(),
                     "cumulative": cumulative,
@@ -469,6 +493,19 @@ def _play(
         if part_path is not None:
             part_path.unlink(missing_ok=True)
     return run
+
+
+#: floats of decisions one block of the fast path may hold (8 MiB)
+_BLOCK_FLOATS = 2**20
+
+
+def _block_rounds(width: int) -> int:
+    """Rounds per block of the fast path: the largest power of two whose (rounds, width)
+    decisions fit :data:`_BLOCK_FLOATS` (powers of two keep the trees' blocks aligned)."""
+    rounds = 1
+    while 2 * rounds * width <= _BLOCK_FLOATS:
+        rounds *= 2
+    return rounds
 
 
 def _rows(task: Task, run: _Run, tuned: str) -> pd.DataFrame:

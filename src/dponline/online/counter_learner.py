@@ -29,14 +29,37 @@ class CounterLearner(NoiseHandle, ABC):
     _acted: bool = False
 
     @abstractmethod
-    def _decide(self) -> np.ndarray:
-        """The decision of every replica from ``self._cumulative``."""
+    def _decide(self, cumulative: np.ndarray) -> np.ndarray:
+        """The decision for each row of ``cumulative`` (noisy prefix sums, shape (k, dim))."""
 
     def act(self) -> np.ndarray:
         """This round's decision, shape (replicas, dim): post-processing of the releases so
         far (the decision after round T is allowed; round T+1's loss is not)."""
         self._acted = True
-        return self._decide()
+        return self._decide(self._cumulative)
+
+    def play_block(self, losses: np.ndarray) -> np.ndarray:
+        """The decisions of the next b rounds of an oblivious stream, shape
+        (b, replicas, dim), and their losses fed to the counter
+        (:class:`~dponline.protocol.BlockPlayer`): the counter releases the b noisy prefix
+        sums at once (:meth:`~dponline.continual.base.ContinualCounter.step_block`) and round
+        t's decision is computed from release t - 1, as :meth:`act` would."""
+        if self._acted:
+            raise ValueError(
+                f"play_block() starts at a round boundary: {type(self).__name__} has acted in "
+                f"round {self.t + 1} without observing its loss"
+            )
+        releases = self.counter.step_block(losses)  # checks shape, bounds and the horizon
+        b = releases.shape[0]
+        if b == 0:
+            return releases
+        before = np.empty_like(releases)
+        before[0] = self._cumulative
+        before[1:] = releases[:-1]
+        decisions = self._decide(before.reshape(b * self.replicas, -1))
+        self._cumulative = releases[-1].copy()
+        self.t += b
+        return decisions.reshape(b, self.replicas, -1)
 
     def observe(self, feedback: Feedback) -> None:
         """Feed l_t to the counter: L~_t = TreeBasedAgg(l_t, ...)."""

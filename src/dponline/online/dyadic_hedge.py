@@ -223,13 +223,21 @@ class DyadicHedge(DPFTRL):
         """Hedge's weights over the grid, (replicas, N): softmax(-eta M-dagger L~_{t-1})."""
         return self.regulariser.argmin(self.domain, self.eta, self.grid.inverse(self._cumulative))
 
-    def _decide(self) -> np.ndarray:
-        """A grid point per replica drawn from the weights, shape (replicas, dim)."""
-        w = self.weights()
+    def _decide(self, cumulative: np.ndarray) -> np.ndarray:
+        """A grid point per row of the noisy sums ``cumulative``, drawn from Hedge's weights."""
+        w = self.regulariser.argmin(self.domain, self.eta, self.grid.inverse(cumulative))
         cdf = np.cumsum(w, axis=1)
         u = self._sampler.random((len(w), 1)) * cdf[:, -1:]
         pick = np.minimum((cdf < u).sum(axis=1), w.shape[1] - 1)
         return self.grid.points[pick]
+
+    def play_block(self, losses: np.ndarray) -> np.ndarray:
+        """Refused: the dyadic Hedge observes loss functions (evaluated on its grid and
+        transformed), one round at a time."""
+        raise TypeError(
+            "DyadicHedge observes loss functions one round at a time (act, then observe a "
+            "LossFunctionFeedback); it does not play blocks of loss vectors"
+        )
 
     def observe(self, feedback: Any) -> None:
         """l_t on the grid, checked G-Lipschitz through its transform, fed as M l_t."""

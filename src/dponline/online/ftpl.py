@@ -195,9 +195,10 @@ class DPFTPL(CounterLearner):
         self._cumulative = self.counter.initial_release()
         self.t = 0
 
-    def _decide(self) -> np.ndarray:
-        """x_t = argmin_{x in X} <x, L~_{t-1}> by the domain's oracle, shape (replicas, dim)."""
-        return self.domain.lmo(self._cumulative)
+    def _decide(self, cumulative: np.ndarray) -> np.ndarray:
+        """x_t = argmin_{x in X} <x, L~_{t-1}> by the domain's oracle, for each row of
+        ``cumulative``."""
+        return self.domain.lmo(cumulative)
 
 
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---

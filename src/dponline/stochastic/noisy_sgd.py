@@ -80,6 +80,7 @@ from dponline.stochastic.batch_learner import (
 )
 from dponline.stochastic.private_frank_wolfe import AUDIT_LABEL
 from dponline.stochastic.samples import squared_loss_constants
+from dponline.stochastic.sgd_kernel import sgd_block
 
 __all__ = ["BLOCK", "NoisySGDCalibrator", "NoisySGDPlan", "noisy_sgd"]
 
@@ -87,6 +88,8 @@ __all__ = ["BLOCK", "NoisySGDCalibrator", "NoisySGDPlan", "noisy_sgd"]
 BLOCK = 2048
 #: Largest (steps, runs, scales, d) work buffer, in floats (16 MiB).
 _CHUNK_FLOATS = 2**21
+#: run the numpy steps even where the compiled kernel exists (tests compare the two paths)
+_FORCE_NUMPY = False
 
 
 def noisy_sgd(
@@ -291,7 +294,9 @@ def _run(
     total: int,
     gens: list[np.random.Generator],
 ) -> np.ndarray:
-    """The SGD loop, vectorised over (runs, scales); returns the averaged iterates.
+    """The SGD loop, vectorised over (runs, scales); returns the averaged iterates. With numba
+    the steps of each block run in :func:`~dponline.stochastic.sgd_kernel.sgd_block` (same
+    draws, same arithmetic); without it, as numpy calls:
 
     Per step, with theta of shape (runs, S, d), x of run k and the scale's step eta_s:
         theta <- clip(theta - 2 eta_s <theta, x> x + eta_s (2 y x - sigma z), -r, r),
@@ -303,6 +308,8 @@ def _run(
     """
     n, d = xs.shape
     runs, n_scales = len(gens), etas.size
+    compiled = sgd_block is not None and not _FORCE_NUMPY
+    theta = np.zeros((runs, n_scales, d))  # the compiled path's iterate
     # (capping at the run length changes no chunk that is ever used: one chunk either way)
     chunk = max(1, min(BLOCK, total, _CHUNK_FLOATS // (runs * n_scales * d)))
     eta_col = etas[None, None, :, None]
@@ -332,6 +339,10 @@ def _run(
         base[:b] *= 2.0
         if sigma > 0:
             base[:b] -= sigma * zg[:, :b].transpose(1, 0, 2)
+        if compiled:
+            sgd_block(theta, acc, xg[:b], base[:b], etas, radius)
+            done += b
+            continue
         for lo in range(0, b, chunk):
             m = min(chunk, b - lo)
             np.multiply(base[lo : lo + m, :, None, :], eta_col, out=c[:m])
