@@ -202,11 +202,14 @@ def checked_round(t: Any, horizon: int) -> int:
     return int(t)
 
 
-def checked_bandit_loss(learner: Any, feedback: Any, *, acted: bool) -> np.ndarray:
+def checked_bandit_loss(
+    learner: Any, feedback: Any, *, acted: bool, finite: bool = True
+) -> np.ndarray:
     """The round's bandit loss values, shape (replicas,), after the checks every fixed-horizon
     bandit learner makes before it uses them: BanditFeedback, a round within the learner's
     ``horizon`` (round T+1 would void its guarantee), an action played this round, finite
-    values of the right shape. The learner's state is not touched."""
+    values of the right shape. The learner's state is not touched. ``finite=False`` leaves
+    the NaN and infinity check to a caller whose own bounds check refuses them anyway."""
     who = type(learner).__name__
     if not isinstance(feedback, BanditFeedback):
         raise TypeError(f"{who} observes BanditFeedback, got {type(feedback).__name__}")
@@ -217,7 +220,9 @@ def checked_bandit_loss(learner: Any, feedback: Any, *, acted: bool) -> np.ndarr
         )
     if not acted:
         raise ValueError("observe() must follow act(): no action was played this round")
-    value = check_finite(feedback.loss, "bandit loss")
+    value = check_finite(feedback.loss, "bandit loss") if finite else np.asarray(feedback.loss)
+    if value.dtype.kind not in "fiub":
+        raise TypeError(f"bandit loss must be real numbers, got dtype {value.dtype}")
     if value.shape != (learner.replicas,):
         raise ValueError(f"bandit loss must have shape ({learner.replicas},), got {value.shape}")
     return value

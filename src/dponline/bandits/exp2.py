@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dponline.bandits import exp2_kernel
 from dponline.bandits.private_reduction import PrivateBanditReduction, value_range
 from dponline.privacy.bounds import Box, InputBounds
 from dponline.privacy.budget import PrivacyBudget
@@ -215,14 +216,15 @@ class EXP2:
         self.replicas = replicas
         self.rng = rng
         self._log_q = np.zeros((replicas, self.n_actions))
-        self._p = self._probabilities()
+        self._p = np.empty_like(self._log_q)  # p_t, updated in place
+        self._cdf = np.empty_like(self._log_q)  # its running sums along the actions
+        self._update_probabilities()
         self._chosen = np.zeros(replicas, dtype=np.int64)
 
-    def _probabilities(self) -> np.ndarray:
-        z = self._log_q - self._log_q.max(axis=1, keepdims=True)
-        q = np.exp(z)
-        q *= (1.0 - self.gamma) / q.sum(axis=1, keepdims=True)
-        return q + self._explore
+    def _update_probabilities(self) -> None:
+        """p_t from the log-weights, and its running sums (the sampler's cdf) on the side,
+        in place (:mod:`~dponline.bandits.exp2_kernel`)."""
+        exp2_kernel.weights(self._log_q, self.gamma, self._explore, self._p, self._cdf)
 
     def probabilities(self) -> np.ndarray:
         """p_t = (1 - gamma) q_t + gamma mu, shape (replicas, K)."""
@@ -231,8 +233,8 @@ class EXP2:
     def act(self) -> np.ndarray:
         """Play k_t ~ p_t per replica; returns action indices, shape (replicas,)."""
         u = self.rng.random(self.replicas)
-        cdf = np.cumsum(self._p, axis=1)
-        self._chosen = np.minimum((u[:, None] > cdf).sum(axis=1), self.n_actions - 1)
+        self._chosen = np.empty(self.replicas, dtype=np.int64)
+        exp2_kernel.pick(self._cdf, u, self._chosen)
         return self._chosen.copy()
 
     def played(self) -> np.ndarray:
@@ -256,9 +258,12 @@ class EXP2:
 
     def learn(self, values: np.ndarray) -> None:
         """q_{t+1}(k) proportional to exp(-eta <l~_t, a_k>) q_t(k)."""
-        est = self.loss_estimate(values)
-        self._log_q -= self.eta * (est if self.one_hot else est @ self.actions.T)
-        self._p = self._probabilities()
+        if self.one_hot:  # l~_t is zero but at the arm played: update that weight alone
+            values = np.ascontiguousarray(values, dtype=float)
+            exp2_kernel.charge(self._log_q, self._p, self._chosen, values, self.eta)
+        else:
+            self._log_q -= self.eta * (self.loss_estimate(values) @ self.actions.T)
+        self._update_probabilities()
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -280,7 +285,7 @@ class EXP2:
         self._log_q = log_q
         self._chosen = np.array(state["chosen"], dtype=np.int64)
         self.rng = generator_from_state(state["rng"])
-        self._p = self._probabilities()
+        self._update_probabilities()
 
 
 class DPEXP2(PrivateBanditReduction):

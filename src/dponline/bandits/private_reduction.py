@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from dponline.privacy.bounds import Box, InputBounds, NormBall
+from dponline.privacy.bounds import Box, InputBounds, NormBall, check_finite
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate
 from dponline.privacy.guarantee import PrivacyGuarantee
@@ -189,6 +189,9 @@ class PrivateBanditReduction(NoiseHandle):
         self.dim = self.algorithm.dim
         if self.bounds.dim != self.dim:
             raise ValueError(f"loss_bounds has dimension {self.bounds.dim}, expected {self.dim}")
+        self._arm_bounds: tuple[np.ndarray, np.ndarray] | None = None
+        if self.algorithm.one_hot and isinstance(self.bounds, Box):
+            self._arm_bounds = (self.bounds._lo, self.bounds._hi)
         self._acted = False
         self.t = 0
 
@@ -217,11 +220,12 @@ class PrivateBanditReduction(NoiseHandle):
 
     def observe(self, feedback: Feedback) -> None:
         """Check <l_t, x_t> against the loss set and forward <l_t + Z_t, x_t> (lines 3-5)."""
-        value = checked_bandit_loss(self, feedback, acted=self._acted)
-        if self.algorithm.one_hot and isinstance(self.bounds, Box):  # the arm's own interval
+        if self._arm_bounds is not None:  # the arm's own interval (NaN fails it: checked below)
+            value = checked_bandit_loss(self, feedback, acted=self._acted, finite=False)
             arms = self.algorithm.played_arms()  # type: ignore[attr-defined]
-            low, high = self.bounds._lo[arms], self.bounds._hi[arms]
+            low, high = self._arm_bounds[0][arms], self._arm_bounds[1][arms]
         else:
+            value = checked_bandit_loss(self, feedback, acted=self._acted)
             x = self.algorithm.played()
             low, high = value_range(self.bounds, x)
             # <l, x> of a loss inside the set can round a hair past the computed interval:
@@ -231,6 +235,7 @@ class PrivateBanditReduction(NoiseHandle):
             value = np.where(near, np.clip(value, low, high), value)
         inside = (value >= low) & (value <= high)
         if not inside.all():
+            check_finite(value, "bandit loss")  # NaN and infinity are never accepted
             if not self.clip:
                 j = int(np.argmin(inside))
                 raise ValueError(
