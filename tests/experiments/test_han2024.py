@@ -12,7 +12,12 @@ import pytest
 
 from dponline.cli import main
 from dponline.experiments import han2024
-from dponline.experiments.han2024 import ALGORITHMS, PAPER_SUBOPT, han2024_spec
+from dponline.experiments.han2024 import (
+    ALGORITHM_1_CLIP,
+    ALGORITHMS,
+    PAPER_SUBOPT,
+    han2024_spec,
+)
 
 
 @pytest.mark.parametrize("quick", [False, True])
@@ -31,14 +36,21 @@ def test_the_spec_runs_each_table_s_algorithms_on_its_settings(quick):
         assert t.epsilon == 1.0 and t.allow_weaker == (t.calibration == "paper")
         assert t.learner_options.get("clip") is True
         assert bool(t.tune) == (t.label != "Algorithm 1")  # Algorithm 1's steps are its proof
+        if t.label == ALGORITHM_1_CLIP:  # the clip is tuned, and only for tight
+            assert list(t.tune) == ["increment_clip"] and t.calibration == "tight"
     for e in spec.environments:
         algs = ALGORITHMS[float(e["options"]["p"])]
-        assert by_env[e["label"]] == {(a, c) for a in algs for c in ("paper", "tight")}
+        assert by_env[e["label"]] == {
+            (a, c)
+            for a in algs
+            for c in ("paper", "tight")
+            if (a, c) != (ALGORITHM_1_CLIP, "paper")
+        }
 
 
 def test_paper_numbers_leave_localmd_out():
     for (p, _, _), row in PAPER_SUBOPT.items():
-        assert set(row) == set(ALGORITHMS[p]) - {"LocalMD"}
+        assert set(row) == set(ALGORITHMS[p]) - {"LocalMD", ALGORITHM_1_CLIP}  # ours alone
     assert PAPER_SUBOPT[(1.5, 2000, 10)]["Algorithm 1"] == (0.060, 0.032)  # Table 2
 
 
@@ -63,9 +75,8 @@ def test_quick_json_through_the_cli(tmp_path, capsys):
     assert captured.err.startswith("dponline reproduce han2024")
     assert data["experiment"] == "han2024" and data["quick"] is True
     cells = data["cells"]
-    assert (
-        data["tasks"] == len(cells) == 2 * (3 + 2)
-    )  # 2 settings, 2 calibrations, 3 + 2 algorithms
+    # 2 settings, 2 calibrations of 3 + 2 algorithms, and Algorithm 1 + clip (tight) in each
+    assert data["tasks"] == len(cells) == 2 * (3 + 2) + 2
     keys = {
         "p",
         "T",
@@ -86,10 +97,16 @@ def test_quick_json_through_the_cli(tmp_path, capsys):
         assert math.isfinite(c["mean"]) and c["sd"] >= 0 and len(c["subopt_runs"]) == 3
         if c["algorithm"] == "Algorithm 1":
             assert c["scale"] is None
+        elif c["algorithm"] == "Algorithm 1 + clip":
+            assert c["scale"] in data["config"]["clip_grid"] and c["calibration"] == "tight"
         else:
             assert c["scale"] in data["config"]["scale_grid"]
             assert c["scale_chosen_on"] == "validation set"
-    assert {c["algorithm"] for c in cells if c["p"] == "inf"} == {"Algorithm 1", "NoisySGD"}
+    assert {c["algorithm"] for c in cells if c["p"] == "inf"} == {
+        "Algorithm 1",
+        "Algorithm 1 + clip",
+        "NoisySGD",
+    }
     assert data["config"]["y_bound"] == pytest.approx(1.25) and data["config"]["clip"] is True
 
 
@@ -122,4 +139,10 @@ def test_the_spec_runs_with_dponline_run_too(tmp_path, capsys):
     args = ["run", spec, "--seeds", "2", "--horizon", "40", "--out", str(tmp_path), "--json"]
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)["summary"]
-    assert {r["label"] for r in summary} == {"Algorithm 1", "NoisySFW", "LocalMD", "NoisySGD"}
+    assert {r["label"] for r in summary} == {
+        "Algorithm 1",
+        "Algorithm 1 + clip",
+        "NoisySFW",
+        "LocalMD",
+        "NoisySGD",
+    }

@@ -153,7 +153,8 @@ def make_tasks(
 
     Each learner is ``{"name": ..., "options": {...}, "label": ..., "tune": {...}}``; the label
     defaults to the name and its options; ``tune`` maps options to candidate values chosen on
-    the environment's validation set (:attr:`Task.tune`). ``allow_weaker_paper``: run
+    the environment's validation set (:attr:`Task.tune`); ``calibrations`` (optional) restricts
+    the learner to some of the sweep's calibrations. ``allow_weaker_paper``: run
     ``paper`` calibrations that prove less than the requested epsilon (reproductions),
     reporting what they prove.
     """
@@ -182,7 +183,8 @@ def make_tasks(
         )
         settings: Iterable[tuple[float | None, str]]
         if entry.private:
-            cals = [c for c in calibrations if c in entry.calibrations]
+            own = spec.get("calibrations", calibrations)  # a learner may run fewer
+            cals = [c for c in calibrations if c in entry.calibrations and c in own]
             if not cals:
                 raise ValueError(
                     f"learner {name!r} supports calibrations "

@@ -195,6 +195,15 @@ def _entry(
             )
             _expect(k not in opts, f"{name}.tune.{k}", "an option not also fixed in options", k)
         out["tune"] = {k: list(v) for k, v in tune.items()}
+    if "calibrations" in raw:
+        cals = raw["calibrations"]
+        _expect(
+            isinstance(cals, list) and cals and all(c in ("paper", "tight") for c in cals),
+            f"{name}.calibrations",
+            'a non-empty list of "paper" and "tight" (this learner runs only these)',
+            cals,
+        )
+        out["calibrations"] = list(cals)
     if "caption" in raw:
         _expect(isinstance(raw["caption"], str), f"{name}.caption", "a string", raw["caption"])
         out["caption"] = raw["caption"]
@@ -258,7 +267,8 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
         learners_raw,
     )
     chosen = [
-        _entry(x, f"learners[{i}]", learners(), extra=("tune",)) for i, x in enumerate(learners_raw)
+        _entry(x, f"learners[{i}]", learners(), extra=("tune", "calibrations"))
+        for i, x in enumerate(learners_raw)
     ]
     known_learners = [lr["label"] or lr["name"] for lr in chosen]
     for i, env in enumerate(environments):
