@@ -44,6 +44,10 @@ bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/bench_ctrl_regret.py --quick
 	$(BIN)/python benchmarks/bench_side_by_side.py --quick
 	$(BIN)/python benchmarks/bench_exp2.py --quick
+	$(BIN)/python benchmarks/bench_speed.py
+	$(BIN)/python benchmarks/bench_frank_wolfe.py
+	$(BIN)/python benchmarks/bench_glm_digits.py
+	$(BIN)/dponline reproduce han2024 --fresh --out bench-results/han2024
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -265,6 +265,11 @@ def test_spec_errors_name_the_field(tmp_path):
         ({"learners": [{"name": "ftrl", "opts": {}}]}, "'learners[0]'"),
         ({"horizon": "long"}, "'horizon'"),
         ({"epochs": 3}, "top level"),
+        (
+            {"learners": [{"name": "dp-ftrl", "calibrations": ["best"]}]},
+            "'learners[0].calibrations'",
+        ),
+        ({"learners": [{"name": "dp-ftrl", "calibrations": []}]}, "'learners[0].calibrations'"),
     ]
     for change, field in cases:
         with pytest.raises(SpecError, match=field.replace("[", r"\[").replace("]", r"\]")):
@@ -276,6 +281,22 @@ def test_spec_errors_name_the_field(tmp_path):
     with pytest.raises(SpecError, match="does not exist"):
         load_spec(tmp_path / "missing.toml")
     assert main(["run", str(bad)]) == 2
+
+
+def test_a_learner_may_run_some_of_the_calibrations():
+    spec = parse_spec(
+        {
+            "environment": {"name": "stocks"},
+            "calibrations": ["paper", "tight"],
+            "learners": [
+                {"name": "dp-ftrl", "label": "both"},
+                {"name": "dp-ftrl", "label": "tight only", "calibrations": ["tight"]},
+                {"name": "ftrl"},
+            ],
+        }
+    )
+    runs = sorted((t.label, t.calibration) for t in spec.tasks())
+    assert runs == [("both", "paper"), ("both", "tight"), ("ftrl", "none"), ("tight only", "tight")]
 
 
 @pytest.mark.parametrize(
