@@ -197,9 +197,10 @@ class ContinualCounter(ABC):
         ``xs`` has shape (b, dim) (shared by every replica) or (b, replicas, dim) and is
         checked as a whole (bounds, NaN); a block that would pass the horizon is refused
         before anything is released. Mechanisms whose noise does not depend on the data
-        compute the block's noise vectorised over time (the trees by levels, the
-        factorisations by filtering); the others step one round at a time. This is the fast
-        path of oblivious streams, whose losses are fixed before the first round.
+        compute the block's noise vectorised over time (the trees by levels, the BLT as block
+        matrices, the square root from its noise drawn ahead); the others step one round at a
+        time. This is the fast path of oblivious streams, whose losses are fixed before the
+        first round.
         """
         xs = self._prepare_block(xs)
         b = xs.shape[0]

@@ -117,7 +117,7 @@ class AlignedBlocks:
         self._block_levels(noise, last_node_sums(prefix, b.bit_length() - 1))
         np.add(noise[1:], prefix[1:], out=out[: b - 1])
         out[: b - 1] += self._release
-        self._release = out[b - 2].copy()
+        self._release = out[b - 2].copy()  # the tree's own release, before any padding
         self._pad_block(out[: b - 1])
         self.t += b
         out[b - 1] = self._step(np.broadcast_to(xs[b - 1], (self.replicas, self.dim)))
