@@ -112,6 +112,30 @@ def test_notes_flag_what_looks_wrong():
     assert not any("no effect" in n for n in report_notes(summarise(_sweep()), "E"))
 
 
+def test_notes_say_where_a_private_bandit_is_not_below_uniform_play():
+    spec = [
+        ("glm-bandit", "glm-bandit", "none", None, np.nan),
+        ("dp-glm-bandit", "dp-glm-bandit", "tight", 1.0, 1.0),
+        ("dp-glm-bandit", "dp-glm-bandit", "tight", 64.0, 64.0),
+        ("uniform-play", "uniform-play", "none", None, np.nan),
+    ]
+    res = _results(spec)
+    level = {1.0: 50.0, 64.0: 40.0}  # final regrets (+ seed 0..2, 95% interval 1.13)
+    for eps, base in level.items():
+        rows = res["epsilon"] == eps
+        res.loc[rows, "regret"] = base + res.loc[rows, "seed"]
+    uniform = res["learner"] == "uniform-play"
+    res.loc[uniform, "regret"] = 50.0 + res.loc[uniform, "seed"]  # mean 51
+    notes = [n for n in report_notes(summarise(res), "E") if "uniform" in n]
+    # epsilon = 1: 51 +- 1.13 is not below 51; epsilon = 64: 41 + 1.13 < 51 is
+    assert notes == [
+        "dp-glm-bandit [tight] is not below uniform random play (51) by its 95% interval at "
+        "epsilon = 1: at that budget it has not learned anything this run can show."
+    ]
+    without = res[~uniform]
+    assert not any("uniform" in n for n in report_notes(summarise(without), "E"))
+
+
 def test_one_section_per_environment_with_its_caption_and_notes(tmp_path):
     results = pd.concat([_sweep(), _results([("ftrl", "ftrl", "none", None, np.nan)], "F")])
     index = write_report(results, tmp_path, title="t", captions={"E": "What E is."})

@@ -69,7 +69,28 @@ from dponline.rng import RngLike, as_generator
 from dponline.stochastic.glm_losses import GLMLoss
 from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe, l1_ball_vertices
 
-__all__ = ["DPGLMBandit", "default_warmup"]
+__all__ = ["DPGLMBandit", "checked_context", "default_warmup"]
+
+
+def checked_context(
+    context: np.ndarray, dim: int, replicas: int, x_bound: float, clip: bool
+) -> np.ndarray:
+    """A round's context, shape (dim,) or (replicas, dim), finite and with
+    ||x||_inf <= ``x_bound`` (rows scaled into the bound with ``clip``), else ValueError."""
+    x = np.asarray(context, dtype=float)
+    if x.shape not in ((dim,), (replicas, dim)):
+        raise ValueError(f"a context has shape ({dim},) or ({replicas}, {dim}), got {x.shape}")
+    check_finite(x, "context")  # names the offending value
+    norm = float(np.abs(x).max())
+    if norm > x_bound:
+        if not clip:
+            raise ValueError(
+                f"context outside the declared bounds: ||x||_inf = {norm!r} exceeds "
+                f"x_bound = {x_bound}"
+            )
+        rows = np.abs(x).max(axis=-1, keepdims=True)
+        x = x * np.minimum(1.0, x_bound * (1 - 1e-12) / np.maximum(rows, 1e-300))
+    return x
 
 
 def default_warmup(dim: int, horizon: int, epsilon: float | None, arms: int = 1) -> int:
@@ -247,21 +268,7 @@ class DPGLMBandit(NoiseHandle):
     def _see(self, context: np.ndarray) -> None:
         if self.t >= self.horizon:
             raise ValueError(f"built for {self.horizon} rounds; round {self.t + 1} would void it")
-        x = np.asarray(context, dtype=float)
-        if x.shape not in ((self.dim,), (self.replicas, self.dim)):
-            raise ValueError(
-                f"a context has shape ({self.dim},) or ({self.replicas}, {self.dim}), got {x.shape}"
-            )
-        check_finite(x, "context")  # names the offending value
-        norm = float(np.abs(x).max())
-        if norm > self.x_bound:
-            if not self.clip:
-                raise ValueError(
-                    f"context outside the declared bounds: ||x||_inf = {norm!r} exceeds "
-                    f"x_bound = {self.x_bound}"
-                )
-            rows = np.abs(x).max(axis=-1, keepdims=True)
-            x = x * np.minimum(1.0, self.x_bound * (1 - 1e-12) / np.maximum(rows, 1e-300))
+        x = checked_context(context, self.dim, self.replicas, self.x_bound, self.clip)
         self._context, self._action = x, None
 
     def _reward(self, reward: np.ndarray) -> None:

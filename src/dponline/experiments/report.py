@@ -34,6 +34,7 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
         regret_sd=("regret", "std"),
         proven_epsilon=("proven_epsilon", "first"),
         delta=("delta", "first"),
+        learner=("learner", "first"),
     ).reset_index()
     out["regret_ci95"] = Z95 * out["regret_sd"] / np.sqrt(out["seeds"])
     return out.sort_values(
@@ -170,7 +171,10 @@ def plot_regret_curves(results: pd.DataFrame, environment: str, path: Path) -> l
     n_refs = max((len(p["reference"]) for p in panels), default=0)
     for k in range(n_refs):
         ls, colour = _REF_STYLES[k]
+        labels = {p["reference"][k] for p in panels if len(p["reference"]) > k}
         name = "non-private counterpart" if k == 0 else f"non-private reference {k + 1}"
+        if k > 0 and len(labels) == 1:  # the same second reference everywhere: name it
+            name = labels.pop()
         handles.append(Line2D([], [], color=colour, ls=ls, lw=1.6, label=name))
     right = 1.0 - 2.1 / fig.get_figwidth()
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(right, 0.92), fontsize=8,
@@ -251,13 +255,18 @@ def plot_privacy_utility(summary: pd.DataFrame, environment: str, path: Path) ->
     return plotted
 
 
+#: the learner whose regret is the no-learning level (:mod:`dponline.bandits.uniform_play`)
+UNIFORM_PLAY = "uniform-play"
+
+
 def report_notes(summary: pd.DataFrame, environment: str) -> list[str]:
     """What looks wrong or surprising in one environment's final regrets, in words: a tight
     calibration proving less epsilon than asked; a paper calibration proving more (weaker
     privacy than the paper states); a private learner that does not improve from
     its smallest to its largest epsilon while its non-private counterpart does far better (the
-    noise drowns the signal at every budget tried); an environment where every learner is within
-    one confidence interval of every other (no visible effect)."""
+    noise drowns the signal at every budget tried); a private learner whose regret is not below
+    uniform random play's by its interval (when ``uniform-play`` ran); an environment where
+    every learner is within one confidence interval of every other (no visible effect)."""
     data = summary[summary["environment"] == environment]
     notes = []
     for _, r in data[(data["calibration"] == "tight") & data["epsilon"].notna()].iterrows():
@@ -292,6 +301,20 @@ def report_notes(summary: pd.DataFrame, environment: str) -> list[str]:
                 f"{last['regret_mean']:.4g}) while the best non-private learner reaches "
                 f"{best_public:.4g}: at every budget tried its noise drowns what it learns."
             )
+    uniform = data[data["learner"] == UNIFORM_PLAY]
+    if len(uniform):
+        level = float(uniform["regret_mean"].iloc[0])
+        private = data[data["epsilon"].notna()]
+        for (label, cal), g in private.groupby(["label", "calibration"], sort=False):
+            above = g[g["regret_mean"] + g["regret_ci95"].fillna(0.0) >= level]
+            if len(above):
+                eps = ", ".join(f"{e:g}" for e in sorted(above["epsilon"]))
+                notes.append(
+                    f"{label} [{cal}] is not below uniform random play ({level:.4g}) by its 95% "
+                    f"interval at epsilon = {eps}: at "
+                    f"{'that budget' if len(above) == 1 else 'these budgets'} it has not "
+                    "learned anything this run can show."
+                )
     lo = data["regret_mean"] - data["regret_ci95"].fillna(0.0)
     hi = data["regret_mean"] + data["regret_ci95"].fillna(0.0)
     if len(data) > 2 and lo.max() <= hi.min():

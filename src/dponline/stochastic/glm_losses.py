@@ -29,7 +29,7 @@ import numpy as np
 
 from dponline.stochastic.samples import squared_loss_constants
 
-__all__ = ["LINKS", "GLMLoss", "Link", "SquaredLoss"]
+__all__ = ["LINKS", "GLMLoss", "Link", "SquaredLoss", "checked_rewards"]
 
 
 @dataclass(frozen=True)
@@ -101,16 +101,7 @@ class GLMLoss:
 
     def check_reward(self, y: np.ndarray, clip: bool) -> np.ndarray:
         """Rewards inside ``reward_range`` (clipped into it with ``clip``), else ValueError."""
-        y = np.asarray(y, dtype=float)
-        lo, hi = self.reward_range
-        if not np.all(np.isfinite(y)):
-            raise ValueError(f"rewards must be finite, got {y!r}")
-        if np.any((y < lo) | (y > hi)):
-            if not clip:
-                bad = y[(y < lo) | (y > hi)].ravel()[0]
-                raise ValueError(f"reward {bad!r} outside the declared range [{lo}, {hi}]")
-            y = np.clip(y, lo, hi)
-        return y
+        return checked_rewards(y, self.reward_range, clip)
 
     def to_dict(self) -> dict[str, object]:
         return {"link": self.link.name, "reward_range": list(self.reward_range)}
@@ -132,3 +123,18 @@ class SquaredLoss:
 
     def to_dict(self) -> dict[str, object]:
         return {"loss": "squared", "y_bound": self.y_bound}
+
+
+def checked_rewards(y: np.ndarray, reward_range: tuple[float, float], clip: bool) -> np.ndarray:
+    """Finite rewards inside ``reward_range`` (clipped into it with ``clip``), else
+    ValueError naming the first offending value."""
+    y = np.asarray(y, dtype=float)
+    lo, hi = reward_range
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"rewards must be finite, got {y!r}")
+    if np.any((y < lo) | (y > hi)):
+        if not clip:
+            bad = y[(y < lo) | (y > hi)].ravel()[0]
+            raise ValueError(f"reward {bad!r} outside the declared range [{lo}, {hi}]")
+        y = np.clip(y, lo, hi)
+    return y

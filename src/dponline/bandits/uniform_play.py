@@ -1,0 +1,161 @@
+"""Uniform random play on a contextual bandit: the level a bandit must beat to have learned.
+
+Every round each replica plays an arm drawn uniformly from the K arms, whatever the context and
+the rewards. Its decisions depend on no input, so it reveals nothing about any user (it is
+0-DP, trivially); it is registered as a non-private reference because it has no budget to
+spend. The report draws it in the private GLM bandit's panel beside the non-private bandit, and
+says when a private learner's regret is not below it (:func:`~dponline.experiments.report.
+report_notes`). Its expected regret is known in closed form on some environments (0.9 T on the
+digits, where one arm of ten is right); running it keeps the comparison on the same draws.
+
+It checks its inputs as the bandits it stands beside do (contexts finite and within
+``x_bound`` in l_inf, rewards finite and within ``reward_range``), so that a stream one learner
+refuses is refused by all.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dponline.bandits.glm_bandit import checked_context
+from dponline.protocol import (
+    ContextFeedback,
+    Feedback,
+    FeedbackKind,
+    RewardFeedback,
+    checked_count,
+    checked_round,
+)
+from dponline.registry import LearnerEntry, LearnerTestCase, register_learner
+from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
+from dponline.stochastic.glm_losses import checked_rewards
+
+__all__ = ["UniformPlay"]
+
+
+class UniformPlay:
+    """Uniform random play over ``arms`` arms for ``horizon`` rounds (module docstring)."""
+
+    feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.CONTEXTUAL_BANDIT
+    paper: ClassVar[str] = "uniform random play (the no-learning reference)"
+    privacy = None
+
+    def __init__(
+        self,
+        dim: int,
+        arms: int,
+        horizon: int,
+        *,
+        reward_range: tuple[float, float] = (0.0, 1.0),
+        x_bound: float = 1.0,
+        replicas: int = 1,
+        rng: RngLike = None,
+        clip: bool = False,
+    ) -> None:
+        self.dim = checked_count("dim", dim)
+        self.arms = checked_count("arms", arms)
+        self.horizon = checked_count("horizon", horizon)
+        self.replicas = checked_count("replicas", replicas)
+        lo, hi = (float(v) for v in reward_range)
+        if not lo <= hi:
+            raise ValueError(
+                f"reward_range must be (low, high) with low <= high, got {reward_range}"
+            )
+        self.reward_range = (lo, hi)
+        self.x_bound = float(x_bound)
+        if not (np.isfinite(self.x_bound) and self.x_bound > 0):
+            raise ValueError(f"x_bound must be finite and positive, got {x_bound!r}")
+        self.clip = bool(clip)
+        self._rng = as_generator(rng)
+        self.t = 0
+        self._seen = False
+        self._action: np.ndarray | None = None
+
+    def scale_noise(self, factor: float) -> None:
+        """Refused: uniform play draws no privacy noise (it reads no data)."""
+        raise TypeError("uniform play has no privacy noise to scale (its decisions read no data)")
+
+    def observe(self, feedback: Feedback) -> None:
+        """A context (checked, then ignored) or the rewards of the arms played (checked)."""
+        if isinstance(feedback, ContextFeedback):
+            if self.t >= self.horizon:
+                raise ValueError(f"built for {self.horizon} rounds; round {self.t + 1} is past it")
+            checked_context(feedback.context, self.dim, self.replicas, self.x_bound, self.clip)
+            self._seen, self._action = True, None
+        elif isinstance(feedback, RewardFeedback):
+            if not self._seen or self._action is None:
+                raise ValueError("a reward arrives after a context and an action (act())")
+            r = np.asarray(feedback.reward, dtype=float)
+            if r.shape != (self.replicas,):
+                raise ValueError(f"rewards have shape ({self.replicas},), got {r.shape}")
+            checked_rewards(r, self.reward_range, self.clip)
+            self.t += 1
+            self._seen, self._action = False, None
+        else:
+            raise TypeError(
+                f"observes ContextFeedback then RewardFeedback, got {type(feedback).__name__}"
+            )
+
+    def act(self) -> np.ndarray:
+        """An arm per replica, uniformly at random (int array of shape (replicas,))."""
+        if not self._seen:
+            raise ValueError("act() needs this round's context first (observe ContextFeedback)")
+        if self._action is None:
+            self._action = self._rng.integers(0, self.arms, size=self.replicas)
+        return self._action.copy()
+
+    def _config(self) -> dict[str, Any]:
+        return {"dim": self.dim, "arms": self.arms, "horizon": self.horizon,
+                "replicas": self.replicas, "reward_range": list(self.reward_range)}  # fmt: skip
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "config": self._config(),
+            "t": self.t,
+            "seen": self._seen,
+            "action": None if self._action is None else self._action.copy(),
+            "rng": generator_state(self._rng),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("config") != self._config():
+            raise ValueError("state was saved from a differently configured uniform player")
+        self.t = checked_round(state["t"], self.horizon)
+        self._seen = bool(state["seen"])
+        action = state.get("action")
+        self._action = None if action is None else np.array(action, dtype=np.int64)
+        self._rng = generator_from_state(state["rng"])
+
+
+# --- catalogue entry (dponline.registry): dponline list, specs, the battery ----------------------
+
+
+def _uniform_play(env: Any, **kw: Any) -> UniformPlay:
+    """Uniform play with the environment's dimension, arms, horizon and reward range."""
+    for runner_option in ("epsilon", "calibration", "allow_weaker"):
+        kw.pop(runner_option, None)
+    kw.setdefault("reward_range", env.reward_range)
+    return UniformPlay(env.dim, env.arms, env.horizon, **kw)
+
+
+register_learner(
+    LearnerEntry(
+        "uniform-play",
+        _uniform_play,
+        paper="uniform random play: the no-learning reference of contextual bandits",
+        setting="contextual generalized linear bandit (linear or logistic link)",
+        guarantee="none needed: its decisions read no data (non-private reference)",
+        calibrations=(),
+        private=False,
+        feedback_kind=FeedbackKind.CONTEXTUAL_BANDIT,
+        action_space="contextual arms",
+        test_cases=(
+            LearnerTestCase(
+                "glm_bandit", environment_options={"dim": 4, "link": "linear"}, randomised=True
+            ),
+        ),
+        counterpart_of=("dp-glm-bandit",),
+    )
+)
