@@ -1,7 +1,7 @@
 """CTRL and Theorem 14 at growing horizons: switch counts against the budgets of Theorems 9, 12
 and 13, regret against the bounds of Theorems 4, 9, 12, 13 and 14, and log-log slopes in T.
 
-    python benchmarks/bench_ctrl_regret.py [--quick] [--replicas R]
+    python benchmarks/bench_ctrl_regret.py [--quick] [--replicas R] [--part P] [--private-to-1e5]
 
 Prints one table per part; every number is measured by this script (fixed seeds).
 ``--quick`` stops at T = 1e4 (the full run goes to T = 1e5).
@@ -170,11 +170,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="T up to 1e4")
     parser.add_argument("--replicas", type=int, default=4)
+    parser.add_argument(
+        "--part",
+        choices=("all", "lazy", "private", "dyadic"),
+        default="all",
+        help="run one part only (default: all)",
+    )
+    parser.add_argument(
+        "--private-to-1e5",
+        action="store_true",
+        help="private CTRL rows to T = 1e5 too (each such row takes minutes)",
+    )
     args = parser.parse_args()
     horizons = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
-    part_lazy(horizons, args.replicas)
-    part_private(horizons[:2], args.replicas)
-    part_dyadic(horizons, args.replicas)
+    private = horizons if args.private_to_1e5 else horizons[:2]
+    if args.part in ("all", "lazy"):
+        part_lazy(horizons, args.replicas)
+    if args.part in ("all", "private"):
+        part_private(private, args.replicas)
+    if args.part in ("all", "dyadic"):
+        part_dyadic(horizons, args.replicas)
 
 
 if __name__ == "__main__":
