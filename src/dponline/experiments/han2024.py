@@ -20,7 +20,9 @@ Learning rates. The paper scales each baseline's default learning rate by a grid
 reports the best. Here the spec tunes ``step_scale`` on the environment's *validation* set of
 fresh draws (never the test set; the runner's ``tune``) and the table prints the factor chosen.
 Algorithm 1 has no grid: its step sizes rho_t = eta_t = 1/(t+1) enter its privacy proof
-(Theorem 3.1 bounds the sensitivity with ||theta_i - theta_{i-1}||_p <= D / i).
+(Theorem 3.1 bounds the sensitivity with ||theta_i - theta_{i-1}||_p <= D / i). "Algorithm 1 +
+clip" (tight only) clips every recursive-gradient increment to C, which sets its sensitivity to
+2 C; C is tuned on the validation set like the baselines' scales.
 
 Runs. Each setting draws one training stream (the runner's environment seed depends on the
 setting only, so every algorithm of a setting sees the same data); the runs are independent
