@@ -243,6 +243,7 @@ class CTRL(NoiseHandle):
         iters = 0
         g, h = parts(x)
         previous = np.full(len(x), np.inf)
+        f_x: np.ndarray | None = None  # the objective at x, kept from the accepted step
         for _ in range(max_iterations):
             grad = g + z
             step = -np.linalg.solve(h, grad[..., None])[..., 0]
@@ -257,20 +258,34 @@ class CTRL(NoiseHandle):
                 break
             iters += 1
             alpha = np.ones(len(x))
-            f0 = value(x) + (z * x).sum(axis=-1)
             near = dec2 < 1e-6
+            # full steps near the minimiser need no objective values (only the domain check)
+            armijo = bool((active & ~near).any())
+            if armijo and f_x is None:
+                f_x = value(x) + (z * x).sum(axis=-1)
+            f = np.full(len(x), np.inf)
             for _ in range(60):
                 cand = x + alpha[:, None] * step
                 inside = self.barrier.contains(cand)
                 f = np.full(len(x), np.inf)
-                if inside.any():
+                if armijo and inside.any():
                     c = cand[inside]
                     f[inside] = value(c) + (z[inside] * c).sum(axis=-1)
-                accept = inside & (near | (f <= f0 - 0.25 * alpha * dec2) | ~active)
+                accept = inside & (near | ~active)
+                if armijo:
+                    assert f_x is not None
+                    accept |= inside & (f <= f_x - 0.25 * alpha * dec2)
                 if accept.all():
                     break
                 alpha = np.where(accept, alpha, 0.5 * alpha)
-            x = np.where(active[:, None] & accept[:, None], cand, x)
+            moved = active & accept
+            x = np.where(moved[:, None], cand, x)
+            # the accepted candidates' values are the new f_x; rows that moved unevaluated
+            # (near steps) lose theirs, which the next Armijo step recomputes
+            if armijo and f_x is not None and bool(np.isfinite(f[moved]).all()):
+                f_x = np.where(moved, f, f_x)
+            else:
+                f_x = None
             g, h = parts(x)
         if with_losses:
             self.newton_iterations += iters
