@@ -33,36 +33,29 @@ def _in_blocks(learner, losses, cuts):
     return np.concatenate(parts)
 
 
+GAUSSIAN = {"budget": PrivacyBudget(1.0, 1e-5), "replicas": R}
 BUILDERS = {
     "ftrl": lambda seed: DPFTRL(N, T, budget=None, replicas=R, rng=seed),
     "dp-ftrl blt": lambda seed: DPFTRL(
-        N,
-        T,
-        budget=PrivacyBudget(1.0, 1e-5),
-        noise="gaussian",
-        mechanism="blt",
-        replicas=R,
-        rng=seed,
+        N, T, noise="gaussian", mechanism="blt", rng=seed, **GAUSSIAN
     ),
     "dp-ftrl euclidean sqrt": lambda seed: DPFTRL(
         N,
         T,
-        budget=PrivacyBudget(1.0, 1e-5),
         noise="gaussian",
         mechanism="sqrt_factorization",
         regulariser="euclidean",
-        replicas=R,
         rng=seed,
+        **GAUSSIAN,
     ),
     "dp-ftpl box": lambda seed: DPFTPL(
         N,
         T,
-        budget=PrivacyBudget(1.0, 1e-5),
         mechanism="sqrt_factorization",
         domain=BoxDomain(N),
         loss_bounds=Box(0.0, 1.0, dim=N),
-        replicas=R,
         rng=seed,
+        **GAUSSIAN,
     ),
 }
 
