@@ -59,9 +59,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
+from dponline.online.ctrl_renyi import RenyiPrivacy, renyi_privacy
 from dponline.protocol import checked_count
 
 __all__ = [
@@ -77,6 +79,7 @@ __all__ = [
     "log_phi_theorem13",
     "proven_privacy",
     "regret_bound_theorem4",
+    "regret_closeness",
     "strongly_convex_regret_bound",
     "switching_tail",
     "theorem6_epsilon",
@@ -480,6 +483,23 @@ def calibrate_paper(
     return _parameters(eta, sigma, t ** (-1 / 3), dl / (60.0 * t * t), paper=True, **prob)
 
 
+def regret_closeness(horizon: int) -> float:
+    """The closeness delta of consecutive mu_t that the ``tight`` calibration chooses Phi for:
+    T^-3, so that Theorem 4's term 2 G D T (3 delta T) is 6 G D / T. Privacy does not depend on
+    it (:mod:`dponline.online.ctrl_renyi` holds for any Phi)."""
+    return float(horizon) ** -3.0
+
+
+def _regret_phi(eta: float, sigma: float, closeness: float, prob: dict) -> float:
+    """log Phi for Theorem 4: consecutive mu_t differ by one loss, G-Lipschitz and beta-smooth,
+    so Lemma 7 (Lemma 10 for GLMs, one direction) at ``closeness``."""
+    g, beta = prob["lipschitz"], prob["smoothness"]
+    if prob["glm"]:
+        return log_phi_glm(eta, beta, g, sigma, closeness, 1)
+    return log_phi_general(eta, beta, g, sigma, closeness, prob["dim"])
+
+
+@lru_cache(maxsize=64)
 def calibrate_tight(
     epsilon: float,
     delta: float,
@@ -491,76 +511,79 @@ def calibrate_tight(
     diameter: float,
     glm: bool = False,
     eta_grid: int = 41,
-    p_grid: int = 9,
-) -> tuple[CTRLParameters, ProvenPrivacy]:
-    """The parameters with the least Theorem 4 regret bound among those whose
-    :func:`proven_privacy` meets (epsilon, delta): delta'' = delta / 2 for the composition, the
-    closeness failure delta' and the switching tail sharing the other half; for each (eta, p) of a
-    grid (eta from D / (2 G sqrt T) down by factors of 2 over ``eta_grid`` values, p from
-    T^{-1/3} / 2 to 4 T^{-1/3} and up to the least p whose switching tail fits), sigma by
-    bisection to the least that meets epsilon. Raises ValueError when no grid point can."""
+    p_grid: int = 13,
+) -> tuple[CTRLParameters, RenyiPrivacy]:
+    """The parameters with the least Theorem 4 regret bound among those whose Renyi-DP analysis
+    (:func:`~dponline.online.ctrl_renyi.renyi_privacy`) proves (epsilon, delta): for each
+    (eta, p) of a grid (eta from D / (2 G sqrt T) down by factors of 2 over ``eta_grid`` values,
+    p from T^{-1/3} / 8 to 8 T^{-1/3}, capped at 1), the least sigma by bisection, with Phi from
+    Lemma 7 (Lemma 10 for GLMs) for consecutive mu_t at :func:`regret_closeness` and
+    B = 3 p~ T. The algorithm is Algorithm 1 unchanged; what is tightened is the analysis (see
+    :mod:`dponline.online.ctrl_renyi`: sigma 30 to 40 times below what Theorem 6's proof needs
+    for the same budget). Raises ValueError when no grid point proves the budget."""
     eps, dl = _positive("epsilon", epsilon), _probability("delta", delta)
     prob = _problem(horizon, dim, lipschitz, smoothness, glm)
     t, g = prob["horizon"], prob["lipschitz"]
     dd = _positive("diameter", diameter)
-    d_comp = dl / 2.0
-    # the other half: T (4 delta' + 9 delta' T) <= delta / 4, 3 T tail <= delta / 4
-    d_close = dl / (4.0 * t * (4.0 + 9.0 * t))
-    tail_room = dl / (12.0 * t)
-    # e^{-p T} <= tail_room (p~ >= p and B = 3 p~ T): p >= log(1 / tail_room) / T
-    p_floor = math.log(1.0 / tail_room) / t
-    base_p = t ** (-1 / 3)
-    ps = sorted({min(1.0, max(p_floor, base_p * f)) for f in np.geomspace(0.5, 4.0, p_grid)})
+    close = regret_closeness(t)
+    ps = sorted({min(1.0, t ** (-1 / 3) * f) for f in np.geomspace(1 / 8, 8.0, p_grid)})
     eta0 = dd / (2.0 * g * math.sqrt(t))
-    best: tuple[float, CTRLParameters, ProvenPrivacy] | None = None
+    best: tuple[float, CTRLParameters, RenyiPrivacy] | None = None
     for p in ps:
+        rising, previous = 0, math.inf
         for k in range(eta_grid):
-            eta = eta0 * 2.0**-k
-            params = _sigma_for(eps, dl, d_comp, d_close, eta, p, prob)
-            if params is None:
+            found = _sigma_for(eps, dl, eta0 * 2.0**-k, p, close, prob)
+            if found is None:
                 continue
-            proof = proven_privacy(params, d_comp)
-            bound = regret_bound_theorem4(params, dd, d_close)
+            bound = regret_bound_theorem4(found[0], dd, close)
             if best is None or bound < best[0]:
-                best = (bound, params, proof)
+                best = (bound, *found)
+            # the bound is D^2 / (2 eta) plus terms that fall with eta: once it has risen three
+            # times in a row, smaller eta only adds to it
+            rising = rising + 1 if bound > previous else 0
+            previous = bound
+            if rising >= 3:
+                break
     if best is None:
         raise ValueError(
-            f"no CTRL parameters prove ({eps}, {dl})-DP at T = {t}: the forced switching needed "
-            "for the budget's delta costs more than epsilon"
+            f"no CTRL parameters prove ({eps}, {dl})-DP at T = {t}: the curvature terms "
+            "eta beta d per switch cost more than epsilon at every eta of the grid"
         )
     return best[1], best[2]
 
 
 def _sigma_for(
-    eps: float, dl: float, d_comp: float, d_close: float, eta: float, p: float, prob: dict
-) -> CTRLParameters | None:
-    """The least sigma (to a relative 1e-6) whose proven privacy meets (eps, dl) at (eta, p), or
-    None when even sigma -> inf does not (the curvature term eta beta d alone too large)."""
+    eps: float, dl: float, eta: float, p: float, close: float, prob: dict
+) -> tuple[CTRLParameters, RenyiPrivacy] | None:
+    """The least sigma (to a relative 1e-6) whose Renyi-DP analysis proves (eps, dl) at
+    (eta, p), with its parameters and proof, or None when even sigma -> inf does not (the
+    curvature terms alone too large)."""
 
-    def proof_at(sigma: float) -> tuple[CTRLParameters, ProvenPrivacy]:
-        params = _parameters(eta, sigma, p, d_close, paper=False, **prob)
-        return params, proven_privacy(params, d_comp)
-
-    def ok(proof: ProvenPrivacy) -> bool:
-        return proof.epsilon <= eps and proof.delta <= dl
+    def proof_at(sigma: float) -> tuple[CTRLParameters, RenyiPrivacy]:
+        log_phi = _regret_phi(eta, sigma, close, prob)
+        p_tilde = p - math.expm1(-2.0 * log_phi)
+        params = CTRLParameters(
+            eta=eta,
+            sigma=sigma,
+            log_phi=log_phi,
+            p=p,
+            switch_budget=3.0 * p_tilde * prob["horizon"],
+            **prob,
+        )
+        return params, renyi_privacy(params, dl)
 
     hi = prob["lipschitz"]
-    for _ in range(80):
-        proof = proof_at(hi)[1]
-        if ok(proof):
+    for _ in range(60):
+        if proof_at(hi)[1].epsilon <= eps:
             break
         hi *= 4.0
     else:
         return None
     lo = hi / 4.0
-    if ok(proof_at(lo)[1]):
-        lo = 0.0
-    for _ in range(100):
+    while hi - lo > 1e-6 * hi:
         mid = 0.5 * (lo + hi)
-        if mid <= 0 or hi - lo <= 1e-6 * hi:
-            break
-        if ok(proof_at(mid)[1]):
+        if proof_at(mid)[1].epsilon <= eps:
             hi = mid
         else:
             lo = mid
-    return proof_at(hi)[0]
+    return proof_at(hi)

@@ -13,9 +13,9 @@ convex (Appendix E). Every loss states, from its parameters alone, a Lipschitz c
 smoothness constant over a ball containing the decision set, so that a learner can refuse a
 loss outside the bounds its guarantee assumes (:meth:`SmoothLoss.constants`).
 
-:class:`LossSum` keeps sum_s l_s for the Newton solves: the quadratic parts as sufficient
-statistics (O(d^2) memory), the GLM rows in a growing buffer (gradient and Hessian at k points
-cost O(k n d^2) for n rows).
+:class:`LossSum` keeps sum_s l_s for the Newton solves: the quadratic parts and the squared
+link's terms as sufficient statistics (O(d^2) memory and time), the other GLM rows in a growing
+buffer (gradient and Hessian at k points cost O(k n d^2) for n rows).
 """
 
 from __future__ import annotations
@@ -304,7 +304,13 @@ class LossSum:
             self._a += a
             self._aa += a @ loss.anchor
             self._aaa += float(loss.anchor @ a @ loss.anchor)
-        if loss.link is not None:
+        if isinstance(loss.link, SquaredLink):
+            # (<v, x> - y)^2 / 2 is the quadratic with A = v v', A a = y v, a' A a = y^2: kept
+            # in the sufficient statistics, so a sum of n squared losses costs O(d^2), not O(n d^2)
+            self._a += np.outer(loss.v, loss.v)
+            self._aa += loss.y * loss.v
+            self._aaa += loss.y * loss.y
+        elif loss.link is not None:
             entry = self._rows.get(loss.link)
             if entry is None:
                 entry = self._rows[loss.link] = [np.empty((16, self.dim)), np.empty(16), 0]
