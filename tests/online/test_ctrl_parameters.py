@@ -189,3 +189,23 @@ def test_glm_entry_needs_a_glm_stream():
         learners()["ctrl-glm"].factory(
             env, epsilon=1.0, calibration="tight", allow_weaker=False, replicas=1, rng=0
         )
+
+
+@pytest.mark.parametrize("glm", [False, True])
+@pytest.mark.parametrize("t, s, d", [(1000, 160, 5), (100_000, 1582, 5), (5000, 50, 12)])
+def test_lazy_regret_bound_is_theorem_4_at_the_lazy_parameters(glm, t, s, d):
+    """Theorems 9 and 12 are Theorem 4 with B = inf and their parameters: D^2 / (2 eta) +
+    2 G^2 eta T + sigma sqrt(d) D, plus at most 14 G D for the closeness and barrier terms. The
+    GLM bound as printed has no sqrt(d) in its noise term and falls below Theorem 4's."""
+    from dponline.online.ctrl import lazy_parameters, lazy_regret_bound
+
+    g, beta, diam = 2.0, 1.0, 2.0
+    prm = lazy_parameters(s, t, d, g, beta, diam, glm=glm)
+    theorem4 = (
+        diam**2 / (2 * prm["eta"])
+        + 2 * g * g * prm["eta"] * t
+        + prm["sigma"] * math.sqrt(d) * diam
+    )
+    assert theorem4 <= lazy_regret_bound(s, t, d, g, beta, diam, glm=glm)
+    if glm:
+        assert lazy_regret_bound(s, t, d, g, beta, diam, glm=True, printed=True) < theorem4

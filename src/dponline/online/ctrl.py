@@ -500,17 +500,24 @@ def lazy_regret_bound(
     smoothness: float,
     diameter: float,
     glm: bool = False,
+    *,
+    printed: bool = False,
 ) -> float:
-    """Theorem 9's (Theorem 12's for GLMs) regret bound
-    2 G D sqrt T + (d T / S)(3 beta D^2 + 12 G D sqrt(log T)) + 14 G D."""
+    """Theorem 9's regret bound 2 G D sqrt T + (d T / S)(3 beta D^2 + 12 G D sqrt(log T)) + 14 G D,
+    and for GLMs what Theorem 4 gives with Theorem 12's parameters:
+    2 G D sqrt T + (T / S)(3 beta D^2 + 12 G D sqrt(d log T)) + 14 G D. Theorem 12 as printed
+    (``printed=True``) has sqrt(log T) in place of sqrt(d log T): Theorem 4's noise term is
+    sigma sqrt(d) D, and Theorem 12's sigma = 12 G T sqrt(log T) / S has no sqrt(d) to cancel it
+    (Theorem 9's sigma has, which is where its d T / S comes from)."""
     t, s = int(horizon), int(switches)
-    d = 1 if glm else int(dim)
     g, beta, dd = float(lipschitz), float(smoothness), float(diameter)
-    return (
-        2 * g * dd * math.sqrt(t)
-        + (d * t / s) * (3 * beta * dd**2 + 12 * g * dd * math.sqrt(math.log(t)))
-        + 14 * g * dd
-    )
+    log_t = math.log(t)
+    if glm:
+        spread = 1 if printed else int(dim)
+        noise = (t / s) * (3 * beta * dd**2 + 12 * g * dd * math.sqrt(spread * log_t))
+    else:
+        noise = (int(dim) * t / s) * (3 * beta * dd**2 + 12 * g * dd * math.sqrt(log_t))
+    return 2 * g * dd * math.sqrt(t) + noise + 14 * g * dd
 
 
 def _lazy_ctrl(env: Any, **kw: Any) -> CTRL:
