@@ -202,9 +202,7 @@ def test_lazy_regret_bound_is_theorem_4_at_the_lazy_parameters(glm, t, s, d):
     g, beta, diam = 2.0, 1.0, 2.0
     prm = lazy_parameters(s, t, d, g, beta, diam, glm=glm)
     theorem4 = (
-        diam**2 / (2 * prm["eta"])
-        + 2 * g * g * prm["eta"] * t
-        + prm["sigma"] * math.sqrt(d) * diam
+        diam**2 / (2 * prm["eta"]) + 2 * g * g * prm["eta"] * t + prm["sigma"] * math.sqrt(d) * diam
     )
     assert theorem4 <= lazy_regret_bound(s, t, d, g, beta, diam, glm=glm)
     if glm:

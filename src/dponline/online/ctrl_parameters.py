@@ -54,7 +54,7 @@ The ``tight`` calibration (:func:`calibrate_tight`) keeps the algorithm and chan
 analysis: :mod:`dponline.online.ctrl_renyi` bounds each round's Renyi divergence exactly at
 its stay-or-switch split (a switch costs a Gaussian mechanism's divergence, not a pointwise
 bound sqrt(2 d log(1 / delta')) standard deviations wide), which proves the same budget with
-sigma 30 to 60 times smaller. It then picks the (eta, p) that minimise Theorem 4's regret
+sigma 30 to 65 times smaller. It then picks the (eta, p) that minimise Theorem 4's regret
 bound over a grid. It is tight in the sense of the design (the least noise we can prove for
 the budget); the audit refutes a tenth of it.
 """
@@ -490,8 +490,9 @@ def calibrate_paper(
 def regret_closeness(horizon: int) -> float:
     """The closeness delta of consecutive mu_t that the ``tight`` calibration chooses Phi for:
     T^-3, so that Theorem 4's term 2 G D T (3 delta T) is 6 G D / T. Privacy does not depend on
-    it (:mod:`dponline.online.ctrl_renyi` holds for any Phi)."""
-    return float(horizon) ** -3.0
+    it (:mod:`dponline.online.ctrl_renyi` holds for any Phi). At most 1/2 (Lemma 7 needs
+    delta < 1; T = 1)."""
+    return min(0.5, float(horizon) ** -3.0)
 
 
 def _regret_phi(eta: float, sigma: float, closeness: float, prob: dict) -> float:
@@ -523,7 +524,7 @@ def calibrate_tight(
     p from T^{-1/3} / 8 to 8 T^{-1/3}, capped at 1), the least sigma by bisection, with Phi from
     Lemma 7 (Lemma 10 for GLMs) for consecutive mu_t at :func:`regret_closeness` and
     B = 3 p~ T. The algorithm is Algorithm 1 unchanged; what is tightened is the analysis (see
-    :mod:`dponline.online.ctrl_renyi`: sigma 30 to 40 times below what Theorem 6's proof needs
+    :mod:`dponline.online.ctrl_renyi`: sigma 30 to 65 times below what Theorem 6's proof needs
     for the same budget). Raises ValueError when no grid point proves the budget."""
     eps, dl = _positive("epsilon", epsilon), _probability("delta", delta)
     prob = _problem(horizon, dim, lipschitz, smoothness, glm)
