@@ -652,7 +652,7 @@ def _ctrl_audit(values: tuple[float, float], rest: float, options: dict[str, Any
     switch move by the gradient's change (a linear difference, 1.37 G here against the 2G the
     analysis allows); d = 1. The tight calibration's Renyi analysis is close enough for the
     audit to refute a tenth of its noise (Theorem 6's proof, the paper calibration's, is loose
-    by a factor of 30 to 40 in sigma)."""
+    by one to two orders of magnitude in sigma)."""
     return AuditCase(
         horizon=6,
         values=values,

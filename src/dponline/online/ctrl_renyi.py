@@ -4,9 +4,9 @@
 Theorem 6's proof bounds each round's privacy loss pointwise, except with a small probability,
 and composes those bounds with advanced composition (Lemma 17). Its constants (losses 3G apart
 in Claim 27, Phi = Phi'^2, a pointwise bound sqrt(2 d log(1 / delta')) standard deviations wide
-at every switch) cost a factor of 30 to 65 in sigma at the horizons we measured. Here we bound
-each round's *Renyi divergence* instead and add them up (adaptive composition, Mironov 2017,
-Proposition 1); the algorithm is unchanged.
+at every switch) cost one to two orders of magnitude in sigma at the horizons we measured. Here
+we bound each round's *Renyi divergence* instead and add them up (adaptive composition, Mironov
+2017, Proposition 1); the algorithm is unchanged.
 
 Setting and notation
 --------------------
