@@ -603,6 +603,10 @@ def _sigma_for(
     else:
         return None
     lo = hi / 4.0
+    for _ in range(60):  # the least sigma may lie below G: step down until it fails
+        if proof_at(lo)[1].epsilon > eps:
+            break
+        hi, lo = lo, lo / 4.0
     while hi - lo > 1e-6 * hi:
         mid = 0.5 * (lo + hi)
         if proof_at(mid)[1].epsilon <= eps:

@@ -177,11 +177,9 @@ def round_divergence(
     return best / (a - 1.0)
 
 
-def renyi_curve(params: CTRLParameters) -> tuple[np.ndarray, np.ndarray]:
-    """The orders of :data:`ORDERS` and the Renyi divergence bound of a whole run at each:
-    D_k + (T - 1) D_after (module docstring)."""
-    a = np.asarray(ORDERS)
-    constants = {
+def _constants(params: CTRLParameters) -> dict:
+    """What Lemmas A and B take from a run's parameters."""
+    return {
         "sigma": params.sigma,
         "eta": params.eta,
         "dim": params.dim,
@@ -189,6 +187,13 @@ def renyi_curve(params: CTRLParameters) -> tuple[np.ndarray, np.ndarray]:
         "smoothness": params.smoothness,
         "glm": params.glm,
     }
+
+
+def renyi_curve(params: CTRLParameters) -> tuple[np.ndarray, np.ndarray]:
+    """The orders of :data:`ORDERS` and the Renyi divergence bound of a whole run at each:
+    D_k + (T - 1) D_after (module docstring)."""
+    a = np.asarray(ORDERS)
+    constants = _constants(params)
     switch = switch_divergence(a, **constants)
     high = 1.0 - float(params.p)
     low = high * math.exp(-2.0 * float(params.log_phi))
@@ -229,13 +234,5 @@ def renyi_privacy(params: CTRLParameters, delta: float) -> RenyiPrivacy:
     if not finite.any():
         return RenyiPrivacy(math.inf, dl, math.nan, math.inf)
     eps, order = compute_epsilon(orders[finite], rdp[finite], dl)
-    switch = switch_divergence(
-        np.array([order]),
-        sigma=params.sigma,
-        eta=params.eta,
-        dim=params.dim,
-        lipschitz=params.lipschitz,
-        smoothness=params.smoothness,
-        glm=params.glm,
-    )[0]
+    switch = switch_divergence(np.array([order]), **_constants(params))[0]
     return RenyiPrivacy(float(eps), dl, float(order), float(switch))
