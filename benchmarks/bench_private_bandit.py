@@ -16,10 +16,16 @@ calibrations at one budget, and the speed of a round on a path polytope.
    tree; the ratio of mean regrets (the target is at most 0.5).
 3. Speed. Linear losses over the monotone paths of the 8 x 8 grid DAG (112 edges), T = 1e5,
    tight Gaussian, one core (BLAS limited to one thread): wall time with 1 and 100 replicas.
+4. The tight calibration's noise in the affine hull (``bandits/ene_noise.py``, the lemma) on
+   path polytopes: the Laplace scale at epsilon = 1, T = 1e5, with the counter in the k hull
+   coordinates (l1 sensitivity x sqrt(k)) and, as before, in the n edge coordinates
+   (``noise_in_hull=False``, x sqrt(n)), both proving the same epsilon; the Gaussian sigma
+   (unchanged); and the mean regret of both on linear losses over the 3 x 3 grid's paths,
+   T = 1e5 (1e4 with ``--quick``), 16 replicas, same seeds.
 
 Usage::
 
-    python benchmarks/bench_private_bandit.py [--quick] [--json PATH]
+    python benchmarks/bench_private_bandit.py [--quick] [--parts 1,2,3,4] [--json PATH]
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -43,7 +50,11 @@ from dponline.privacy.budget import PrivacyBudget  # noqa: E402
 
 
 def play(
-    env: BanditConvexEnvironment, budget: PrivacyBudget | None, replicas: int, seed: int
+    env: BanditConvexEnvironment,
+    budget: PrivacyBudget | None,
+    replicas: int,
+    seed: int,
+    **options: object,
 ) -> tuple[np.ndarray, PrivateBandit, float]:
     """Final regret of every replica, the learner, and the wall time of the rounds."""
     learner = PrivateBandit(
@@ -53,6 +64,7 @@ def play(
         lipschitz=env.lipschitz(),  # the declared bound (||theta_t|| or ||a|| max weight)
         replicas=replicas,
         rng=seed,
+        **options,  # type: ignore[arg-type]
     )
     total = np.zeros(replicas)
     start = time.perf_counter()
@@ -101,58 +113,135 @@ def regret_slope(
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="T up to 1e5 only")
-    parser.add_argument("--json", type=Path, default=None, help="write the results here")
-    args = parser.parse_args()
-    out: dict = {}
-
-    horizons = [1_000, 10_000, 100_000] + ([] if args.quick else [1_000_000])
-    gaussian = PrivacyBudget(1.0, 1e-6)
-    print("1. regret against T (simplex, n = 5, linear losses, 4 replicas)")
-    out["slope"] = regret_slope(
-        horizons, gaussian, lambda T: bandit_convex(T, np.random.default_rng(0), "simplex", 5)
-    )
-    out["within_bound"] = out["slope"]["within_bound"]
-
-    print("\n1b. the same for absolute-value losses (2-subsets of 6 items, 4 replicas)")
-    out["slope_absolute"] = regret_slope(
-        horizons[:3],
-        gaussian,
-        lambda T: bandit_convex(T, np.random.default_rng(0), "k_subsets", 6, losses="absolute"),
-        "at most 0.75",
-    )
-
-    print("\n2. tight vs paper Gaussian calibration, T = 1e5, (1, 1e-6), 8 replicas, same seeds")
-    env = bandit_convex(100_000, np.random.default_rng(0), domain="simplex", dim=5)
-    tight, lt, _ = play(env, gaussian, 8, seed=2)
-    paper, lp, _ = play(env, PrivacyBudget(1.0, 1e-6, calibration="paper"), 8, seed=2)
-    ratio = float(tight.mean() / paper.mean())
+def hull_saving(horizon: int) -> dict:
+    """Part 4: noise scales in the hull against R^n on grid path polytopes, and the regret of
+    both on the 3 x 3 grid (printed as tables)."""
+    laplace, gaussian = PrivacyBudget(1.0), PrivacyBudget(1.0, 1e-6)
     print(
-        f"tight: {lt.counter.name}, sigma {lt.counter.noise.scale:.4g}, regret {tight.mean():.1f}"
+        f"{'grid':>5} {'n':>4} {'k':>3} {'b in R^n':>10} {'b in hull':>10} {'ratio':>6} "
+        f"{'sqrt(n/k)':>9} {'epsilon':>8} {'sigma R^n':>10} {'sigma hull':>10}"
     )
+    rows = []
+    for m in (2, 3, 4, 8):
+        domain = bandit_convex(100_000, np.random.default_rng(0), "grid_paths", m).domain
+        scales = {}
+        for hull in (False, True):
+            lap = PrivateBandit(domain, 100_000, budget=laplace, noise_in_hull=hull)
+            gau = PrivateBandit(domain, 100_000, budget=gaussian, noise_in_hull=hull)
+            scales[hull] = (lap.counter.noise.scale, lap.privacy.epsilon, gau.counter.noise.scale)
+        n, k = domain.dim, domain.affine_dim
+        ratio = scales[False][0] / scales[True][0]
+        if scales[False][1] != scales[True][1]:
+            raise RuntimeError(f"the two calibrations prove different epsilons: {scales}")
+        rows.append(
+            {
+                "grid": m,
+                "n": n,
+                "k": k,
+                "laplace_ambient": scales[False][0],
+                "laplace_hull": scales[True][0],
+                "ratio": ratio,
+                "epsilon": scales[True][1],
+                "sigma_ambient": scales[False][2],
+                "sigma_hull": scales[True][2],
+            }
+        )
+        print(
+            f"{m:>5} {n:>4} {k:>3} {scales[False][0]:>10.5g} {scales[True][0]:>10.5g} "
+            f"{ratio:>6.3f} {math.sqrt(n / k):>9.3f} {scales[True][1]:>8.3g} "
+            f"{scales[False][2]:>10.5g} {scales[True][2]:>10.5g}"
+        )
+    env = bandit_convex(horizon, np.random.default_rng(0), domain="grid_paths", dim=3)
+    regret = {}
+    for hull in (False, True):
+        r, _, wall = play(env, laplace, 16, seed=5, noise_in_hull=hull)
+        regret[hull] = (float(r.mean()), float(r.std(ddof=1) / math.sqrt(r.size)), wall)
     print(
-        f"paper: {lp.counter.name}, sigma {lp.counter.noise.scale:.4g}, regret {paper.mean():.1f}"
-        f" (proves epsilon {lp.privacy.epsilon:.3g})"
+        f"regret, 3 x 3 grid, T = {horizon:g}, Laplace epsilon 1, 16 replicas (mean +- s.e.): "
+        f"R^n {regret[False][0]:.1f} +- {regret[False][1]:.1f}, "
+        f"hull {regret[True][0]:.1f} +- {regret[True][1]:.1f} "
+        f"(ratio {regret[True][0] / regret[False][0]:.3f})"
     )
-    print(f"regret ratio tight / paper: {ratio:.3f} (target <= 0.5)")
-    out["calibrations"] = {
-        "tight": float(tight.mean()),
-        "paper": float(paper.mean()),
-        "ratio": ratio,
-        "paper_proven_epsilon": lp.privacy.epsilon,
+    return {
+        "scales": rows,
+        "regret_horizon": horizon,
+        "regret_ambient": regret[False][:2],
+        "regret_hull": regret[True][:2],
     }
 
-    print("\n3. speed: 8 x 8 grid DAG (112 edges), T = 1e5, tight Gaussian, one core")
-    env = bandit_convex(100_000, np.random.default_rng(0), domain="grid_paths", dim=8)
-    _, _, one = play(env, gaussian, 1, seed=3)
-    _, _, hundred = play(env, gaussian, 100, seed=3)
-    print(
-        f"1 replica: {one:.1f} s (target < 60 s); 100 replicas: {hundred:.1f} s "
-        f"({hundred / one:.2f}x; target < 5x)"
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="T up to 1e5 only (1e4 in part 4)")
+    parser.add_argument(
+        "--parts", default="1,2,3,4", help="comma-separated parts to run (default: all four)"
     )
-    out["speed"] = {"one_replica_s": one, "hundred_replicas_s": hundred, "ratio": hundred / one}
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    args = parser.parse_args()
+    parts = {p.strip() for p in args.parts.split(",")}
+    if not parts <= {"1", "2", "3", "4"}:
+        parser.error(f"--parts takes numbers among 1, 2, 3, 4, got {args.parts!r}")
+    out: dict = {}
+    gaussian = PrivacyBudget(1.0, 1e-6)
+
+    if "1" in parts:
+        horizons = [1_000, 10_000, 100_000] + ([] if args.quick else [1_000_000])
+        print("1. regret against T (simplex, n = 5, linear losses, 4 replicas)")
+        out["slope"] = regret_slope(
+            horizons, gaussian, lambda T: bandit_convex(T, np.random.default_rng(0), "simplex", 5)
+        )
+        out["within_bound"] = out["slope"]["within_bound"]
+
+        print("\n1b. the same for absolute-value losses (2-subsets of 6 items, 4 replicas)")
+        out["slope_absolute"] = regret_slope(
+            horizons[:3],
+            gaussian,
+            lambda T: bandit_convex(T, np.random.default_rng(0), "k_subsets", 6, losses="absolute"),
+            "at most 0.75",
+        )
+
+    if "2" in parts:
+        print(
+            "\n2. tight vs paper Gaussian calibration, T = 1e5, (1, 1e-6), 8 replicas, same seeds"
+        )
+        env = bandit_convex(100_000, np.random.default_rng(0), domain="simplex", dim=5)
+        tight, lt, _ = play(env, gaussian, 8, seed=2)
+        paper, lp, _ = play(env, PrivacyBudget(1.0, 1e-6, calibration="paper"), 8, seed=2)
+        ratio = float(tight.mean() / paper.mean())
+        print(
+            f"tight: {lt.counter.name}, sigma {lt.counter.noise.scale:.4g}, "
+            f"regret {tight.mean():.1f}"
+        )
+        print(
+            f"paper: {lp.counter.name}, sigma {lp.counter.noise.scale:.4g}, "
+            f"regret {paper.mean():.1f} (proves epsilon {lp.privacy.epsilon:.3g})"
+        )
+        print(f"regret ratio tight / paper: {ratio:.3f} (target <= 0.5)")
+        out["calibrations"] = {
+            "tight": float(tight.mean()),
+            "paper": float(paper.mean()),
+            "ratio": ratio,
+            "paper_proven_epsilon": lp.privacy.epsilon,
+        }
+
+    if "3" in parts:
+        print("\n3. speed: 8 x 8 grid DAG (112 edges), T = 1e5, tight Gaussian, one core")
+        env = bandit_convex(100_000, np.random.default_rng(0), domain="grid_paths", dim=8)
+        _, _, one = play(env, gaussian, 1, seed=3)
+        _, _, hundred = play(env, gaussian, 100, seed=3)
+        print(
+            f"1 replica: {one:.1f} s (target < 60 s); 100 replicas: {hundred:.1f} s "
+            f"({hundred / one:.2f}x; target < 5x)"
+        )
+        out["speed"] = {
+            "one_replica_s": one,
+            "hundred_replicas_s": hundred,
+            "ratio": hundred / one,
+        }
+
+    if "4" in parts:
+        print("\n4. tight noise in the affine hull against R^n, grid path polytopes, epsilon 1")
+        out["hull"] = hull_saving(10_000 if args.quick else 100_000)
     if args.json is not None:
         args.json.write_text(json.dumps(out, indent=2))
 

@@ -4,7 +4,9 @@
     python benchmarks/bench_side_by_side.py [--quick] [--seeds R]
 
 ``--quick`` runs T = 1e3 only (the full run adds T = 1e4). The same table, with a plot and a
-page, is ``dponline side-by-side --T T --kind KIND``.
+page, is ``dponline side-by-side --T T --kind KIND``: both run the spec
+``src/dponline/experiments/specs/side_by_side.toml`` on the runner, one task per learner
+(``s``: each task's wall time, its calibration and comparator included).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The package's import graph: no cycles, and privacy/ at the bottom (DESIGN.md, "Seams").
+"""The package's import graph: no cycles, and privacy/ at the bottom (docs/design.md, "Layers").
 
 Every ``import`` and ``from ... import`` statement in src/dponline, at module level or inside a
 function (a deferred import is still a dependency), except those under ``if TYPE_CHECKING:``,
@@ -136,3 +136,166 @@ def test_a_cycle_would_be_caught():
     }
     guarded = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import dponline.x\n"
     assert _imports(ast.parse(guarded), "dponline.z", False, {"dponline.x"}) == set()
+
+
+# --- layering: losses below the learners, environments below both ---------------------------
+
+#: The learner packages: each takes its losses from dponline.losses, not from another one.
+LEARNER_PACKAGES = ("dponline.online", "dponline.stochastic", "dponline.bandits")
+#: What no environment may reach, directly or through other modules: the learners, their
+#: catalogue and everything built on them.
+ABOVE_ENVIRONMENTS = (
+    *LEARNER_PACKAGES,
+    "dponline.registry",
+    "dponline.experiments",
+    "dponline.checks",
+    "dponline.cli",
+)
+#: What the losses may reach inside the package: themselves, privacy/ (``check_finite``), rng.
+LOSSES_MAY_REACH = ("dponline.losses", "dponline.privacy", "dponline.rng")
+#: The imports that remain across learner packages, each with its reason. Han et al.'s
+#: Algorithm 3 (the GLM bandit) runs their Algorithm 2 (the streaming Frank-Wolfe estimator,
+#: itself a registered stochastic learner) on every arm: composition, not shared losses.
+CROSS_LEARNER_IMPORTS = {
+    ("dponline.bandits.glm_bandit", "dponline.stochastic.noisy_min_frank_wolfe"),
+    ("dponline.bandits.glm_bandit", "dponline.stochastic"),  # that module's package __init__
+}
+
+
+def _within(module: str, packages: tuple[str, ...] | str) -> bool:
+    packages = (packages,) if isinstance(packages, str) else packages
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def _learner_package(module: str) -> str | None:
+    return next((p for p in LEARNER_PACKAGES if _within(module, p)), None)
+
+
+def reachable(graph: dict[str, set[str]], starts: list[str]) -> dict[str, list[str]]:
+    """Every module reachable from ``starts``, with one import chain that reaches it."""
+    chains = {s: [s] for s in starts}
+    stack = list(starts)
+    while stack:
+        m = stack.pop()
+        for n in sorted(graph.get(m, ())):
+            if n not in chains:
+                chains[n] = [*chains[m], n]
+                stack.append(n)
+    return chains
+
+
+def layering_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every breach of the layering, as one line each (empty when the graph keeps it)."""
+    out = []
+    envs = [m for m in graph if _within(m, "dponline.environments")]
+    for m, chain in sorted(reachable(graph, envs).items()):
+        if _within(m, ABOVE_ENVIRONMENTS):
+            out.append(f"an environment reaches {m}: {' -> '.join(chain)}")
+    losses = [m for m in graph if _within(m, "dponline.losses")]
+    for m, chain in sorted(reachable(graph, losses).items()):
+        if not _within(m, LOSSES_MAY_REACH):
+            out.append(f"the losses reach {m}: {' -> '.join(chain)}")
+    for a, edges in sorted(graph.items()):
+        pa = _learner_package(a)
+        for b in sorted(edges):
+            pb = _learner_package(b)
+            if pa and pb and pa != pb and (a, b) not in CROSS_LEARNER_IMPORTS:
+                out.append(f"learner package {pa} imports another: {a} -> {b}")
+    return out
+
+
+def test_environments_and_losses_sit_below_the_learners():
+    violations = layering_violations(import_graph())
+    assert not violations, "\n".join(violations)
+
+
+def test_the_remaining_cross_learner_imports_are_exactly_the_listed_ones():
+    # a listed import that is gone must leave the list, so the list says what remains
+    g = import_graph()
+    found = {
+        (a, b)
+        for a, edges in g.items()
+        for b in edges
+        if _learner_package(a)
+        and _learner_package(b)
+        and _learner_package(a) != _learner_package(b)
+    }
+    assert found == CROSS_LEARNER_IMPORTS
+
+
+def test_every_learner_package_takes_its_losses_from_dponline_losses():
+    g = import_graph()
+    for package in LEARNER_PACKAGES:
+        users = [
+            a for a in g if _within(a, package) and any(_within(b, "dponline.losses") for b in g[a])
+        ]
+        assert users, f"{package} imports nothing from dponline.losses"
+
+
+def test_losses_and_the_logistic_function_are_defined_only_in_dponline_losses():
+    """No module outside dponline.losses defines a name the losses package exports (a second
+    copy of a loss or link) or calls scipy's logistic function (a second logistic link)."""
+    import dponline.losses
+
+    exported = set(dponline.losses.__all__)
+    bad: list[str] = []
+    for path in ROOT.rglob("*.py"):
+        module = _module_name(path)
+        if _within(module, "dponline.losses"):
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in tree.body:
+            names = (
+                [node.name]
+                if isinstance(node, ast.ClassDef | ast.FunctionDef)
+                else [t.id for t in node.targets if isinstance(t, ast.Name)]
+                if isinstance(node, ast.Assign)
+                else []
+            )
+            bad += [f"{module} defines {n}" for n in names if n in exported]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name | ast.Attribute | ast.alias):
+                word = getattr(node, "id", None) or getattr(node, "attr", None) or node.name
+                if word in ("expit", "log_expit", "scipy.special.expit"):
+                    bad.append(f"{module} uses {word}")
+    assert not bad, sorted(set(bad))
+
+
+def test_the_layering_check_catches_a_learner_import_in_an_environment():
+    g = {
+        "dponline.environments.x": {"dponline.losses"},
+        "dponline.losses": {"dponline.privacy"},
+        "dponline.privacy": set(),
+        "dponline.online.ctrl": {"dponline.losses"},
+        "dponline.online": {"dponline.online.ctrl"},
+        "dponline.registry": set(),
+        "dponline.bandits.b": {"dponline.losses"},
+        "dponline.stochastic.s": set(),
+    }
+    assert layering_violations(g) == []
+    bad = {**g, "dponline.environments.x": {"dponline.losses", "dponline.online.ctrl"}}
+    assert layering_violations(bad) == [
+        "an environment reaches dponline.online.ctrl: "
+        "dponline.environments.x -> dponline.online.ctrl"
+    ]
+    # through a helper module too, and the registry counts as above the environments
+    via = {
+        **g,
+        "dponline.environments.x": {"dponline.domains.y"},
+        "dponline.domains.y": {"dponline.registry"},
+    }
+    assert layering_violations(via) == [
+        "an environment reaches dponline.registry: "
+        "dponline.environments.x -> dponline.domains.y -> dponline.registry"
+    ]
+    up = {**g, "dponline.losses": {"dponline.privacy", "dponline.stochastic.s"}}
+    assert layering_violations(up) == [  # the environments above the losses reach it too
+        "an environment reaches dponline.stochastic.s: "
+        "dponline.environments.x -> dponline.losses -> dponline.stochastic.s",
+        "the losses reach dponline.stochastic.s: dponline.losses -> dponline.stochastic.s",
+    ]
+    across = {**g, "dponline.bandits.b": {"dponline.online.ctrl"}}
+    assert layering_violations(across) == [
+        "learner package dponline.bandits imports another: "
+        "dponline.bandits.b -> dponline.online.ctrl"
+    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,11 +22,14 @@ from dponline.checks import (
     CHECKS,
     check_audit,
     check_learner,
+    check_refuses_corrupt_state,
+    check_rejects_invalid_inputs,
     check_replicas_independent,
     check_resume_bit_exact,
 )
 from dponline.cli import main
 from dponline.experiments.spec import parse_spec
+from dponline.privacy.arguments import checked_generator, checked_real_array, saved_field
 from dponline.privacy.bounds import Box
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.protocol import (
@@ -33,6 +37,7 @@ from dponline.protocol import (
     FeedbackKind,
     LossVectorFeedback,
     NoiseHandle,
+    RoundDiscipline,
     checked_budget,
     checked_count,
 )
@@ -40,12 +45,11 @@ from dponline.registry import (
     AuditCase,
     LearnerEntry,
     LearnerTestCase,
-    budget_from_options,
     learners,
     register_learner,
     unregister_learner,
 )
-from dponline.rng import as_generator, generator_from_state, generator_state
+from dponline.rng import as_generator, generator_state
 
 CASES = [
     pytest.param(entry, case, id=f"{name}[{case.label}]" if case.label else name)
@@ -106,20 +110,22 @@ def test_every_learner_of_the_papers_so_far_is_registered():
 # --- a throwaway learner, defined here, picked up by the battery, the specs and the CLI -------
 
 
-class NoisyLastLoss(NoiseHandle):
+class NoisyLastLoss(NoiseHandle, RoundDiscipline):
     """A tiny private experts learner: plays softmax(-(l_{t-1} + Z_t)), Z_t ~ Lap(N / epsilon)^N.
 
     Each loss vector enters exactly one release, through the Laplace mechanism with the l1
     sensitivity N of [0, 1]^N (Dwork & Roth 2014, Theorem 3.6), and releases use disjoint rounds
     (parallel composition): event-level epsilon-DP over loss sequences differing in one round.
     ``understate`` divides the noise without saying so (a broken learner the audit must catch).
+    The rounds, their errors and the load-time checks of the round counter come from
+    RoundDiscipline, as for the library's learners.
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.LOSS_VECTOR
 
     def __init__(self, dim, horizon, *, budget, replicas=1, rng=None, understate=1.0):
         self.dim = checked_count("dim", dim)
-        self.horizon = checked_count("horizon", horizon)
+        self._start_rounds(horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget)
         self.bounds = Box(0.0, 1.0, dim=self.dim)
@@ -136,8 +142,6 @@ class NoisyLastLoss(NoiseHandle):
         )
         self._rng = as_generator(rng)
         self._last = np.zeros((self.replicas, self.dim))
-        self._acted = False
-        self.t = 0
 
     def _scale_noise(self, factor: float) -> None:
         self.scale *= factor
@@ -150,17 +154,12 @@ class NoisyLastLoss(NoiseHandle):
     def observe(self, feedback: Feedback) -> None:
         if not isinstance(feedback, LossVectorFeedback):
             raise TypeError(f"observes LossVectorFeedback, got {type(feedback).__name__}")
-        if self.t >= self.horizon:
-            raise ValueError(f"built for {self.horizon} rounds; round {self.t + 1} would void it")
-        if not self._acted:
-            raise ValueError("observe() must follow act()")
-        loss = self.bounds.check(feedback.loss, what="loss")
-        if loss.shape not in ((self.dim,), (self.replicas, self.dim)):
-            raise ValueError(f"loss must have shape ({self.dim},), got {loss.shape}")
+        self._check_round()
+        shapes = (self.dim,), (self.replicas, self.dim)
+        loss = self.bounds.check(checked_real_array("loss", feedback.loss, *shapes), what="loss")
         noise = self._rng.laplace(0.0, 1.0, (self.replicas, self.dim))
         self._last = loss + self.scale * noise
-        self._acted = False
-        self.t += 1
+        self._end_round()
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -170,15 +169,21 @@ class NoisyLastLoss(NoiseHandle):
             "rng": generator_state(self._rng),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.t, self._acted = int(state["t"]), bool(state["acted"])
-        self._last = np.array(state["last"], dtype=float)
-        self._rng = generator_from_state(state["rng"])
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        t, acted = self._checked_rounds(state)
+        shape = (self.replicas, self.dim)
+        last = np.array(checked_real_array("saved last", saved_field(state, "last"), shape))
+        rng = checked_generator("saved rng", saved_field(state, "rng"))
+
+        def install() -> None:
+            self._set_rounds(t, acted)
+            self._last, self._rng = last, rng
+
+        return install
 
 
 def _throwaway_entry(name: str, **learner_kw: Any) -> LearnerEntry:
-    def factory(env, **kw):
-        budget = budget_from_options(kw, 0.0)
+    def factory(env, *, budget, **kw):
         return NoisyLastLoss(env.dim, env.horizon, budget=budget, **learner_kw, **kw)
 
     return LearnerEntry(
@@ -191,6 +196,7 @@ def _throwaway_entry(name: str, **learner_kw: Any) -> LearnerEntry:
         private=True,
         feedback_kind=FeedbackKind.LOSS_VECTOR,
         action_space="simplex",
+        default_delta=0.0,  # pure DP: Laplace noise
         test_cases=(
             LearnerTestCase(
                 "alternating",
@@ -243,7 +249,8 @@ def test_a_registered_learner_is_picked_up_by_the_battery_specs_and_cli(throwawa
 def test_the_battery_catches_a_broken_learner():
     """Under-noised by 10 without saying so: the audit refutes its claim (the refutation has
     power, not chance: measured epsilon lower bound 3.6 against the claimed 1). Replicas that
-    share their noise and a state without the RNG are caught too."""
+    share their noise, a state without the RNG, a load that changes the learner before it
+    refuses the state and a complex loss cast to its real part are caught too."""
     entry = register_learner(_throwaway_entry("understated", understate=10.0))
     try:
         with pytest.raises(AssertionError, match="refutes the claim"):
@@ -261,13 +268,23 @@ def test_the_battery_catches_a_broken_learner():
         def load_state_dict(self, state):
             super().load_state_dict({**state, "rng": generator_state(np.random.default_rng())})
 
+    class HalfLoads(NoisyLastLoss):  # installs part of a state before it checks the rest
+        def load_state_dict(self, state):
+            self._last = np.array(state["last"], dtype=float)
+            super().load_state_dict(state)
+
+    class DropsImaginaryParts(NoisyLastLoss):  # learns from the real part of a complex loss
+        def observe(self, feedback):
+            super().observe(LossVectorFeedback(np.real(feedback.loss)))
+
     for cls, check, message in (
         (SharedNoise, check_replicas_independent, "released the same run"),
         (ForgetsRng, check_resume_bit_exact, "resumed run differs"),
+        (HalfLoads, check_refuses_corrupt_state, r"changed the learner's state\['last'\]"),
+        (DropsImaginaryParts, check_rejects_invalid_inputs, "a complex loss was accepted"),
     ):
 
-        def factory(env, cls=cls, **kw):
-            budget = budget_from_options(kw, 0.0)
+        def factory(env, cls=cls, *, budget, **kw):
             return cls(env.dim, env.horizon, budget=budget, **kw)
 
         broken = dataclasses.replace(_throwaway_entry(f"broken-{cls.__name__}"), factory=factory)

@@ -3,15 +3,28 @@ and action space."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
+import warnings
 
+import numpy as np
 import pytest
 
 from dponline.environments.catalogue import ENVIRONMENTS, build_environment
 from dponline.experiments.spec import SpecError, parse_spec
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.guarantee import PrivacyWarning
 from dponline.protocol import FeedbackKind
-from dponline.registry import LEARNER_PACKAGES, learners
+from dponline.registry import (
+    LEARNER_PACKAGES,
+    LearnerEntry,
+    build_learner,
+    learner_budget,
+    learners,
+    non_private,
+)
+from dponline.stochastic.batch_learner import _plan_and_warnings
 
 
 def test_registry_imports_no_learner_and_is_complete_when_read():
@@ -83,7 +96,7 @@ def test_specs_pair_by_feedback_kind_and_action_space():
 def test_a_module_that_fails_to_import_can_be_retried(tmp_path, monkeypatch):
     import dponline.registry as registry
 
-    learners()  # the real catalogue first
+    saved = dict(learners())  # the real catalogue first, restored as it was (order included)
     package = tmp_path / "flaky_learners"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -106,7 +119,9 @@ def test_a_module_that_fails_to_import_can_be_retried(tmp_path, monkeypatch):
         monkeypatch.delenv("FLAKY_FAIL")
         assert "flaky" in registry.learners()  # the retry runs it again without a clash
     finally:
-        registry._CATALOGUE.pop("flaky", None)
+        # registering under the patched LEARNER_PACKAGES re-sorted the whole catalogue
+        registry._CATALOGUE.clear()
+        registry._CATALOGUE.update(saved)
         for name in [m for m in sys.modules if m.startswith("flaky_learners")]:
             del sys.modules[name]
 
@@ -116,3 +131,177 @@ def flaky_entry():
     import dataclasses
 
     return dataclasses.replace(learners()["dp-exp2"], name="flaky")
+
+
+# --- the budget: built once by the registry, passed to the factory ----------------------------
+
+#: Every private learner's default delta, as its factory computed it before the registry built the
+#: budget (the default each factory passed with the options); ``options`` are the learner's
+#: options.
+DEFAULT_DELTA = {
+    "ctrl": lambda env, options: 1e-6,
+    "ctrl-glm": lambda env, options: 1e-6,
+    "dp-dyadic-hedge": lambda env, options: 1e-6,
+    "dp-ftpl": lambda env, options: 1e-6,
+    "dp-ftrl": lambda env, options: 0.0 if options.get("noise", "laplace") == "laplace" else 1e-6,
+    "dp-ftrl-oco": lambda env, options: (
+        0.0 if options.get("noise", "gaussian") == "laplace" else 1e-6
+    ),
+    "dp-exp2": lambda env, options: 0.0,
+    "dp-scrible": lambda env, options: 0.0,
+    "private-bandit": lambda env, options: 0.0,
+    "dp-glm-bandit": lambda env, options: 1.0 / env.horizon,
+    "dp-frank-wolfe": lambda env, options: 1.0 / env.horizon,
+    "local-md": lambda env, options: 1.0 / env.horizon,
+    "noisy-sfw": lambda env, options: 1.0 / env.horizon,
+    "noisy-sgd": lambda env, options: 1.0 / env.horizon,
+}
+
+CASES = [
+    pytest.param(entry, case, id=f"{entry.name}[{case.label}]" if case.label else entry.name)
+    for entry in learners().values()
+    for case in entry.test_cases
+]
+
+
+def _spy(entry: LearnerEntry) -> tuple[LearnerEntry, dict]:
+    """The entry with a factory that records the keywords it is called with."""
+    got: dict = {}
+
+    def factory(env, **kw):
+        got.clear()
+        got.update(kw)
+        return "built"
+
+    return dataclasses.replace(entry, factory=factory), got
+
+
+def test_every_private_learner_declares_the_default_delta_it_had():
+    private = {name for name, e in learners().items() if e.private}
+    assert private == set(DEFAULT_DELTA)
+
+
+@pytest.mark.parametrize("entry, case", CASES)
+def test_the_factory_gets_the_budget_the_registry_builds(entry, case):
+    """build_learner (the runner's, the battery's and the audit's road) builds the budget once,
+    from the run's epsilon, calibration and allow_weaker and the entry's default delta (or the
+    learner's delta option), and passes it to the factory as it is, with the other options; the
+    non-private counterpart (epsilon None) and a non-private learner get None."""
+    env = build_environment(
+        case.environment, case.horizon, np.random.default_rng(0), **case.environment_options
+    )
+    options = dict(case.learner_options)
+    passed = {k: v for k, v in options.items() if k != "delta"}  # delta is the budget's
+    spied, got = _spy(entry)
+    rng = np.random.default_rng(5)
+    for calibration in entry.calibrations:
+        weaker = calibration == "paper"
+        build_learner(
+            spied,
+            env,
+            epsilon=case.epsilon,
+            calibration=calibration,
+            allow_weaker=weaker,
+            replicas=3,
+            rng=rng,
+            **options,
+        )
+        delta = options.get("delta", DEFAULT_DELTA[entry.name](env, options))
+        want = PrivacyBudget(case.epsilon, delta, calibration, allow_weaker=weaker)
+        assert got == {"budget": want, "replicas": 3, "rng": rng, **passed}
+        assert got["budget"] == learner_budget(
+            entry,
+            env,
+            epsilon=case.epsilon,
+            calibration=calibration,
+            allow_weaker=weaker,
+            options=options,
+        )
+        # a spec's delta option (examples/*.toml set it) is the budget's, not the factory's
+        build_learner(spied, env, epsilon=0.5, calibration=calibration, **passed, delta=0.0125)
+        assert got == {"budget": PrivacyBudget(0.5, 0.0125, calibration), **passed}
+    # without epsilon (a private learner's counterpart) or for a non-private learner: no budget
+    build_learner(spied, env, epsilon=None, replicas=2, **options)
+    assert got == {"budget": None, "replicas": 2, **passed}
+    if not entry.private:
+        build_learner(spied, env, epsilon=1.0, **options)
+        assert got == {"budget": None, **options}
+
+
+@pytest.mark.parametrize("entry, case", [c for c in CASES if c.values[0].private])
+def test_the_learner_states_the_budget_it_was_given(entry, case):
+    """End to end: the built learner's guarantee answers the request the registry built (a
+    factory that built a budget of its own, or dropped the delta, would show here)."""
+    env = build_environment(
+        case.environment, case.horizon, np.random.default_rng(0), **case.environment_options
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        learner = build_learner(
+            entry, env, epsilon=case.epsilon, replicas=1, rng=0, **case.learner_options
+        )
+    options = dict(case.learner_options)
+    delta = options.get("delta", DEFAULT_DELTA[entry.name](env, options))
+    assert learner.privacy.requested_epsilon == case.epsilon
+    assert learner.privacy.requested_delta == delta
+
+
+def test_a_non_private_learner_takes_no_delta_and_no_budget():
+    env = build_environment("stochastic", 8, np.random.default_rng(0), n_experts=3)
+    with pytest.raises(ValueError, match="learner 'ftrl' has no option 'delta'"):
+        build_learner("ftrl", env, delta=1e-6)
+    with pytest.raises(ValueError, match="builds the budget itself"):
+        build_learner("dp-ftrl", env, budget=PrivacyBudget(1.0))
+    with pytest.raises(ValueError, match="lazy-ctrl is not private: its budget must be None"):
+        learners()["lazy-ctrl"].factory(env, budget=PrivacyBudget(1.0, 1e-6))
+    got = {}
+    factory = non_private(lambda env, **kw: got.update(kw))
+    factory(env, budget=PrivacyBudget(1.0), replicas=2)
+    assert got == {"budget": None, "replicas": 2}
+
+
+def test_default_delta_is_a_probability_or_a_function():
+    entry = learners()["dp-exp2"]
+    for bad in (1.0, -0.1, True, "1e-6", None):
+        with pytest.raises(ValueError, match="default_delta must be a number in"):
+            dataclasses.replace(entry, default_delta=bad)
+    env = build_environment("stock_bandit", 10, np.random.default_rng(0), dataset="djia")
+    custom = dataclasses.replace(entry, default_delta=lambda env, options: 0.5 / env.horizon)
+    assert learner_budget(custom, env, epsilon=2.0).delta == 0.05
+    assert learner_budget(custom, env, epsilon=None) is None
+
+
+@pytest.mark.parametrize("entry, case", [c for c in CASES if c.values[0].private])
+def test_each_guarantee_is_proven_once(entry, case, monkeypatch):
+    """One PrivacyBudget.prove per learner built, in each calibration, and the learner states
+    that proof: a guarantee computed twice (a candidate counter proven and dropped, a proof
+    redone with another derivation, one per copy of an identical estimator) shows here. The
+    batch baselines memoise their plans: the memo is cleared so that each build proves."""
+    derivations: list[str] = []
+    prove = PrivacyBudget.prove
+
+    def counting(self, epsilon, delta, derivation, **kw):
+        derivations.append(derivation)
+        return prove(self, epsilon, delta, derivation, **kw)
+
+    monkeypatch.setattr(PrivacyBudget, "prove", counting)
+    env = build_environment(
+        case.environment, case.horizon, np.random.default_rng(0), **case.environment_options
+    )
+    for calibration in entry.calibrations:
+        _plan_and_warnings.cache_clear()
+        derivations.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyWarning)
+            learner = build_learner(
+                entry,
+                env,
+                epsilon=case.epsilon,
+                calibration=calibration,
+                allow_weaker=True,
+                replicas=1,
+                rng=0,
+                **case.learner_options,
+            )
+        assert len(derivations) == 1, derivations
+        assert derivations[0] in learner.privacy.derivation

@@ -1,5 +1,6 @@
 """The learner battery: what every registered learner must do, checked from its registry entry
-alone (DESIGN.md, "Seams"), in the manner of river's ``check_estimator``.
+alone (docs/design.md, "The catalogue and the battery"), in the manner of river's
+``check_estimator``.
 
 Each check takes a :class:`~dponline.registry.LearnerEntry` and one of its
 :class:`~dponline.registry.LearnerTestCase` s, builds the learner by its factory on the case's
@@ -17,16 +18,23 @@ environment, and raises ``AssertionError`` naming the learner and what went wron
 * :func:`check_replicas_independent`: a randomised learner's replicas differ pairwise (fed the
   same inputs), a deterministic learner's agree;
 * :func:`check_rejects_invalid_inputs`: NaN, out-of-bound and wrong-shape feedback raises
-  ``ValueError`` naming the value or shape, and leaves the state untouched;
+  ``ValueError`` naming the value or shape; complex, string and wrong-shape feedback (and
+  contexts) one line naming the argument; each leaves the state untouched;
 * :func:`check_refuses_round_after_horizon`: round T+1 is refused;
 * :func:`check_act_before_observe`: feedback before the round's action is refused;
+* :func:`check_refuses_corrupt_state`: a state with its round counter past the horizon (every
+  array changed too), or with its last array of the wrong shape, is refused by
+  ``load_state_dict`` and leaves the learner exactly as it was;
 * :func:`check_audit`: the empirical audit (:mod:`dponline.experiments.learner_audit`) does not
   refute the claim and refutes a tenth of the noise (each refutation of a correct claim has
   probability at most ``alpha``).
 
 A test case's environment must give every replica the same feedback for the same action (an
 oblivious or shared stream), so that replicas differ only by the learner's own randomness.
-:func:`check_learner` runs them all.
+:func:`check_learner` runs them all. The checks play rounds with :func:`play`
+(``play(env, learner, rounds, release=None)``: each round's action, or ``release(learner)``
+after its feedback), the round loop of :mod:`dponline.experiments.rounds` that the runner and
+the audit play too.
 """
 
 from __future__ import annotations
@@ -46,7 +54,8 @@ from dponline.environments.catalogue import ENVIRONMENTS, build_environment
 from dponline.environments.lipschitz import LipschitzLoss, NearestCentreLoss
 from dponline.experiments.checkpoints import load_state, save_state
 from dponline.experiments.learner_audit import audit_environment, audit_learner
-from dponline.online.smooth_losses import SmoothLoss
+from dponline.experiments.rounds import play
+from dponline.losses import SmoothLoss
 from dponline.privacy.audit import AuditResult
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee, PrivacyWarning
 from dponline.protocol import (
@@ -60,7 +69,7 @@ from dponline.protocol import (
     RewardFeedback,
     SampleFeedback,
 )
-from dponline.registry import LearnerEntry, LearnerTestCase
+from dponline.registry import LearnerEntry, LearnerTestCase, build_learner
 
 __all__ = [
     "CHECKS",
@@ -70,6 +79,7 @@ __all__ = [
     "check_fits_its_environment",
     "check_guarantee_declared",
     "check_learner",
+    "check_refuses_corrupt_state",
     "check_refuses_round_after_horizon",
     "check_rejects_invalid_inputs",
     "check_replicas_independent",
@@ -91,43 +101,25 @@ def build_case(
     env_seed: int = 1,
     calibration: str = "tight",
 ) -> tuple[Any, Any]:
-    """(environment, learner) of a test case: the learner built by the entry's factory with the
-    runner's keywords (``epsilon=None`` for a non-private learner)."""
+    """(environment, learner) of a test case: the learner built as the runner builds it
+    (:func:`~dponline.registry.build_learner`: the budget from the case's epsilon, the
+    ``calibration`` and the entry's default delta; none for a non-private learner)."""
     env = build_environment(
         case.environment, case.horizon, np.random.default_rng(env_seed), **case.environment_options
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        learner = entry.factory(
+        learner = build_learner(
+            entry,
             env,
             epsilon=case.epsilon if entry.private else None,
-            calibration=calibration if entry.private else "none",
+            calibration=calibration,
             allow_weaker=calibration == "paper",
             replicas=replicas,
             rng=np.random.default_rng(seed),
             **case.learner_options,
         )
     return env, learner
-
-
-def play(
-    env: Any,
-    learner: Any,
-    rounds: range,
-    release: Callable[[Any], np.ndarray] | None = None,
-) -> list[np.ndarray]:
-    """Play ``rounds`` (context first where the environment reveals one); returns a copy of the
-    action of each round, or of ``release(learner)`` after the round's feedback."""
-    out = []
-    for t in rounds:
-        if env.reveals_context:
-            learner.observe(ContextFeedback(env.context(t)))
-        action = learner.act()
-        played = np.array(action, copy=True)
-        feedback, _ = env.round(t, action)
-        learner.observe(feedback)
-        out.append(played if release is None else np.array(release(learner), copy=True))
-    return out
 
 
 def _who(entry: LearnerEntry, case: LearnerTestCase) -> str:
@@ -283,6 +275,186 @@ def _bad_feedback(
         raise ValueError(f"no invalid-input cases for feedback {kind.value!r}")
 
 
+def _complex(x: Any) -> np.ndarray:
+    return np.asarray(x, dtype=float) + 0.5j
+
+
+def _strings(x: Any) -> np.ndarray:
+    """The numbers of ``x`` written as strings ("0.5"), which numpy would parse as floats."""
+    return np.asarray(x, dtype=float).astype(str)
+
+
+def _one_more(x: Any) -> np.ndarray:
+    """``x`` with its last axis one entry longer (a wrong shape)."""
+    a = np.asarray(x, dtype=float)
+    return np.concatenate([a, a[..., :1]], axis=-1)
+
+
+class _MalformedLoss:
+    """A loss function whose values and gradient are ``spoil`` of a valid loss's: complex,
+    strings or one entry too many. It declares the valid loss's dimension and a Lipschitz
+    constant within the learner's bound, so that only the malformed output is wrong."""
+
+    def __init__(self, base: Any, spoil: Callable[[Any], Any]) -> None:
+        self.base, self.spoil = base, spoil
+        self.dim = base.dim
+        self.lipschitz = float(getattr(base, "lipschitz", 0.0))
+
+    def __call__(self, x: np.ndarray) -> Any:
+        return self.spoil(self.base(x))
+
+    def gradient(self, x: np.ndarray) -> Any:
+        return self.spoil(self.base.gradient(x))
+
+
+#: what the error for a malformed input of each kind must name (the argument), as a regex
+_ARGUMENT = {
+    FeedbackKind.LOSS_VECTOR: r"\bloss\b",
+    FeedbackKind.BANDIT: r"bandit loss",
+    FeedbackKind.SAMPLE: r"sample [xy]\b",
+    FeedbackKind.LOSS_FUNCTION: r"\bloss\b|\bgradient\b",
+    FeedbackKind.CONTEXTUAL_BANDIT: r"\breward\b",
+}
+
+
+def _malformed_contexts(x: np.ndarray, replicas: int) -> Iterator[tuple[str, Any]]:
+    d = x.shape[-1]
+    yield "a complex context", _complex(x)
+    yield "a context of strings", _strings(x)
+    yield "the context '0.5'", "0.5"
+    yield f"a context of shape ({replicas + 1}, {d})", np.zeros((replicas + 1, d))
+
+
+def _malformed_feedback(
+    kind: FeedbackKind, valid: Feedback, replicas: int
+) -> Iterator[tuple[str, Feedback]]:
+    """Complex, string and wrong-shape variants of a valid feedback: each must be refused
+    with one line naming the argument (``_ARGUMENT``), never accepted (complex values cast to
+    their real part, numeric strings parsed) nor met by a raw numpy error."""
+    if kind is FeedbackKind.LOSS_VECTOR:
+        assert isinstance(valid, LossVectorFeedback)
+        d = np.shape(valid.loss)[-1]
+        yield "a complex loss", LossVectorFeedback(_complex(valid.loss))
+        yield "a loss of strings", LossVectorFeedback(_strings(valid.loss))
+        yield "the loss '0.5'", LossVectorFeedback("0.5")  # type: ignore[arg-type]
+        shape = (replicas + 1, d)
+        yield f"a loss of shape {shape}", LossVectorFeedback(np.zeros(shape))
+    elif kind is FeedbackKind.BANDIT:
+        assert isinstance(valid, BanditFeedback)
+        yield "a complex bandit loss", BanditFeedback(_complex(valid.loss))
+        yield "a bandit loss of strings", BanditFeedback(_strings(valid.loss))
+        yield "the bandit loss '0.5'", BanditFeedback("0.5")  # type: ignore[arg-type]
+        yield f"bandit losses of shape ({replicas}, 1)", BanditFeedback(np.zeros((replicas, 1)))
+    elif kind is FeedbackKind.SAMPLE:
+        assert isinstance(valid, SampleFeedback)
+        x, y = valid.x, valid.y
+        yield "a complex sample x", SampleFeedback(_complex(x), y)
+        yield "a sample x of strings", SampleFeedback(_strings(x), y)
+        yield "a complex label y", SampleFeedback(x, _complex(y))
+        yield "the label y '0.5'", SampleFeedback(x, "0.5")  # type: ignore[arg-type]
+        yield "labels y of shape (2,)", SampleFeedback(x, np.zeros(2))
+        shape = (2, np.shape(x)[-1])
+        yield f"a sample x of shape {shape}", SampleFeedback(np.zeros(shape), y)
+    elif kind is FeedbackKind.LOSS_FUNCTION:
+        assert isinstance(valid, LossFunctionFeedback)
+        for what, spoil in (
+            ("complex", _complex),
+            ("string", _strings),
+            ("one entry too many", _one_more),
+        ):
+            bad = _MalformedLoss(valid.loss, spoil)
+            yield (
+                f"a loss with {what} values and gradient",
+                LossFunctionFeedback(bad, bad.gradient, loss=bad),
+            )
+        yield "the loss '0.5'", LossFunctionFeedback("0.5", "0.5", loss="0.5")
+    elif kind is FeedbackKind.CONTEXTUAL_BANDIT:
+        assert isinstance(valid, RewardFeedback)
+        yield "a complex reward", RewardFeedback(_complex(valid.reward))
+        yield "rewards of strings", RewardFeedback(_strings(valid.reward))
+        yield "the reward '0.5'", RewardFeedback("0.5")  # type: ignore[arg-type]
+        yield f"rewards of shape ({replicas}, 1)", RewardFeedback(np.zeros((replicas, 1)))
+    else:
+        raise ValueError(f"no malformed-input cases for feedback {kind.value!r}")
+
+
+def _refused_malformed(
+    who: str, learner: Any, feedback: Feedback, what: str, argument: str
+) -> None:
+    """``learner.observe(feedback)`` raises ValueError or TypeError in one line that names
+    the argument (regex ``argument``), and keeps its state."""
+    before = learner.state_dict()
+    try:
+        learner.observe(feedback)
+    except (ValueError, TypeError) as exc:
+        message = str(exc)
+    else:
+        raise AssertionError(f"{who}: {what} was accepted, expected an error naming it")
+    if "\n" in message or not re.search(argument, message):
+        raise AssertionError(
+            f"{who}: the error for {what} is not one line naming /{argument}/: {message!r}"
+        )
+    bad = _same_state(before, learner.state_dict())
+    if bad:
+        raise AssertionError(f"{who}: refusing {what} changed the learner's {bad}")
+
+
+def _arrays_in(state: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(where, array) for every array of a state, in reading order."""
+    if isinstance(state, np.ndarray):
+        yield path, state
+    elif isinstance(state, dict):
+        for k, v in state.items():
+            yield from _arrays_in(v, (*path, k))
+    elif isinstance(state, list | tuple):
+        for i, v in enumerate(state):
+            yield from _arrays_in(v, (*path, i))
+
+
+def _round_counter_path(state: Any) -> tuple[Any, ...] | None:
+    """Where the learner's round counter sits in its state: the shallowest integer ``"t"``
+    (a wrapper keeps it in the state of the learner it wraps)."""
+    level: list[tuple[tuple[Any, ...], Any]] = [((), state)]
+    while level:
+        nested: list[tuple[tuple[Any, ...], Any]] = []
+        for path, node in level:
+            items = node.items() if isinstance(node, dict) else ()
+            for k, v in items:
+                if k == "t" and isinstance(v, int) and not isinstance(v, bool):
+                    return (*path, k)
+                if isinstance(v, dict | list | tuple):
+                    nested.append(((*path, k), v))
+            if isinstance(node, list | tuple):
+                nested.extend(((*path, i), v) for i, v in enumerate(node))
+        level = nested
+    return None
+
+
+def _rebuilt(state: Any, edit: Callable[[tuple[Any, ...], Any], Any], path: tuple = ()) -> Any:
+    """A deep copy of ``state`` with ``edit(path, leaf)`` applied to every leaf."""
+    if isinstance(state, dict):
+        return {k: _rebuilt(v, edit, (*path, k)) for k, v in state.items()}
+    if isinstance(state, list | tuple):
+        return type(state)(_rebuilt(v, edit, (*path, i)) for i, v in enumerate(state))
+    return edit(path, np.array(state, copy=True) if isinstance(state, np.ndarray) else state)
+
+
+def _refused_state(who: str, learner: Any, state: Any, what: str) -> None:
+    """``learner.load_state_dict(state)`` raises ValueError in one line and changes nothing."""
+    before = learner.state_dict()
+    try:
+        learner.load_state_dict(state)
+    except ValueError as exc:
+        message = str(exc)
+    else:
+        raise AssertionError(f"{who}: {what} was loaded, expected ValueError")
+    if "\n" in message:
+        raise AssertionError(f"{who}: the error for {what} is not one line: {message!r}")
+    bad = _same_state(before, learner.state_dict())
+    if bad:
+        raise AssertionError(f"{who}: refusing {what} changed the learner's {bad}")
+
+
 # --- the checks ---------------------------------------------------------------------------------
 
 
@@ -393,8 +565,9 @@ def check_replicas_independent(entry: LearnerEntry, case: LearnerTestCase) -> No
 
 def check_rejects_invalid_inputs(entry: LearnerEntry, case: LearnerTestCase) -> None:
     """After two rounds: NaN, out-of-bound (1234.5) and wrong-shape feedback (and
-    contexts) raise ValueError naming the value or shape, the state unchanged; the round then
-    goes on with the valid feedback."""
+    contexts) raise ValueError naming the value or shape; complex, string and other wrong-shape
+    feedback and contexts raise ValueError or TypeError in one line naming the argument; the
+    state unchanged each time. The round then goes on with the valid feedback."""
     who = _who(entry, case)
     env, learner = build_case(entry, case)
     play(env, learner, range(2))
@@ -408,7 +581,14 @@ def check_rejects_invalid_inputs(entry: LearnerEntry, case: LearnerTestCase) -> 
     valid, _ = env.round(t, action)
     for what, feedback, named in _bad_feedback(entry.feedback_kind, valid, learner.replicas):
         _refused(who, learner, feedback, what, named)
+    argument = _ARGUMENT[entry.feedback_kind]
+    for what, feedback in _malformed_feedback(entry.feedback_kind, valid, learner.replicas):
+        _refused_malformed(who, learner, feedback, what, argument)
     learner.observe(valid)
+    if env.reveals_context:  # the next round's context, malformed
+        x = np.asarray(env.context(t + 1), dtype=float)
+        for what, bad in _malformed_contexts(x, learner.replicas):
+            _refused_malformed(who, learner, ContextFeedback(bad), what, r"\bcontext\b")
 
 
 def check_refuses_round_after_horizon(entry: LearnerEntry, case: LearnerTestCase) -> None:
@@ -446,6 +626,43 @@ def check_act_before_observe(entry: LearnerEntry, case: LearnerTestCase) -> None
     learner.act()
     learner.observe(feedback)
     _refused(who, learner, feedback, "a second feedback for one action", None)
+
+
+def check_refuses_corrupt_state(entry: LearnerEntry, case: LearnerTestCase) -> None:
+    """A learner one round in is handed the state of another after two rounds, corrupted:
+    (1) its round counter set past the horizon and every array moved by 0.5; (2) intact but for
+    its last array, one entry too long. Each raises ValueError in one line, and the learner's
+    ``state_dict()`` is exactly what it was: a corrupt checkpoint never half-loads a learner."""
+    who = _who(entry, case)
+    env, source = build_case(entry, case)
+    play(env, source, range(2))
+    saved = source.state_dict()
+    env, learner = build_case(entry, case, seed=7)
+    play(env, learner, range(1))
+    where = _round_counter_path(saved)
+    if where is None:
+        raise AssertionError(f"{who}: its state has no round counter t")
+    past = case.horizon + 1
+
+    def past_the_horizon(path: tuple[Any, ...], leaf: Any) -> Any:
+        if path == where:
+            return past
+        if isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f":
+            return leaf + 0.5
+        return leaf
+
+    what = f"a state with t = {past} (horizon {case.horizon}) and every array moved"
+    _refused_state(who, learner, _rebuilt(saved, past_the_horizon), what)
+    arrays = [(path, a) for path, a in _arrays_in(saved) if a.ndim]
+    if not arrays:
+        return
+    last, shape = arrays[-1][0], arrays[-1][1].shape
+
+    def last_too_long(path: tuple[Any, ...], leaf: Any) -> Any:
+        return np.concatenate([leaf, leaf[..., :1]], axis=-1) if path == last else leaf
+
+    what = f"a state whose last array ({'/'.join(map(str, last))}, shape {shape}) is one too long"
+    _refused_state(who, learner, _rebuilt(saved, last_too_long), what)
 
 
 def check_audit(
@@ -487,6 +704,7 @@ CHECKS: tuple[Callable[[LearnerEntry, LearnerTestCase], None], ...] = (
     check_rejects_invalid_inputs,
     check_refuses_round_after_horizon,
     check_act_before_observe,
+    check_refuses_corrupt_state,
 )
 
 

@@ -1,4 +1,5 @@
-"""The learner protocol: one interface for every setting (DESIGN.md, "The learner protocol").
+"""The learner protocol: one interface for every setting (docs/design.md, "The learner
+protocol").
 
 Every learner holds ``replicas`` independent copies along a leading axis and offers
 
@@ -12,8 +13,11 @@ Every learner holds ``replicas`` independent copies along a leading axis and off
 A private learner takes one :class:`~dponline.privacy.budget.PrivacyBudget` (``budget=None``
 runs the non-private algorithm it privatises) and offers :meth:`NoiseHandle.scale_noise`, the
 public handle through which an audit multiplies its calibrated noise (a tenth of the noise must
-be caught). :func:`checked_budget` and :func:`checked_count` are the argument checks every
-learner shares.
+be caught). :class:`RoundDiscipline` keeps the rounds for every learner: the round counter, the
+horizon, observe() after act(), the one error for each misuse, and ``load_state_dict`` that
+checks a whole state before it changes anything. :func:`checked_budget` is the budget check
+every private learner shares; the other argument checks live in
+:mod:`dponline.privacy.arguments` (:func:`checked_count` is re-exported here).
 
 The runner, the audit and the reports only use this interface. A new learner needs no code
 elsewhere: its module, in one of the learner packages (``online``, ``bandits``, ``stochastic``),
@@ -27,14 +31,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from dponline.privacy.bounds import check_finite
+from dponline.continual.base import HorizonExceededError
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_count,
+    checked_flag,
+    checked_positive,
+    checked_real_array,
+    checked_round,
+    saved_field,
+)
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 
@@ -49,11 +62,15 @@ __all__ = [
     "LossVectorFeedback",
     "NoiseHandle",
     "RewardFeedback",
+    "RoundDiscipline",
     "SampleFeedback",
     "checked_bandit_loss",
     "checked_budget",
+    "checked_config",
     "checked_count",
     "checked_round",
+    "not_acted_error",
+    "past_horizon_error",
 ]
 
 
@@ -79,7 +96,7 @@ class LossVectorFeedback:
 class LossFunctionFeedback:
     """Full information: the loss function f_t with its gradient oracle, and for learners that
     need curvature and declared constants (CTRL) the structured loss itself
-    (:class:`dponline.online.smooth_losses.SmoothLoss`: value, gradient, Hessian)."""
+    (:class:`dponline.losses.SmoothLoss`: value, gradient, Hessian)."""
 
     value: Any  # callable x -> loss, vectorised over replicas
     gradient: Any  # callable x -> gradient
@@ -162,16 +179,6 @@ class BlockPlayer(Protocol):
     def play_block(self, losses: np.ndarray) -> np.ndarray: ...
 
 
-def checked_count(name: str, value: Any) -> int:
-    """A positive integer (numpy integers accepted, bools and floats refused), else an error
-    naming the argument: horizons, dimensions, replicas."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    if int(value) < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def checked_budget(
     budget: Any, relation: Neighbouring = Neighbouring.ONE_ROUND
 ) -> PrivacyBudget | None:
@@ -194,12 +201,21 @@ def checked_budget(
     return dataclasses.replace(budget, neighbouring=relation)
 
 
-def checked_round(t: Any, horizon: int) -> int:
-    """A saved round counter, checked to lie in [0, horizon] (a state past the horizon would
-    let a learner release more than its guarantee covers)."""
-    if isinstance(t, bool) or not isinstance(t, numbers.Integral) or not 0 <= int(t) <= horizon:
-        raise ValueError(f"saved round counter t must be an integer in [0, {horizon}], got {t!r}")
-    return int(t)
+def past_horizon_error(who: str, horizon: int, t: int, unit: str = "round") -> ValueError:
+    """The one error for the input of round T+1 (a :class:`~dponline.continual.base.
+    HorizonExceededError`, a ValueError): the learner's guarantee covers T rounds."""
+    return HorizonExceededError(
+        f"{who} was built for {horizon} {unit}s; {unit} {t + 1} is past it (past the horizon "
+        "the guarantee is void)"
+    )
+
+
+def not_acted_error(who: str, t: int, unit: str = "round", order: str = "") -> ValueError:
+    """The one error for feedback before the round's action (or a second one for it); ``order``
+    adds what else a round needs first (a contextual bandit's context)."""
+    return ValueError(
+        f"observe() must follow act(): {who} got feedback before act() in {unit} {t + 1}{order}"
+    )
 
 
 def checked_bandit_loss(
@@ -207,25 +223,122 @@ def checked_bandit_loss(
 ) -> np.ndarray:
     """The round's bandit loss values, shape (replicas,), after the checks every fixed-horizon
     bandit learner makes before it uses them: BanditFeedback, a round within the learner's
-    ``horizon`` (round T+1 would void its guarantee), an action played this round, finite
-    values of the right shape. The learner's state is not touched. ``finite=False`` leaves
-    the NaN and infinity check to a caller whose own bounds check refuses them anyway."""
+    ``horizon`` (round T+1 would void its guarantee), an action played this round, real values
+    of the right shape, finite (:func:`~dponline.privacy.arguments.checked_real_array`). The
+    learner's state is not touched. ``finite=False`` leaves the NaN and infinity check to a
+    caller whose own bounds check refuses them anyway."""
     who = type(learner).__name__
     if not isinstance(feedback, BanditFeedback):
         raise TypeError(f"{who} observes BanditFeedback, got {type(feedback).__name__}")
     if learner.t >= learner.horizon:
-        raise ValueError(
-            f"{who} was built for {learner.horizon} rounds; the loss of round {learner.t + 1} "
-            "would void its guarantee"
-        )
+        raise past_horizon_error(who, learner.horizon, learner.t)
     if not acted:
-        raise ValueError("observe() must follow act(): no action was played this round")
-    value = check_finite(feedback.loss, "bandit loss") if finite else np.asarray(feedback.loss)
-    if value.dtype.kind not in "fiub":
-        raise TypeError(f"bandit loss must be real numbers, got dtype {value.dtype}")
-    if value.shape != (learner.replicas,):
-        raise ValueError(f"bandit loss must have shape ({learner.replicas},), got {value.shape}")
-    return value
+        raise not_acted_error(who, learner.t)
+    return checked_real_array("bandit loss", feedback.loss, (learner.replicas,), finite=finite)
+
+
+def checked_config(saved: Any, mine: dict[str, Any], who: str, what: str) -> None:
+    """A saved ``config`` must equal the learner's own, ``what`` its state depends on (what its
+    noise was calibrated for, its horizon, shapes and parameters): else the one error, naming
+    the keys that differ."""
+    if saved == mine:
+        return
+    if not isinstance(saved, dict):
+        raise ArgumentError(f"saved config of a {who} must be a dict, got {type(saved).__name__}")
+    diff = sorted(str(k) for k in set(saved) | set(mine) if saved.get(k) != mine.get(k))
+    raise ArgumentError(
+        f"state was saved from a differently configured {who}: a different {what} (the saved "
+        f"config differs in {', '.join(diff)}); it cannot continue this one"
+    )
+
+
+class RoundDiscipline:
+    """Mixin: the round discipline every learner keeps, in one place.
+
+    A learner is built for ``horizon`` rounds T. Each round it acts (``act()``, which may be
+    called again, and after round T too: a decision is post-processing of what was released)
+    and then observes the round's feedback once. This mixin owns the round counter ``t`` (rounds
+    whose feedback was observed), the horizon, the flag ``_acted`` and the one error for each
+    misuse:
+
+    * the input of round T+1: :meth:`_check_horizon` (:func:`past_horizon_error`);
+    * feedback before the round's action, or a second feedback for one action:
+      :meth:`_check_round` (:func:`not_acted_error`);
+    * a contextual bandit's ``act()`` before the round's context: :meth:`_check_context`;
+    * ``load_state_dict`` of a corrupt state: :meth:`load_state_dict` runs the learner's
+      :meth:`prepare_load`, which checks the whole state (the saved round counter with
+      :meth:`_checked_rounds`) before it changes anything, and returns the function that
+      installs it; a refused state leaves the learner exactly as it was.
+
+    A learner calls :meth:`_start_rounds` in its constructor, sets ``self._acted = True`` in
+    ``act()``, calls :meth:`_check_round` in ``observe`` before it reads the feedback and
+    :meth:`_end_round` once the feedback is used (:meth:`_end_rounds` after a block of rounds
+    played at once). ``unit`` names a round in messages ("sample" for the streaming
+    learners), ``order`` what else comes before the feedback.
+    """
+
+    unit: ClassVar[str] = "round"
+    #: what else a round needs before its feedback, for the message (contextual bandits)
+    order: ClassVar[str] = ""
+    horizon: int
+    t: int
+    _acted: bool = False
+
+    def _start_rounds(self, horizon: Any, name: str = "horizon") -> int:
+        """Set the horizon (a positive integer) and start at round 1, not yet acted."""
+        self.horizon = checked_count(name, horizon)
+        self.t = 0
+        self._acted = False
+        return self.horizon
+
+    def _check_horizon(self) -> None:
+        """Refuse the input of round T+1 (past the horizon the guarantee does not hold)."""
+        if self.t >= self.horizon:
+            raise past_horizon_error(type(self).__name__, self.horizon, self.t, self.unit)
+
+    def _check_round(self) -> None:
+        """Before a round's feedback is read: within the horizon, and after ``act()``."""
+        self._check_horizon()
+        if not self._acted:
+            raise not_acted_error(type(self).__name__, self.t, self.unit, self.order)
+
+    def _check_context(self, seen: bool) -> None:
+        """A contextual bandit's ``act()`` needs the round's context first."""
+        if not seen:
+            raise ValueError(
+                f"act() needs this round's context first: {type(self).__name__} has not "
+                f"observed a ContextFeedback in round {self.t + 1}"
+            )
+
+    def _end_round(self) -> None:
+        """The round's feedback is used: on to the next round."""
+        self._acted = False
+        self.t += 1
+
+    def _end_rounds(self, rounds: int) -> None:
+        """``rounds`` rounds played at once and their feedback used (a
+        :class:`BlockPlayer`'s block, which starts at a round boundary and which the caller
+        has checked lies within the horizon): on to the round after them."""
+        self._acted = False
+        self.t += rounds
+
+    def _checked_rounds(self, state: Any) -> tuple[int, bool]:
+        """The saved round counter, in [0, T], and the saved ``acted`` flag, checked."""
+        t = checked_round(saved_field(state, "t"), self.horizon)
+        return t, checked_flag("saved acted", saved_field(state, "acted"))
+
+    def _set_rounds(self, t: int, acted: bool) -> None:
+        self.t, self._acted = t, acted
+
+    def prepare_load(self, state: Any) -> Callable[[], None]:
+        """Check the whole of ``state`` (saved by :meth:`state_dict` of an identically built
+        learner) and return the function that installs it; that function cannot fail."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement prepare_load")
+
+    def load_state_dict(self, state: Any) -> None:
+        """Resume from ``state``: everything is checked before anything changes, so a corrupt
+        state raises one error and leaves the learner exactly as it was."""
+        self.prepare_load(state)()
 
 
 class NoiseHandle:
@@ -244,11 +357,20 @@ class NoiseHandle:
     def _scale_noise(self, factor: float) -> None:
         raise TypeError(f"{type(self).__name__} draws no noise to scale")
 
+    @staticmethod
+    def _saved_multiplier(state: Any) -> float:
+        """The saved ``noise_multiplier`` of a state, checked (for ``prepare_load``)."""
+        value = saved_field(state, "noise_multiplier")
+        try:
+            return checked_positive("noise_multiplier", value)
+        except ArgumentError:  # a saved state's: say so
+            raise ArgumentError(
+                f"saved noise_multiplier must be positive and finite, got {value!r}"
+            ) from None
+
     def scale_noise(self, factor: float) -> None:
         """Multiply the calibrated noise by ``factor`` (> 0) before the first round."""
-        f = float(factor)
-        if not (math.isfinite(f) and f > 0):
-            raise ValueError(f"factor must be a finite positive number, got {factor!r}")
+        f = checked_positive("factor", factor)
         if self.privacy is None:
             raise ValueError(f"{type(self).__name__} is non-private: it has no noise to scale")
         if self.t != 0:

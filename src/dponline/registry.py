@@ -13,23 +13,28 @@ read-only view of it) first imports every module of the learner packages
 :mod:`dponline.checks`) and ``dponline audit``, with no code anywhere else. This module imports
 no learner at module level, so learner modules import it without a cycle.
 
-Every factory has the keyword contract the runner uses::
+Every factory has one keyword contract::
 
-    factory(env, *, epsilon, calibration, allow_weaker, replicas, rng, **options) -> Learner
+    factory(env, *, budget, replicas, rng, **options) -> Learner
 
-reading the learner's dimensions, horizon and geometry from the environment ``env``;
-``epsilon=None`` builds the non-private counterpart. :func:`budget_from_options` turns the
-privacy keywords into a :class:`~dponline.privacy.budget.PrivacyBudget` and :func:`non_private`
-makes a non-private entry's factory from a private one.
+reading the learner's dimensions, horizon and geometry from the environment ``env``. ``budget``
+is the :class:`~dponline.privacy.budget.PrivacyBudget` the learner is calibrated to, or ``None``
+for the non-private counterpart (always ``None`` for a non-private entry); the factory passes it
+on as it is and never builds one. The budget is built once, by :func:`build_learner` (which the
+runner, the battery and the audit call) through :func:`learner_budget`: the run's epsilon,
+calibration and ``allow_weaker`` with the learner's ``delta`` option, or where the options give
+none the entry's :attr:`LearnerEntry.default_delta` (a number, or a function of the environment
+and the options such as 1/T). :func:`non_private` makes a non-private entry's factory from a
+private one.
 """
 
 from __future__ import annotations
 
-import difflib
 import importlib
+import numbers
 import pkgutil
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -38,6 +43,7 @@ import numpy as np
 
 from dponline.privacy.budget import CALIBRATIONS, PrivacyBudget
 from dponline.protocol import FeedbackKind, Learner, checked_count
+from dponline.spelling import did_you_mean
 
 __all__ = [
     "LEARNERS",
@@ -45,11 +51,12 @@ __all__ = [
     "AuditCase",
     "LearnerEntry",
     "LearnerTestCase",
-    "budget_from_options",
     "build_learner",
+    "learner_budget",
     "learners",
     "non_private",
     "non_private_entry",
+    "one_over_horizon",
     "register_learner",
     "unregister_learner",
 ]
@@ -61,6 +68,10 @@ LEARNER_PACKAGES = ("dponline.online", "dponline.bandits", "dponline.stochastic"
 #: Read-only view of the complete catalogue, name -> entry (module attribute, see
 #: :func:`__getattr__`).
 LEARNERS: Mapping[str, LearnerEntry]
+
+#: A learner's default delta (:attr:`LearnerEntry.default_delta`): a number, or a function
+#: ``delta(env, options)`` of the environment and the learner's options.
+DefaultDelta = float | Callable[[Any, Mapping[str, Any]], float]
 
 
 @dataclass(frozen=True)
@@ -184,6 +195,11 @@ class LearnerEntry:
     #: The private learners whose non-private counterpart this is (reports draw them
     #: together); set by :func:`non_private_entry`.
     counterpart_of: tuple[str, ...] = ()
+    #: The delta of the budget :func:`learner_budget` builds when the options give none: a
+    #: number in [0, 1) (0 asks for pure DP), or ``delta(env, options)`` of the environment and
+    #: the learner's options (``1 / env.horizon``; 0 for Laplace noise and 1e-6 for Gaussian).
+    #: Read for private learners only.
+    default_delta: DefaultDelta = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -210,6 +226,14 @@ class LearnerEntry:
             raise ValueError(
                 f"{self.name}: a private learner has calibrations and a non-private one has "
                 f"none; got private={self.private!r}, calibrations={self.calibrations!r}"
+            )
+        d = self.default_delta
+        if not callable(d) and (
+            isinstance(d, bool) or not isinstance(d, numbers.Real) or not 0 <= d < 1
+        ):
+            raise ValueError(
+                f"{self.name}: default_delta must be a number in [0, 1) or a function of "
+                f"(env, options), got {d!r}"
             )
         if not self.test_cases or not all(isinstance(c, LearnerTestCase) for c in self.test_cases):
             raise TypeError(
@@ -338,46 +362,88 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def build_learner(name: str, env: Any, **kwargs: Any) -> Learner:
-    """Build the learner ``name`` for ``env`` with the factory keywords (module docstring)."""
-    catalogue = learners()
-    if name not in catalogue:
+def build_learner(
+    learner: str | LearnerEntry,
+    env: Any,
+    *,
+    epsilon: float | None = None,
+    calibration: str = "tight",
+    allow_weaker: bool = False,
+    **options: Any,
+) -> Learner:
+    """Build ``learner`` (a name in the catalogue, or an entry) for ``env``: the budget built
+    once from the run's privacy keywords and the learner's ``delta`` option
+    (:func:`learner_budget`; ``epsilon=None`` for the non-private counterpart), then
+    ``factory(env, budget=budget, **options)`` (``replicas`` and ``rng`` among the options; see
+    the module docstring). An option the factory does not take is a ValueError naming it."""
+    if isinstance(learner, LearnerEntry):
+        entry = learner
+    else:
+        catalogue = learners()
+        if learner not in catalogue:
+            raise ValueError(
+                f"unknown learner {learner!r}{did_you_mean(learner, catalogue)}; expected one of "
+                f"{sorted(catalogue)}"
+            )
+        entry = catalogue[learner]
+    if "budget" in options:
         raise ValueError(
-            f"unknown learner {name!r}{did_you_mean(name, catalogue)}; expected one of "
-            f"{sorted(catalogue)}"
+            "build_learner builds the budget itself: give epsilon, calibration, allow_weaker and "
+            f"the delta option, not budget={options['budget']!r}"
         )
-    entry = catalogue[name]
+    budget = learner_budget(
+        entry,
+        env,
+        epsilon=epsilon,
+        calibration=calibration,
+        allow_weaker=allow_weaker,
+        options=options,
+    )
+    if entry.private:
+        options.pop("delta", None)  # it is the budget's
     try:
-        return entry.factory(env, **kwargs)
+        return entry.factory(env, budget=budget, **options)
     except TypeError as exc:
         match = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
-        if match is None or match.group(1) not in kwargs:
+        if match is None or match.group(1) not in options:
             raise
         bad = match.group(1)
         documented = sorted(o for key in entry.options for o in key.split(", "))
         raise ValueError(
-            f"learner {name!r} has no option {bad!r}{did_you_mean(bad, documented)}; its "
+            f"learner {entry.name!r} has no option {bad!r}{did_you_mean(bad, documented)}; its "
             f"options: {', '.join(documented) or 'none'}"
         ) from None
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """ " (did you mean 'x'?)" for the closest of ``choices`` to ``word``, or ""."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def budget_from_options(options: dict[str, Any], delta: float) -> PrivacyBudget | None:
-    """Pop the runner's ``epsilon``, ``calibration`` and ``allow_weaker`` and the learner's
-    ``delta`` option (default ``delta``) from ``options``, and build the budget (``None`` for
-    ``epsilon=None``, the non-private counterpart)."""
-    epsilon = options.pop("epsilon")
-    calibration = options.pop("calibration")
-    allow_weaker = bool(options.pop("allow_weaker", False))
-    delta = float(options.pop("delta", delta))
-    if epsilon is None:
+def learner_budget(
+    entry: LearnerEntry,
+    env: Any,
+    *,
+    epsilon: float | None,
+    calibration: str = "tight",
+    allow_weaker: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> PrivacyBudget | None:
+    """The budget ``entry``'s factory takes for ``env``: ``None`` for a non-private learner, and
+    for a private one's non-private counterpart (``epsilon=None``); else
+    ``PrivacyBudget(epsilon, delta, calibration, allow_weaker=allow_weaker)`` with delta the
+    learner's ``delta`` option when ``options`` give one, else the entry's
+    :attr:`~LearnerEntry.default_delta` (evaluated on ``env`` and ``options``)."""
+    if not entry.private or epsilon is None:
         return None
-    return PrivacyBudget(epsilon, delta, calibration, allow_weaker=allow_weaker)
+    opts = dict(options or {})
+    if "delta" in opts:
+        delta = opts["delta"]
+    else:
+        default = entry.default_delta
+        delta = default(env, opts) if callable(default) else default
+    return PrivacyBudget(epsilon, delta, calibration, allow_weaker=bool(allow_weaker))
+
+
+def one_over_horizon(env: Any, options: Mapping[str, Any]) -> float:
+    """A :attr:`~LearnerEntry.default_delta`: 1/T, T the environment's horizon (Han et al.'s
+    delta for streaming optimisation and contextual bandits)."""
+    return 1.0 / env.horizon
 
 
 def non_private_entry(
@@ -389,7 +455,7 @@ def non_private_entry(
     options: Mapping[str, str] | None = None,
     extra_counterpart_of: tuple[str, ...] = (),
 ) -> LearnerEntry:
-    """The entry of ``private``'s non-private counterpart: its factory with ``epsilon=None``
+    """The entry of ``private``'s non-private counterpart: its factory with ``budget=None``
     (:func:`non_private`), the same setting, feedback kind and action space, no guarantee and
     no calibrations; ``paper`` says what algorithm that is."""
     return LearnerEntry(
@@ -409,10 +475,10 @@ def non_private_entry(
 
 
 def non_private(factory: Callable[..., Learner]) -> Callable[..., Learner]:
-    """The non-private counterpart of a private learner's factory (``epsilon=None``)."""
+    """The non-private counterpart of a private learner's factory (``budget=None``)."""
 
     def build(env: Any, **kw: Any) -> Learner:
-        return factory(env, **{**kw, "epsilon": None, "calibration": "tight"})
+        return factory(env, **{**kw, "budget": None})
 
     build.__name__ = f"non_private_{getattr(factory, '__name__', 'factory')}"
     build.__module__ = getattr(factory, "__module__", __name__)

@@ -43,3 +43,21 @@ def test_digits_pooling_averages_blocks_of_pixels():
     assert np.linalg.norm(pooled.v, axis=1).max() <= 1.0 + 1e-12
     with pytest.raises(ValueError, match="pool must be"):
         digits_logistic(5, pool=3)
+
+
+@pytest.mark.parametrize("horizon", [0, -3])
+def test_a_horizon_below_one_is_refused_naming_it(horizon):
+    # horizon 0 used to build an empty stream that failed later with an IndexError
+    with pytest.raises(ValueError, match=rf"^horizon must be a positive integer, got {horizon}$"):
+        smooth_convex(horizon, np.random.default_rng(0))
+
+
+def test_an_empty_stream_is_refused_naming_the_horizon():
+    from dponline.domains.lp_ball import LpBall
+    from dponline.environments.smooth_convex import SmoothConvexEnvironment
+    from dponline.losses import link_by_name
+
+    with pytest.raises(ValueError, match=r"^horizon must be a positive integer, got 0 \(v and y"):
+        SmoothConvexEnvironment(
+            LpBall(2, 2.0, 1.0), link_by_name("logistic"), np.zeros((0, 2)), np.zeros(0)
+        )

@@ -119,31 +119,58 @@ def test_checkpoint_resume_in_process(tmp_path, monkeypatch):
     assert seen == []
 
 
-@pytest.mark.parametrize("index", [0, 1, 3])  # ftrl; dp-ftrl tight (square root), paper (tree)
-def test_the_fast_path_gives_the_step_by_step_table(index, monkeypatch):
-    """Blocks of rounds (oblivious linear streams) against one round at a time: the same table
-    where both draw the same noise in the same order (exact sums, the square root's noise drawn
-    ahead), the same regret in distribution for the padded tree (its blocks draw the nodes by
-    levels): 40 seeds of 300 rounds, mean final regrets within 4 standard errors of each other
-    (a false failure has probability about 1.4e-4)."""
-    task = make_tasks(**SMALL)[index]
-    if task.calibration == "paper":
-        task = dataclasses.replace(task, seeds=40)
-    fast = run_task(task)
+def test_recorded_rounds_switches_and_spawn_seeding():
+    """``record_rounds`` adds rounds to the record, ``count_switches`` adds the column
+    ``switches`` (the loop's count, the same as the decisions' changes played by hand in
+    tests/experiments/test_rounds.py), and "spawn" seeds the environment from the seed itself
+    and the task at position i from the seed's i-th child (numpy's textbook scheme)."""
+    task = make_tasks(**SMALL)[1]  # dp-ftrl, Gaussian noise, tight, epsilon 1
+    plain = run_task(task)
+    more = run_task(dataclasses.replace(task, record_rounds=(1, 15), count_switches=True))
+    assert list(more.columns) == [*plain.columns, "switches"]
+    assert sorted(set(more["t"])) == sorted({1, 15, *plain["t"]})
+    pd.testing.assert_frame_equal(more[more["t"] % 10 == 0].drop(columns="switches")
+                                  .reset_index(drop=True), plain)  # fmt: skip
+    switches = more.pivot(index="t", columns="seed", values="switches").to_numpy()
+    assert switches[0].tolist() == [0, 0, 0] and (np.diff(switches, axis=0) >= 0).all()
+    assert (switches[-1] <= 299).all() and (switches[-1] > 0).all()
+
+    spawned = dataclasses.replace(task, seeding="spawn", task_index=3)
+    env_seq, learner_seq = spawned.seed_sequences()
+    child = np.random.SeedSequence(task.seed_entropy).spawn(4)[3]
+    assert env_seq.generate_state(4).tolist() == (
+        np.random.SeedSequence(task.seed_entropy).generate_state(4).tolist()
+    )
+    assert learner_seq.generate_state(4).tolist() == child.generate_state(4).tolist()
+    with pytest.raises(ValueError, match="seeding must be 'sweep' or 'spawn', got 'other'"):
+        dataclasses.replace(task, seeding="other").seed_sequences()
+    with pytest.raises(ValueError, match=r"rounds to record must lie in \[1, 300\], got \[301\]"):
+        run_task(dataclasses.replace(task, record_rounds=(301,)))
+
+
+def test_a_resumed_task_that_counts_switches_gives_the_uninterrupted_table(tmp_path):
+    """The switch count, and the decision it compares the next one with, are saved with the
+    checkpoint: a run stopped at a checkpoint resumes to the table of one that was not."""
+    task = dataclasses.replace(make_tasks(**SMALL)[1], count_switches=True)
+    ref = run_task(task, tmp_path / "ref", checkpoint_every=50)
     from dponline.experiments import runner
 
-    # a class no environment belongs to: every round goes through act / observe
-    monkeypatch.setattr(runner, "LinearFullInformation", type("Never", (), {}))
-    slow = run_task(task)
-    if task.calibration != "paper":
-        pd.testing.assert_frame_equal(fast, slow, check_exact=False, rtol=1e-12, atol=1e-9)
-    else:
-        a = fast[fast["t"] == 300]["regret"].to_numpy()
-        b = slow[slow["t"] == 300]["regret"].to_numpy()
-        se = np.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 40)
-        assert abs(a.mean() - b.mean()) < 4 * se
-        pd.testing.assert_frame_equal(fast.drop(columns=["cumulative_loss", "regret"]),
-                                      slow.drop(columns=["cumulative_loss", "regret"]))  # fmt: skip
+    calls = []
+    original = runner.save_state
+
+    def save_then_stop(path, state, *, task):
+        original(path, state, task=task)
+        calls.append(state["t"])
+        if state["t"] == 100:
+            raise KeyboardInterrupt  # as if stopped right after the checkpoint
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(runner, "save_state", save_then_stop)
+        with pytest.raises(KeyboardInterrupt):
+            run_task(task, tmp_path / "cut", checkpoint_every=50)
+    assert calls == [50, 100]
+    pd.testing.assert_frame_equal(run_task(task, tmp_path / "cut", checkpoint_every=50), ref,
+                                  check_exact=True)  # fmt: skip
 
 
 def test_resume_never_runs_a_planted_pickle(tmp_path):
@@ -268,6 +295,8 @@ def test_spec_errors_name_the_field(tmp_path):
             "'learners[0].calibrations'",
         ),
         ({"learners": [{"name": "dp-ftrl", "calibrations": []}]}, "'learners[0].calibrations'"),
+        ({"seeding": "random"}, "'seeding'"),
+        ({"count_switches": 1}, "'count_switches'"),
     ]
     for change, field in cases:
         with pytest.raises(SpecError, match=field.replace("[", r"\[").replace("]", r"\]")):
@@ -279,6 +308,14 @@ def test_spec_errors_name_the_field(tmp_path):
     with pytest.raises(SpecError, match="does not exist"):
         load_spec(tmp_path / "missing.toml")
     assert main(["run", str(bad)]) == 2
+
+
+def test_spec_seeding_and_switches_reach_every_task():
+    base = {"environment": {"name": "stocks"}, "learners": [{"name": "ftrl"}, {"name": "ftpl"}]}
+    plain = parse_spec(base).tasks()
+    assert {(t.seeding, t.count_switches) for t in plain} == {("sweep", False)}
+    spawned = parse_spec({**base, "seeding": "spawn", "count_switches": True}).tasks()
+    assert {(t.seeding, t.count_switches) for t in spawned} == {("spawn", True)}
 
 
 def test_a_learner_may_run_some_of_the_calibrations():

@@ -107,7 +107,7 @@ def _toy(monkeypatch, joint_options):
     entry = register_learner(
         LearnerEntry(
             "jitter",
-            lambda env, *, epsilon, calibration, allow_weaker, replicas, rng, **kw: Jitter(
+            lambda env, *, budget, replicas, rng, **kw: Jitter(
                 env.horizon, replicas=replicas, rng=rng, **kw
             ),
             paper="(test)",

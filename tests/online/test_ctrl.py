@@ -13,8 +13,8 @@ from scipy import integrate, stats
 
 from dponline.domains.box import Box
 from dponline.domains.lp_ball import LpBall
+from dponline.losses import LogisticLink, SmoothLoss, SquaredLink
 from dponline.online.ctrl import CTRL, barrier_scale
-from dponline.online.smooth_losses import LogisticLink, SmoothLoss, SquaredLink
 from dponline.protocol import LossFunctionFeedback, LossVectorFeedback
 
 
@@ -239,3 +239,16 @@ def test_switch_budget_and_forced_rate():
     # switches are forced (rate p) or rejected (rate at most 1 - Phi^-2 = 0.002, Lemma 5): the
     # mean is near p (T - 1) = 19.95 (sd of the mean ~ 0.6; the bounds are 6 sd away)
     assert 16 < free.switches.mean() < 24.5
+
+
+def test_the_lazy_ctrl_factory_checks_the_horizon_before_it_uses_it():
+    # _lazy_ctrl computed switches = min(horizon, ...) before any horizon check: an
+    # environment with horizon 0 got S = 0 switches and an error from elsewhere
+    from types import SimpleNamespace
+
+    from dponline.online.ctrl import _lazy_ctrl
+
+    for horizon in (0, -1, 2.5):
+        env = SimpleNamespace(horizon=horizon, dim=2)
+        with pytest.raises(ValueError, match=r"^horizon must be a positive integer, got "):
+            _lazy_ctrl(env, budget=None)

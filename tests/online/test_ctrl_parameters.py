@@ -2,6 +2,7 @@
 computations, the inversions, Theorem 13 against Lemma 21, the privacy of Theorem 6's proof by
 hand, and the calibrations."""
 
+import dataclasses
 import math
 import warnings
 
@@ -24,10 +25,11 @@ from dponline.online.ctrl_parameters import (
     log_phi_theorem13,
     proven_privacy,
     regret_bound_theorem4,
+    strongly_convex_regret_bound,
     switching_tail,
     theorem6_epsilon,
 )
-from dponline.privacy.budget import WeakerGuaranteeError
+from dponline.privacy.budget import PrivacyBudget, WeakerGuaranteeError
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.registry import learners
 
@@ -108,6 +110,53 @@ def test_theorem_13_needs_enough_switches():
     assert p["sigma"] == pytest.approx(16 * math.sqrt(2 * 1000 * math.log(1000)) / 2000)
 
 
+def test_theorem_13_regret_bound_by_hand():
+    """G = 3, d = 2, lambda = 2, D = 1, T = 1000, S = 500, L = log 1000:
+    2 G^2 (1 + L) / lambda = 9 (1 + L); the printed middle term 512 d^2 L (1 + L) T /
+    (lambda S^2) = 512 * 4 * 1000 / (2 * 250000) L (1 + L) = 4.096 L (1 + L); the proof's has G^2:
+    36.864 L (1 + L); 14 G D = 42. L (1 + L) = 54.6248..., so 71.170 + 2013.690 + 42 = 2126.860
+    (proof) and 71.170 + 223.743 + 42 = 336.913 (printed)."""
+    big_l = math.log(1000)
+    proof = strongly_convex_regret_bound(500, 1000, 2, 3.0, 2.0, 1.0)
+    printed = strongly_convex_regret_bound(500, 1000, 2, 3.0, 2.0, 1.0, printed=True)
+    assert proof == pytest.approx(9 * (1 + big_l) + 36.864 * big_l * (1 + big_l) + 42, rel=1e-12)
+    assert printed == pytest.approx(9 * (1 + big_l) + 4.096 * big_l * (1 + big_l) + 42, rel=1e-12)
+    assert proof == pytest.approx(2126.8598, abs=1e-3)
+    assert printed == pytest.approx(336.9131, abs=1e-3)
+    # the forms differ on the middle term only, by its factor G^2 = 9
+    middle = 4.096 * big_l * (1 + big_l)
+    assert proof - printed == pytest.approx((9 - 1) * middle, rel=1e-12)
+
+
+@pytest.mark.parametrize(("t", "d", "g", "lam", "diam"), [(1000, 2, 3.0, 1.0, 2.0),
+                         (100_000, 5, 0.5, 0.3, 4.0), (50, 1, 7.0, 2.0, 0.5)])  # fmt: skip
+def test_theorem_13_regret_bound_is_theorem_28_at_its_parameters(t, d, g, lam, diam):
+    """Theorem 13's proof substitutes sigma = 16 G sqrt(d T log T) / S and delta = 2 / T^2 in
+    Theorem 28: 2 (G^2 + d sigma^2)(1 + log T) / lambda + 6 G D delta T^2 + 2 G D. The printed
+    Theorem 13 equals it at G = 1 only."""
+    beta = 1.0
+    log_t = math.log(t)
+    s = math.ceil((4 * beta * d / lam + 16 * d * log_t) * log_t)
+    sigma = lazy_strongly_convex_parameters(s, t, d, g, beta, lam)["sigma"]
+    theorem28 = 2 * (g * g + d * sigma**2) * (1 + log_t) / lam + 6 * g * diam * 2 + 2 * g * diam
+    assert strongly_convex_regret_bound(s, t, d, g, lam, diam) == pytest.approx(theorem28)
+    printed = strongly_convex_regret_bound(s, t, d, g, lam, diam, printed=True)
+    assert printed != pytest.approx(theorem28)
+    at_one = [strongly_convex_regret_bound(s, t, d, 1.0, lam, diam, printed=p) for p in (0, 1)]
+    assert at_one[0] == pytest.approx(at_one[1], rel=1e-14)
+
+
+def test_theorem_13_regret_bound_on_the_benchmark_stream():
+    # bench_ctrl_regret's strongly convex stream: G = 3, beta = 2, lambda = 1, d = 2, D = 2,
+    # T = 1e5, S = ceil((4 beta d / lambda + 16 d log T) log T) = 4426 (docs/ctrl.md)
+    t = 100_000
+    s = math.ceil((16.0 + 32 * math.log(t)) * math.log(t))
+    assert s == 4426
+    assert strongly_convex_regret_bound(s, t, 2, 3.0, 1.0, 2.0) == pytest.approx(13864.07, abs=0.01)
+    printed = strongly_convex_regret_bound(s, t, 2, 3.0, 1.0, 2.0, printed=True)
+    assert printed == pytest.approx(1815.33, abs=0.01)
+
+
 def _params(**kw):
     base = dict(eta=0.01, sigma=1000.0, log_phi=0.1, p=0.1, switch_budget=60.0, horizon=100,
                 dim=2, lipschitz=1.0, smoothness=0.5)  # fmt: skip
@@ -173,12 +222,13 @@ def test_paper_calibration_that_proves_less_raises_unless_asked():
     # T = 60: p = T^(-1/3), B = 3 p~ T < T, and 3 T e^{-p~ T} is far above delta
     env = smooth_convex(60, np.random.default_rng(0), dim=2)
     entry = learners()["ctrl"]
-    kw = dict(epsilon=1.0, calibration="paper", replicas=1, rng=0)
+    budget = PrivacyBudget(1.0, 1e-6, "paper")
     with pytest.raises(WeakerGuaranteeError, match="proves only"):
-        entry.factory(env, allow_weaker=False, **kw)
+        entry.factory(env, budget=budget, replicas=1, rng=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        learner = entry.factory(env, allow_weaker=True, **kw)
+        weaker = dataclasses.replace(budget, allow_weaker=True)
+        learner = entry.factory(env, budget=weaker, replicas=1, rng=0)
     assert learner.privacy.delta > 1e-6
     assert "Theorem 8" in learner.privacy.derivation
 
@@ -186,9 +236,7 @@ def test_paper_calibration_that_proves_less_raises_unless_asked():
 def test_glm_entry_needs_a_glm_stream():
     env = smooth_convex(24, np.random.default_rng(0), dim=2, curvature=0.5)
     with pytest.raises(ValueError, match="needs a GLM stream"):
-        learners()["ctrl-glm"].factory(
-            env, epsilon=1.0, calibration="tight", allow_weaker=False, replicas=1, rng=0
-        )
+        learners()["ctrl-glm"].factory(env, budget=PrivacyBudget(1.0, 1e-6), replicas=1, rng=0)
 
 
 @pytest.mark.parametrize("glm", [False, True])

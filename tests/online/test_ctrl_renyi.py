@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dponline.losses import SmoothLoss, link_by_name
 from dponline.online.ctrl_parameters import (
     CTRLParameters,
     calibrate_paper,
@@ -25,7 +26,6 @@ from dponline.online.ctrl_renyi import (
     round_divergence,
     switch_divergence,
 )
-from dponline.online.smooth_losses import SmoothLoss, link_by_name
 
 BARRIER = 0.3  # the barrier's weight in J: s (-log(1 - ||x||^2)) on the unit ball
 

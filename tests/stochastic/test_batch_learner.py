@@ -18,7 +18,7 @@ from dponline.experiments.checkpoints import load_state, save_state
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import Neighbouring, PrivacyWarning
 from dponline.protocol import Learner, SampleFeedback
-from dponline.registry import learners
+from dponline.registry import build_learner, learners
 from dponline.stochastic import local_md, noisy_sfw, noisy_sgd
 from dponline.stochastic.batch_learner import BatchLearner, cached_plan
 from dponline.stochastic.local_md import LocalMDPlan
@@ -37,7 +37,8 @@ def build(name: str, env, *, calibration="paper", replicas=3, rng=7, **options):
     """The catalogue's learner at epsilon = 1 (a paper calibration may prove less: allowed)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        return learners()[name].factory(
+        return build_learner(
+            name,
             env,
             epsilon=1.0,
             calibration=calibration,
@@ -263,9 +264,7 @@ def test_the_multiplier_scales_the_noise_exactly():
 def test_a_non_private_learner_has_no_noise_to_scale():
     env = regression(4, dim=2)
     x, y = env.sample(4)
-    learner = learners()["noisy-sfw"].factory(
-        env, epsilon=None, calibration="none", replicas=2, rng=1
-    )
+    learner = build_learner("noisy-sfw", env, epsilon=None, replicas=2, rng=1)
     assert learner.privacy is None
     with pytest.raises(ValueError, match="non-private"):
         learner.scale_noise(0.1)
@@ -327,7 +326,7 @@ def test_options_and_environment_bounds():
     own = build("noisy-sgd", env, x_bound=2.0, y_bound=3.0, delta=0.01, steps=7)
     assert (own.x_bound, own.y_bound, own.plan.steps) == (2.0, 3.0, 7)
     assert own.q == 1.0 and own.budget.delta == 0.01
-    with pytest.raises(TypeError, match="unexpected keyword argument 'steps'"):
+    with pytest.raises(ValueError, match="learner 'noisy-sfw' has no option 'steps'"):
         build("noisy-sfw", env, steps=3)
 
 

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dponline.domains.lp_ball import LpBall
+from dponline.losses import squared_loss_constants
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import SampleFeedback
 from dponline.stochastic.private_frank_wolfe import (
@@ -18,7 +19,6 @@ from dponline.stochastic.private_frank_wolfe import (
     clip_lq,
     squared_increment_bound,
 )
-from dponline.stochastic.samples import squared_loss_constants
 
 
 def _on_sphere(gen, d, p, r=1.0):

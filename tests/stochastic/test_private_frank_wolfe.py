@@ -141,7 +141,7 @@ def test_large_epsilon_uses_exact_gaussian_accounting_and_paper_refuses():
 
 @pytest.mark.parametrize("name", ["logistic", "huber"])
 def test_smooth_glm_losses_take_their_constants_and_gradients_from_the_link(name):
-    from dponline.online.smooth_losses import link_by_name
+    from dponline.losses import link_by_name
 
     ball, x_bound, y_bound = LpBall(3, 2.0, 2.0), 1.0, 1.0
     lr = PrivateStreamingFrankWolfe(

@@ -34,12 +34,21 @@ the condition allows, and the eta minimising the proof's bound at that gamma
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.bandits import exp2_kernel
 from dponline.bandits.private_reduction import PrivateBanditReduction, value_range
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_generator,
+    checked_int_array,
+    checked_positive,
+    checked_real_array,
+    saved_field,
+)
 from dponline.privacy.bounds import Box, InputBounds
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import FeedbackKind, checked_count
@@ -47,11 +56,10 @@ from dponline.registry import (
     AuditCase,
     LearnerEntry,
     LearnerTestCase,
-    budget_from_options,
     non_private_entry,
     register_learner,
 )
-from dponline.rng import RngLike, generator_from_state, generator_state
+from dponline.rng import RngLike, generator_state
 
 __all__ = [
     "DPEXP2",
@@ -208,10 +216,8 @@ class EXP2:
                 f"exploration must be a distribution over the {self.n_actions} actions, got {mu!r}"
             )
         self.exploration = mu / mu.sum()
-        for name, v in (("eta", eta), ("gamma", gamma)):
-            if not (math.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be a finite positive number, got {v!r}")
-        self.eta, self.gamma = float(eta), min(1.0, float(gamma))
+        eta, gamma = checked_positive("eta", eta), checked_positive("gamma", gamma)
+        self.eta, self.gamma = eta, min(1.0, gamma)
         self._explore = self.gamma * self.exploration  # gamma mu, added every round
         self.replicas = replicas
         self.rng = rng
@@ -274,18 +280,28 @@ class EXP2:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from :meth:`state_dict`; a corrupt state raises and changes nothing."""
+        self.prepare_load(state)()
+
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole state (step sizes and actions, log-weights, the actions chosen, the
+        RNG) and return the function that installs it."""
         config = {"eta": self.eta, "gamma": self.gamma, "actions": self.actions.tolist()}
-        if state.get("config") != config:
-            raise ValueError("state was saved from an EXP2 with other step sizes or actions")
-        log_q = np.array(state["log_q"], dtype=float)
-        if log_q.shape != self._log_q.shape:
-            raise ValueError(
-                f"saved weights have shape {log_q.shape}, expected {self._log_q.shape}"
-            )
-        self._log_q = log_q
-        self._chosen = np.array(state["chosen"], dtype=np.int64)
-        self.rng = generator_from_state(state["rng"])
-        self._update_probabilities()
+        if saved_field(state, "config") != config:
+            raise ArgumentError("state was saved from an EXP2 with other step sizes or actions")
+        log_q = np.array(
+            checked_real_array("saved log_q", saved_field(state, "log_q"), self._log_q.shape)
+        )
+        chosen = checked_int_array(
+            "saved chosen", saved_field(state, "chosen"), (self.replicas,), 0, self.n_actions
+        )
+        rng = checked_generator("saved rng", saved_field(state, "rng"))
+
+        def install() -> None:
+            self._log_q, self._chosen, self.rng = log_q, chosen, rng
+            self._update_probabilities()
+
+        return install
 
 
 class DPEXP2(PrivateBanditReduction):
@@ -399,9 +415,9 @@ class DPEXP2(PrivateBanditReduction):
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _dp_exp2(env: Any, **kw: Any) -> DPEXP2:
+def _dp_exp2(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> DPEXP2:
     """DP-EXP2 over ``env``'s arms and horizon (Theorem 4.1's parameters by default)."""
-    return DPEXP2(env.dim, env.horizon, budget=budget_from_options(kw, 0.0), **kw)
+    return DPEXP2(env.dim, env.horizon, budget=budget, **kw)
 
 
 def same_arm(outputs: np.ndarray) -> np.ndarray:
@@ -452,6 +468,7 @@ _DP_EXP2_ENTRY = register_learner(
             "eta": "learning rate (default: Theorem 4.1)",
             "gamma": "exploration (default: Theorem 4.1)",
         },
+        default_delta=0.0,
     )
 )
 

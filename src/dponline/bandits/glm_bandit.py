@@ -4,7 +4,7 @@ K arms with unknown parameters theta*_i in an l_1 ball; at round t a user arrive
 X_t (||X_t||_inf <= X), the learner plays an arm a_t and receives r_t with
 E[r_t | X_t] = zeta(X_t' theta*_{a_t}). Every arm keeps an estimator run by Algorithm 2 (private
 streaming Frank-Wolfe with report-noisy-min over the l_1 ball's vertices) on the GLM loss
-(:class:`~dponline.stochastic.glm_losses.GLMLoss`):
+(:class:`~dponline.losses.glm.GLMLoss`):
 
 1. warm-up (lines 3-10): arm i is pulled for t_0 rounds in turn and only its estimator is updated;
    theta_{t_0, i} is the forced-sampling estimator;
@@ -40,11 +40,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.privacy.bounds import check_finite
+from dponline.losses import GLMLoss
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_int_array,
+    checked_positive,
+    checked_real_array,
+    checked_round,
+    saved_field,
+)
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee, PrivacyNotion
 from dponline.protocol import (
@@ -53,20 +62,20 @@ from dponline.protocol import (
     FeedbackKind,
     NoiseHandle,
     RewardFeedback,
+    RoundDiscipline,
     checked_budget,
+    checked_config,
     checked_count,
-    checked_round,
 )
 from dponline.registry import (
     AuditCase,
     LearnerEntry,
     LearnerTestCase,
-    budget_from_options,
     non_private_entry,
+    one_over_horizon,
     register_learner,
 )
 from dponline.rng import RngLike, as_generator
-from dponline.stochastic.glm_losses import GLMLoss
 from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe, l1_ball_vertices
 
 __all__ = ["DPGLMBandit", "checked_context", "default_warmup"]
@@ -77,10 +86,7 @@ def checked_context(
 ) -> np.ndarray:
     """A round's context, shape (dim,) or (replicas, dim), finite and with
     ||x||_inf <= ``x_bound`` (rows scaled into the bound with ``clip``), else ValueError."""
-    x = np.asarray(context, dtype=float)
-    if x.shape not in ((dim,), (replicas, dim)):
-        raise ValueError(f"a context has shape ({dim},) or ({replicas}, {dim}), got {x.shape}")
-    check_finite(x, "context")  # names the offending value
+    x = checked_real_array("context", context, (dim,), (replicas, dim))  # names NaN, shape
     norm = float(np.abs(x).max())
     if norm > x_bound:
         if not clip:
@@ -102,7 +108,7 @@ def default_warmup(dim: int, horizon: int, epsilon: float | None, arms: int = 1)
     return max(1, min(t0, horizon // (2 * arms)))
 
 
-class DPGLMBandit(NoiseHandle):
+class DPGLMBandit(NoiseHandle, RoundDiscipline):
     """Han et al. Algorithm 3 (see the module docstring).
 
     Parameters
@@ -126,6 +132,7 @@ class DPGLMBandit(NoiseHandle):
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.CONTEXTUAL_BANDIT
+    order: ClassVar[str] = " (a reward comes after a context and an action)"
     paper: ClassVar[str] = "Han et al., Algorithm 3 and Theorem 4.6"
 
     def __init__(
@@ -147,7 +154,7 @@ class DPGLMBandit(NoiseHandle):
     ) -> None:
         self.dim = checked_count("dim", dim)
         self.arms = checked_count("arms", arms)
-        self.horizon = checked_count("horizon", horizon)
+        self._start_rounds(horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget, Neighbouring.ONE_USER)
         epsilon = None if self.budget is None else self.budget.epsilon
@@ -163,14 +170,10 @@ class DPGLMBandit(NoiseHandle):
                 f"need warmup >= 1 and horizon > arms * warmup, got warmup={self.warmup!r}, "
                 f"arms={arms!r}, horizon={horizon!r}"
             )
-        self.h_sub = float(h_sub)
-        if not self.h_sub > 0:
-            raise ValueError(f"h_sub must be positive, got {h_sub!r}")
+        self.h_sub = checked_positive("h_sub", h_sub, infinite_ok=True)
         self.loss = GLMLoss.named(link, reward_range)
         self.zero_reward = float(self.loss.link(np.float64(0.0)))
-        self.x_bound = float(x_bound)
-        if not (math.isfinite(self.x_bound) and self.x_bound > 0):
-            raise ValueError(f"x_bound must be finite and positive, got {x_bound!r}")
+        self.x_bound = checked_positive("x_bound", x_bound)
         self.clip = bool(clip)
         per_arm = self.warmup + self.horizon - self.arms * self.warmup
         gen = as_generator(rng)
@@ -181,20 +184,24 @@ class DPGLMBandit(NoiseHandle):
             if self.budget is None
             else dataclasses.replace(self.budget, neighbouring=Neighbouring.ONE_SAMPLE)
         )
-        self.estimators = [
-            NoisyMinFrankWolfe(
-                self.dim,
-                per_arm,
-                vertices=vertices,
-                x_bound=x_bound,
-                budget=arm_budget,
-                replicas=self.replicas,
-                rng=child,
-                clip=clip,
-                loss=self.loss,
+        # the arms are copies of one estimator: its calibration is proven once, for the first
+        self.estimators: list[NoisyMinFrankWolfe] = []
+        for child in gen.spawn(self.arms):
+            first = self.estimators[0].calibration if self.estimators else None
+            self.estimators.append(
+                NoisyMinFrankWolfe(
+                    self.dim,
+                    per_arm,
+                    vertices=vertices,
+                    x_bound=x_bound,
+                    budget=arm_budget,
+                    replicas=self.replicas,
+                    rng=child,
+                    clip=clip,
+                    loss=self.loss,
+                    calibration=first,
+                )
             )
-            for child in gen.spawn(self.arms)
-        ]
         arm_privacy = self.estimators[0].privacy
         self.privacy: PrivacyGuarantee | None = (
             None
@@ -212,7 +219,6 @@ class DPGLMBandit(NoiseHandle):
             )
         )
         self.forced = np.zeros((self.arms, self.replicas, self.dim))  # theta_{t_0, i}
-        self.t = 0
         self._context: np.ndarray | None = None
         self._action: np.ndarray | None = None
 
@@ -234,10 +240,10 @@ class DPGLMBandit(NoiseHandle):
 
     def act(self) -> np.ndarray:
         """The arm each replica plays (int array of shape (replicas,))."""
-        if self._context is None:
-            raise ValueError("act() needs this round's context first (observe ContextFeedback)")
+        self._check_context(self._context is not None)
         if self._action is None:
             self._action = self._choose(self._context)
+            self._acted = True
         return self._action.copy()
 
     # --- Algorithm 3 --------------------------------------------------------------------------
@@ -266,18 +272,15 @@ class DPGLMBandit(NoiseHandle):
         return np.argmax(greedy, axis=1)
 
     def _see(self, context: np.ndarray) -> None:
-        if self.t >= self.horizon:
-            raise ValueError(f"built for {self.horizon} rounds; round {self.t + 1} would void it")
+        self._check_horizon()
         x = checked_context(context, self.dim, self.replicas, self.x_bound, self.clip)
-        self._context, self._action = x, None
+        self._context, self._action, self._acted = x, None, False
 
     def _reward(self, reward: np.ndarray) -> None:
-        if self._context is None or self._action is None:
-            raise ValueError("a reward arrives after a context and an action (act())")
+        self._check_round()  # after a context and an action
         action = self._action
-        r = np.asarray(reward, dtype=float)
-        if r.shape != (self.replicas,):
-            raise ValueError(f"rewards have shape ({self.replicas},), got {r.shape}")
+        assert self._context is not None and action is not None
+        r = checked_real_array("reward", reward, (self.replicas,))
         # validate before any estimator moves, so a bad reward leaves every arm in step
         r = self.loss.check_reward(r, self.clip)
         x = np.broadcast_to(self._context, (self.replicas, self.dim))
@@ -291,7 +294,7 @@ class DPGLMBandit(NoiseHandle):
                 est.observe_each(
                     np.where(played[:, None], x, 0.0), np.where(played, r, self.zero_reward)
                 )
-        self.t += 1
+        self._end_round()
         self._context, self._action = None, None
 
     # --- checkpoints --------------------------------------------------------------------------
@@ -319,25 +322,54 @@ class DPGLMBandit(NoiseHandle):
             "action": None if self._action is None else self._action.copy(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("config") != self._config():
-            raise ValueError("state was saved from a differently configured bandit")
-        for est, s in zip(self.estimators, state["estimators"], strict=True):
-            est.load_state_dict(s)
-        self.t = checked_round(state["t"], self.horizon)
-        self.forced = np.array(state["forced"], dtype=float)
-        context, action = state.get("context"), state.get("action")
-        self._context = None if context is None else np.array(context, dtype=float)
-        self._action = None if action is None else np.array(action, dtype=np.int64)
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole state (configuration, round counter, forced-sampling estimators,
+        every arm's estimator, the revealed context and chosen actions), then return the
+        function that installs it. A round is acted when its actions are saved."""
+        checked_config(
+            saved_field(state, "config"),
+            self._config(),
+            "DPGLMBandit",
+            "dimension, arms, horizon, warm-up, gap, replicas or loss",
+        )
+        t = checked_round(saved_field(state, "t"), self.horizon)
+        forced = np.array(
+            checked_real_array(
+                "saved forced", saved_field(state, "forced"), (self.arms, self.replicas, self.dim)
+            )
+        )
+        saved = saved_field(state, "estimators")
+        if not isinstance(saved, list | tuple) or len(saved) != self.arms:
+            raise ArgumentError(
+                f"saved estimators must be a list of {self.arms} states (one per arm), got a "
+                f"{type(saved).__name__}" + (f" of {len(saved)}" if isinstance(saved, list) else "")
+            )
+        installs = [est.prepare_load(s) for est, s in zip(self.estimators, saved, strict=True)]
+        context, action = saved_field(state, "context"), saved_field(state, "action")
+        if context is not None:
+            context = np.array(
+                checked_real_array("saved context", context, (self.dim,), (self.replicas, self.dim))
+            )
+        if action is not None:
+            if context is None:
+                raise ArgumentError("saved actions without a context: a round acts after one")
+            action = checked_int_array("saved action", action, (self.replicas,), 0, self.arms)
+
+        def install() -> None:
+            for install_estimator in installs:
+                install_estimator()
+            self._set_rounds(t, action is not None)
+            self.forced, self._context, self._action = forced, context, action
+
+        return install
 
 
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _dp_glm_bandit(env: Any, **kw: Any) -> DPGLMBandit:
+def _dp_glm_bandit(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> DPGLMBandit:
     """Algorithm 3 with the environment's dimension, arms, horizon, reward range, link,
     (synthetic) h_sub and parameter radius, each overridable by an option."""
-    budget = budget_from_options(kw, 1.0 / env.horizon)
     kw.setdefault("link", getattr(env, "link", "logistic"))
     kw.setdefault("h_sub", getattr(env, "h_sub", 0.05))
     kw.setdefault("radius", getattr(env, "radius", 1.0))
@@ -395,6 +427,7 @@ _DP_GLM_BANDIT_ENTRY = register_learner(
             "h_sub": "pre-selection gap (default: the environment's)",
             "link": "linear | logistic (default: the environment's)",
         },
+        default_delta=one_over_horizon,
     )
 )
 

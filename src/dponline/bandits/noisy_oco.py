@@ -17,15 +17,24 @@ its regret by O(T^{1/2} kappa D_omega + T kappa gamma). The pieces are pluggable
   time (:class:`ConditionalGradientMap`: line 14);
 * the prefix sums s_t come from a continual counter: exact sums (the non-private algorithm) or a
   private one (the tree of line 13 or a better one), whose release is the only way the data
-  reaches the map.
+  reaches the map. With a ``basis`` B (orthonormal columns spanning a subspace V that holds
+  every g~, the affine hull's direction space for :class:`SphericalSmoothing`) the counter sums
+  the coordinates B^T g~ in R^k and the map gets B times its release: the same prefix sums,
+  with noise drawn in V only (:mod:`dponline.bandits.ene_noise` says why nothing is lost).
 
 :class:`NoisyOCO` runs them with the map *pipelined*: during round R the map works on s_{R-1}
 (one unit per inner step) while round R plays the previous answer, which is Algorithm 1's
 schedule (its NoisyMap is one round stale, Corollary C.5).
+
+Every piece saves its state (``state_dict``) and checks a saved one whole before it changes
+anything (``prepare_load``: it returns the function that installs the state, which cannot
+fail); :meth:`NoisyOCO.prepare_load` composes its pieces', so a state corrupt in any one of
+them is refused and leaves all of them as they were.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -33,7 +42,14 @@ import numpy as np
 from dponline.continual.base import ContinualCounter
 from dponline.domains.base import ConvexDomain
 from dponline.domains.conditional_gradient import QuadraticFrankWolfe
-from dponline.rng import generator_from_state, generator_state
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_generator,
+    checked_real_array,
+    checked_round,
+    saved_field,
+)
+from dponline.rng import generator_state
 
 __all__ = [
     "ConditionalGradientMap",
@@ -68,7 +84,8 @@ class NoisyGrad(Protocol):
 
     def state_dict(self) -> dict[str, Any]: ...
 
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check a saved state whole; return the function that installs it (cannot fail)."""
 
 
 class NoisyMap(Protocol):
@@ -87,7 +104,8 @@ class NoisyMap(Protocol):
 
     def state_dict(self) -> dict[str, Any]: ...
 
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check a saved state whole; return the function that installs it (cannot fail)."""
 
 
 class SphericalSmoothing:
@@ -153,10 +171,34 @@ class SphericalSmoothing:
     def state_dict(self) -> dict[str, Any]:
         return {"sum": self._sum.copy(), "u": self._u.copy(), "rng": generator_state(self.rng)}
 
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the partial estimate, the directions and the RNG, and return the function
+        that installs them. Each saved direction u must be a unit vector of the affine hull's
+        direction space (or zero, before the first query): the next loss value is multiplied
+        by it, and the privacy proof's sensitivity (k / zeta)(hi - lo) holds for ||u|| = 1 in
+        the hull only (:mod:`dponline.bandits.ene_noise`, Lemma (b))."""
+        shape = (self.replicas, self.dim)
+        total = np.array(checked_real_array("saved sum", saved_field(state, "sum"), shape))
+        u = np.array(checked_real_array("saved u", saved_field(state, "u"), shape))
+        norms = np.linalg.norm(u, axis=1)
+        off = np.linalg.norm(u - (u @ self._basis) @ self._basis.T, axis=1)
+        bad = ~(((np.abs(norms - 1.0) <= 1e-9) & (off <= 1e-9)) | (norms == 0.0))
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise ArgumentError(
+                f"saved u of replica {j} must be a unit vector of the affine hull (or zero), "
+                f"got norm {norms[j]:.6g} at distance {off[j]:.3g} from the hull's directions"
+            )
+        rng = checked_generator("saved rng", saved_field(state, "rng"))
+
+        def install() -> None:
+            self._sum, self._u, self.rng = total, u, rng
+
+        return install
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._sum = np.array(state["sum"], dtype=float)
-        self._u = np.array(state["u"], dtype=float)
-        self.rng = generator_from_state(state["rng"])
+        """Resume from :meth:`state_dict`; a corrupt state raises and changes nothing."""
+        self.prepare_load(state)()
 
 
 class ConditionalGradientMap:
@@ -185,8 +227,13 @@ class ConditionalGradientMap:
     def state_dict(self) -> dict[str, Any]:
         return self.solver.state_dict()
 
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """The solver's whole state checked (:meth:`QuadraticFrankWolfe.prepare_load`)."""
+        return self.solver.prepare_load(state)
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.solver.load_state_dict(state)
+        """Resume from :meth:`state_dict`; a corrupt state raises and changes nothing."""
+        self.prepare_load(state)()
 
 
 class NoisyOCO:
@@ -197,6 +244,11 @@ class NoisyOCO:
     Each inner step: :meth:`query` the points to play, :meth:`feed` their loss values. At the
     end of round R: s_R = aggregator.step(g~_R), the map's answer (computed during round R from
     s_{R-1}) becomes the decision of round R+1, and the map starts on -eta s_R.
+
+    ``basis``: None (the aggregator sums g~ in R^n), or an (n, k) matrix B with orthonormal
+    columns whose span holds every g~ the oracle returns: the aggregator, of dimension k, sums
+    B^T g~ and the map starts on -eta B (its release). Since g~ = B B^T g~, the exact prefix
+    sums are the same either way; only where the aggregator's noise lives changes.
     """
 
     def __init__(
@@ -209,12 +261,29 @@ class NoisyOCO:
         noisy_map: NoisyMap,
         aggregator: ContinualCounter,
         start: np.ndarray,
+        basis: np.ndarray | None = None,
     ) -> None:
         self.eta, self.inner, self.steps = float(eta), int(inner), int(steps)
         self.grad, self.map, self.aggregator = grad, noisy_map, aggregator
         self._center = np.array(start, dtype=float)  # x~_{R-1}
-        self.map.begin(-self.eta * aggregator.initial_release(), self._center)  # on s~_0
+        self.basis = None if basis is None else np.asarray(basis, dtype=float)
+        if self.basis is not None and (
+            self.basis.ndim != 2 or self.basis.shape != (self._center.shape[-1], aggregator.dim)
+        ):
+            raise ValueError(
+                f"basis must have shape (dim, aggregator dim) = ({self._center.shape[-1]}, "
+                f"{aggregator.dim}), got {self.basis.shape}"
+            )
+        self.map.begin(-self.eta * self._lift(aggregator.initial_release()), self._center)
         self.t = 0
+
+    def _lift(self, release: np.ndarray) -> np.ndarray:
+        """A release of the aggregator as a point of R^n: B y, or y itself without a basis."""
+        return release if self.basis is None else release @ self.basis.T
+
+    def _coordinates(self, g: np.ndarray) -> np.ndarray:
+        """What the aggregator sums: B^T g~, or g~ itself without a basis."""
+        return g if self.basis is None else g @ self.basis
 
     @property
     def center(self) -> np.ndarray:
@@ -224,7 +293,7 @@ class NoisyOCO:
     def restart_map(self) -> None:
         """Restart the first round's map on the aggregator's initial release (after its noise
         was rescaled before the first step)."""
-        self.map.begin(-self.eta * self.aggregator.initial_release(), self._center)
+        self.map.begin(-self.eta * self._lift(self.aggregator.initial_release()), self._center)
 
     def query(self) -> np.ndarray:
         return self.grad.query(self._center)
@@ -234,7 +303,7 @@ class NoisyOCO:
         self.map.advance()
         self.t += 1
         if self.t % self.inner == 0 or self.t == self.steps:
-            prefix = self.aggregator.step(self.grad.take())
+            prefix = self._lift(self.aggregator.step(self._coordinates(self.grad.take())))
             self._center = self.map.result()
             if self.t < self.steps:
                 self.map.begin(-self.eta * prefix, self._center)
@@ -248,9 +317,40 @@ class NoisyOCO:
             "aggregator": self.aggregator.state_dict(),
         }
 
+    def rounds_done(self, t: int) -> int:
+        """The NoisyOCO rounds ended (the aggregator's steps) after ``t`` inner steps."""
+        return t // self.inner + (1 if t == self.steps and t % self.inner else 0)
+
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole of ``state``: the step counter (in [0, steps]), the decision, and
+        the gradient oracle's, the map's and the aggregator's states through their own
+        ``prepare_load`` (the aggregator at the round the step counter says), then return the
+        function that installs all of them. A state corrupt in any part is refused before
+        any part changes."""
+        t = checked_round(saved_field(state, "t"), self.steps)
+        center = np.array(
+            checked_real_array("saved center", saved_field(state, "center"), self._center.shape)
+        )
+        install_grad = self.grad.prepare_load(saved_field(state, "grad"))
+        install_map = self.map.prepare_load(saved_field(state, "map"))
+        saved_aggregator = saved_field(state, "aggregator")
+        install_aggregator = self.aggregator.prepare_load(saved_aggregator)
+        rounds = self.rounds_done(t)
+        if saved_field(saved_aggregator, "t") != rounds:
+            raise ArgumentError(
+                f"saved aggregator has summed {saved_aggregator['t']!r} rounds, but step {t} "
+                f"of rounds of {self.inner} steps ends {rounds}: the states are from different "
+                "runs"
+            )
+
+        def install() -> None:
+            install_aggregator()
+            install_map()
+            install_grad()
+            self._center, self.t = center, t
+
+        return install
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.aggregator.load_state_dict(state["aggregator"])
-        self.map.load_state_dict(state["map"])
-        self.grad.load_state_dict(state["grad"])
-        self._center = np.array(state["center"], dtype=float)
-        self.t = int(state["t"])
+        """Resume from :meth:`state_dict`; a corrupt state raises and changes nothing."""
+        self.prepare_load(state)()

@@ -32,42 +32,50 @@ around it inside the set, which lies in D (needs zeta < r); it adds T zeta L D /
 
 Privacy: :mod:`dponline.bandits.ene_noise` (exact sensitivity (k / zeta)(hi - lo) of the batch
 sums for loss values in [lo, hi]; the actions are post-processing of the tree's releases and of
-the learner's own perturbations). With ``budget=None`` the batch sums are exact: the
-non-private projection-free bandit algorithm (Garber & Kretzu 2020, as simplified in
-Algorithm 1).
+the learner's own perturbations). Under ``paper`` the counter adds the paper's noise to the n
+coordinates of R^n; under ``tight`` it sums the batch sums in the k coordinates of an
+orthonormal basis of the affine hull's direction space, where they lie: the component of any
+noise orthogonal to the hull never reaches line 14 (the lemma in
+:mod:`~dponline.bandits.ene_noise`), and Laplace noise then needs l1 sensitivity
+(k / zeta)(hi - lo) sqrt(k) instead of sqrt(n) (our derivation, not the paper's). With
+``budget=None`` the batch sums are exact: the non-private projection-free bandit algorithm
+(Garber & Kretzu 2020, as simplified in Algorithm 1).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.bandits.ene_noise import PrivateBanditCalibrator
 from dponline.bandits.noisy_oco import ConditionalGradientMap, NoisyOCO, SphericalSmoothing
-from dponline.continual.base import ContinualCounter
-from dponline.continual.binary_tree import BinaryTreeCounter
-from dponline.continual.registry import get_mechanism
+from dponline.continual.factory import build_counter
 from dponline.domains.base import ConvexDomain, checked_domain
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_positive,
+    checked_real_array,
+    saved_field,
+)
 from dponline.privacy.budget import PrivacyBudget
-from dponline.privacy.calibration import calibrate, positive
 from dponline.privacy.guarantee import PrivacyGuarantee
-from dponline.privacy.noise import GaussianNoise
 from dponline.protocol import (
     Feedback,
     FeedbackKind,
     NoiseHandle,
+    RoundDiscipline,
     checked_bandit_loss,
     checked_budget,
+    checked_config,
     checked_count,
-    checked_round,
 )
 from dponline.registry import (
     AuditCase,
     LearnerEntry,
     LearnerTestCase,
-    budget_from_options,
     non_private_entry,
     register_learner,
 )
@@ -90,7 +98,7 @@ def default_zeta(domain: ConvexDomain, horizon: int) -> float:
     return float(domain.diameter) * math.sqrt(domain.affine_dim) / float(horizon) ** 0.25
 
 
-class PrivateBandit(NoiseHandle):
+class PrivateBandit(NoiseHandle, RoundDiscipline):
     """Ene, Nguyen & Vladu (2021), Algorithm 1 (module docstring).
 
     Parameters
@@ -99,7 +107,7 @@ class PrivateBandit(NoiseHandle):
         The decision set (:class:`~dponline.domains.base.ConvexDomain`): its oracle, diameter D,
         affine hull, interior point and inscribed radius.
     horizon:
-        T; round T+1 is refused.
+        T; round T+1 is refused (:class:`~dponline.protocol.RoundDiscipline`).
     budget:
         The :class:`~dponline.privacy.budget.PrivacyBudget`: delta = 0 gives Laplace noise
         (Lemma 5.1), delta > 0 Gaussian (Lemma 5.4); ``None`` runs the non-private algorithm.
@@ -112,11 +120,18 @@ class PrivateBandit(NoiseHandle):
         at a point played (L D with ``shrink``, whose points stay in D).
     mechanism:
         The counter of the batch sums (default: ``padded_tree`` for ``paper``, Honaker's
-        estimator for tight Laplace, the square-root factorisation for tight Gaussian).
+        estimator for tight Laplace, the square-root factorisation for tight Gaussian). Under
+        ``tight`` it sums the k coordinates of the batch sums in the hull basis (``basis``).
     eta, zeta, batch:
         Override line 1's step, smoothing radius and batch length.
     shrink:
         Appendix D's domain shrinking.
+    noise_in_hull:
+        ``tight`` only: the counter sums the batch sums in the k coordinates of the hull basis
+        (default). False keeps them in R^n, charging Laplace noise l1 sensitivity
+        (k / zeta)(hi - lo) sqrt(n) instead of sqrt(k): the calibration before the hull lemma
+        of :mod:`~dponline.bandits.ene_noise`, the same epsilon with more noise, kept to
+        measure the saving (``benchmarks/bench_private_bandit.py``).
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.BANDIT
@@ -135,25 +150,26 @@ class PrivateBandit(NoiseHandle):
         zeta: float | None = None,
         batch: int | None = None,
         shrink: bool = False,
+        noise_in_hull: bool = True,
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
         self.domain = domain = checked_domain(domain)
-        self.horizon = checked_count("horizon", horizon)
+        self._start_rounds(horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget)
         self.clip = bool(clip)
         self.shrink = bool(shrink)
-        self.lipschitz = L = positive("lipschitz", lipschitz)
+        self.lipschitz = L = checked_positive("lipschitz", lipschitz)
         self.dim, self.sphere_dim = domain.dim, domain.affine_dim
         if self.sphere_dim < 1:
             raise ValueError("the decision set is a single point: there is nothing to learn")
         self.diameter = float(domain.diameter)
         self.batch, self.batches = batch_schedule(self.horizon, batch)
         T, k, D = self.horizon, self.sphere_dim, self.diameter
-        self.eta = positive("eta", D / (T**0.75 * math.sqrt(k) * L) if eta is None else eta)
-        self.zeta = positive("zeta", default_zeta(domain, T) if zeta is None else zeta)
+        self.eta = checked_positive("eta", D / (T**0.75 * math.sqrt(k) * L) if eta is None else eta)
+        self.zeta = checked_positive("zeta", default_zeta(domain, T) if zeta is None else zeta)
         self.center_point = np.asarray(domain.interior_point(), dtype=float)
         self.radius = float(domain.inscribed_radius)
         if loss_range is None:
@@ -170,12 +186,8 @@ class PrivateBandit(NoiseHandle):
             domain, self.zeta, self.replicas, grad_rng, shrink=self.shrink
         )
         self.calibrator: PrivateBanditCalibrator | None = None
-        self.privacy: PrivacyGuarantee | None = None
-        if self.budget is None:
-            counter: ContinualCounter = BinaryTreeCounter(
-                self.batches, self.dim, GaussianNoise(0.0), replicas=self.replicas, rng=counter_rng
-            )
-        else:
+        counter_dim = self.dim  # exact sums (budget None) in R^n
+        if self.budget is not None:
             self.calibrator = PrivateBanditCalibrator(
                 horizon=T,
                 batches=self.batches,
@@ -185,18 +197,24 @@ class PrivateBandit(NoiseHandle):
                 term_bound=k / self.zeta * (hi - lo),
                 noise="laplace" if self.budget.delta == 0 else "gaussian",
                 mechanism=mechanism,
+                noise_in_hull=bool(noise_in_hull),
             )
-            cal = calibrate(self.calibrator, self.budget)
-            counter = get_mechanism(cal.mechanism)(
-                self.batches,
-                self.dim,
-                cal.noise,
-                replicas=self.replicas,
-                rng=counter_rng,
-                privacy=cal.guarantee,
-            )
-            self.privacy = cal.guarantee
-        self.counter = counter
+            counter_dim = self.calibrator.coordinates(self.budget.calibration)
+        # line 13's counter: exact prefix sums for budget None, else the calibrator's answer for
+        # the budget (one choice of mechanism, one proof; the counter carries the guarantee)
+        self.counter = counter = build_counter(
+            self.budget,
+            horizon=self.batches,
+            dim=counter_dim,
+            calibrator=self.calibrator,
+            replicas=self.replicas,
+            rng=counter_rng,
+        )
+        self.privacy: PrivacyGuarantee | None = counter.privacy
+        # the counter's coordinates: R^n, or (tight, k < n) the hull basis B: it sums B^T g~
+        self.basis: np.ndarray | None = (
+            None if counter.dim == self.dim else np.asarray(domain.hull_basis(), dtype=float)
+        )
         start = np.broadcast_to(self.center_point, (self.replicas, self.dim)).copy()
         # eps_cg of line 14, in distance: D / T_batch^{1/2}
         self.noisy_map = ConditionalGradientMap(domain, start, precision=D / math.sqrt(self.batch))
@@ -208,10 +226,9 @@ class PrivateBandit(NoiseHandle):
             noisy_map=self.noisy_map,
             aggregator=counter,
             start=start,
+            basis=self.basis,
         )
         self._played = start
-        self._acted = False
-        self.t = 0
 
     # --- views -----------------------------------------------------------------------------
 
@@ -269,8 +286,7 @@ class PrivateBandit(NoiseHandle):
                 )
             value = np.clip(value, lo, hi)
         self.oco.feed(value)  # lines 10-11, one oracle call of line 14, line 13 after a batch
-        self._acted = False
-        self.t += 1
+        self._end_round()
 
     # --- regret bound ----------------------------------------------------------------------
 
@@ -285,16 +301,16 @@ class PrivateBandit(NoiseHandle):
 
         kappa^2 = T_batch (k B / zeta)^2 + T_batch^2 L^2 (Lemma C.2, B = max |loss value|),
         gamma = eta (m + kappa) + sqrt(20) D / T_batch^{1/2} (Corollary C.5), with
-        m = sqrt(n max_R Var(release R)) >= E||s~_R - s_R|| (the counter's exact variance; the
-        paper bounds it by ceil(log T) E||Z||), and D_w^2 = max_D ||x||^2 / 2 <=
-        (||c|| + D)^2 / 2.
+        m = sqrt(d max_R Var(release R)) >= E||s~_R - s_R|| (the counter's exact variance per
+        coordinate, d its coordinates: n, or k in the hull basis; the paper bounds it by
+        ceil(log T) E||Z||), and D_w^2 = max_D ||x||^2 / 2 <= (||c|| + D)^2 / 2.
         """
         T, Tb, Tr = self.horizon, self.batch, self.batches
         k, D, L, eta, zeta = self.sphere_dim, self.diameter, self.lipschitz, self.eta, self.zeta
         B = max(abs(v) for v in self.loss_range)
         kappa = math.sqrt(Tb * (k * B / zeta) ** 2 + Tb**2 * L**2)
         var = max(self.counter.variance(r) for r in range(1, Tr + 1))
-        m = math.sqrt(self.dim * var)
+        m = math.sqrt(self.counter.dim * var)
         gamma = eta * (m + kappa) + math.sqrt(20.0) * D / math.sqrt(Tb)
         d_omega = 0.5 * (float(np.linalg.norm(self.center_point)) + D) ** 2
         ocos = d_omega / eta + 0.5 * eta * Tr * kappa**2 + Tr * kappa * gamma
@@ -325,6 +341,7 @@ class PrivateBandit(NoiseHandle):
             "clip": self.clip,
             "noise": repr(self.counter.noise),
             "mechanism": self.counter.name,
+            "counter_dim": self.counter.dim,
             "privacy": None if self.privacy is None else self.privacy.to_dict(),
         }
 
@@ -338,27 +355,48 @@ class PrivateBandit(NoiseHandle):
             "noisy_oco": self.oco.state_dict(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("config") != self._config():
-            raise ValueError(
-                f"state was saved from a {type(self).__name__} with a different domain, "
-                "horizon, schedule, noise or guarantee; it cannot continue this one"
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the configuration, the round counter, the points played, the noise
+        multiplier and NoisyOCO's whole state (its gradient oracle's, map's and counter's), then
+        return the function that installs them (:meth:`RoundDiscipline.load_state_dict`: a
+        corrupt state changes nothing)."""
+        checked_config(
+            saved_field(state, "config"),
+            self._config(),
+            type(self).__name__,
+            "domain, horizon, schedule, noise or guarantee",
+        )
+        t, acted = self._checked_rounds(state)
+        multiplier = self._saved_multiplier(state)
+        played = np.array(
+            checked_real_array(
+                "saved played", saved_field(state, "played"), (self.replicas, self.dim)
             )
-        t = checked_round(state["t"], self.horizon)
-        self.oco.load_state_dict(state["noisy_oco"])
-        self._played = np.array(state["played"], dtype=float)
-        self._acted = bool(state["acted"])
-        self.noise_multiplier = float(state["noise_multiplier"])
-        self.t = t
+        )
+        saved_oco = saved_field(state, "noisy_oco")
+        install_oco = self.oco.prepare_load(saved_oco)
+        if saved_oco["t"] != t:  # checked by NoisyOCO.prepare_load to be an integer
+            raise ArgumentError(
+                f"saved noisy_oco is at step {saved_oco['t']!r} but the round counter t is {t}: "
+                "the two were saved from different runs"
+            )
+
+        def install() -> None:
+            install_oco()
+            self._played = played
+            self.noise_multiplier = multiplier
+            self._set_rounds(t, acted)
+
+        return install
 
 
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _private_bandit(env: Any, **kw: Any) -> PrivateBandit:
+def _private_bandit(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> PrivateBandit:
     """PrivateBandit over ``env``'s decision set, horizon and declared Lipschitz constant (on
-    the points it plays: within zeta of the set, or inside it with ``shrink``)."""
-    budget = budget_from_options(kw, 0.0)
+    the points it plays: within zeta of the set, or inside it with ``shrink``), calibrated to
+    ``budget`` (None: the non-private algorithm)."""
     zeta = kw.get("zeta")
     if zeta is None:
         zeta = default_zeta(env.domain, env.horizon)
@@ -376,19 +414,52 @@ _OPTIONS = {
     "batch": "batch length T_batch (default: ceil(T^{1/2}))",
     "shrink": "Appendix D's domain shrinking (losses defined only on the set)",
     "loss_range": "[lo, hi] of the loss values (default: +-L (D + zeta), losses vanish in D)",
+    "noise_in_hull": "tight: the counter sums the affine hull's k coordinates (default true); "
+    "false keeps R^n (more Laplace noise at the same epsilon, for comparisons)",
 }
 
 
+#: The audit's batches: T = 9 rounds, three batches of three; the third batch's centre is line 14
+#: on s~_1, the release that holds the changed round 0.
+_AUDIT_HORIZON, _AUDIT_BATCH = 9, 3
+
+
+def _hull_statistic(outputs: np.ndarray) -> np.ndarray:
+    """The audit's score on the paths of the 2 x 2 grid DAG (n = 4 edges, k = 1): with h_t the
+    hull coordinate <x_t - c, b> of the point played, h_0 = zeta u_0 and the third batch's
+    points sit around the centre c + b clip(-eta B^T s~_1), B^T s~_1 = (1/zeta) f_0 u_0 + W;
+    so h_0 times the third batch's mean h is a non-increasing function of f_0 / zeta + u_0 W
+    (u_0 W has the law of W), the Laplace or Gaussian release itself. Fisher's linear
+    discriminant cannot see it: u_0 is a fair sign, so the two streams' mean outputs agree."""
+    from dponline.environments.bandit_convex import make_domain  # the audit's set
+
+    domain = make_domain("grid_paths", 2)
+    h = (outputs - domain.interior_point()) @ domain.hull_basis()[:, 0]
+    return h[:, 0] * h[:, 2 * _AUDIT_BATCH :].mean(axis=1)
+
+
 def _audit(seed: int) -> AuditCase:
-    """[-1, 1] (n = k = 1: the sphere is {-1, +1}), three batches of three rounds. Round 1
-    plays +-zeta from the centre 0 and sees the loss -+zeta u: the two ends of the declared
-    range [-zeta, zeta], so the batch sum moves by the full sensitivity; s~_1 then sets the
-    third batch's centre clip(-eta s~_1, -1, 1) (one exact line-search step on an interval)."""
+    """The paths of the 2 x 2 grid DAG (n = 4, k = 1: the tight calibration draws its noise in
+    one hull coordinate, with l1 sensitivity (k / zeta)(hi - lo), where R^4 would charge twice
+    that), three batches of three rounds. Every loss vector is ``value`` on every edge, so the
+    loss of any point of the hull is 2 value (a path has two edges): round 1 sees -1 on one
+    stream and +1 on the other, the two ends of the declared range, and moves the batch sum by
+    the full sensitivity; s~_1 sets the third batch's centre (one exact line-search step on a
+    segment). Statistic: :func:`_hull_statistic`. ``clip`` absorbs the rounding of the point's
+    coordinate sum."""
     return AuditCase(
-        horizon=9,
-        values=(-1.0, 1.0),
-        environment_options={"domain": "box", "dim": 1},
-        learner_options={"eta": 1.0, "zeta": 0.25, "loss_range": (-0.25, 0.25)},
+        horizon=_AUDIT_HORIZON,
+        values=(-0.5, 0.5),
+        coordinates="all",
+        environment_options={"domain": "grid_paths", "dim": 2, "losses": "linear"},
+        learner_options={
+            "eta": 0.15,
+            "zeta": 0.25,
+            "batch": _AUDIT_BATCH,
+            "loss_range": (-1.0, 1.0),
+            "clip": True,
+        },
+        statistic=_hull_statistic,
         trials=40_000,
         pilot_trials=10_000,
         seed=seed,
@@ -405,7 +476,9 @@ _PRIVATE_BANDIT_ENTRY = register_learner(
         guarantee=(
             "event-level (epsilon, 0)-DP (Laplace) or (epsilon, delta)-DP (Gaussian) of every "
             "action over loss sequences differing in one round, for loss values in loss_range "
-            "(exact sensitivity (k/zeta)(hi - lo) of the batch sums the counter releases)"
+            "(exact sensitivity (k/zeta)(hi - lo) of the batch sums the counter releases; "
+            "tight: summed in the k coordinates of the affine hull, l1 sensitivity x sqrt(k), "
+            "our derivation in bandits/ene_noise.py)"
         ),
         calibrations=("paper", "tight"),
         private=True,
@@ -428,6 +501,7 @@ _PRIVATE_BANDIT_ENTRY = register_learner(
             ),
         ),
         options=_OPTIONS,
+        default_delta=0.0,  # Laplace noise (Lemma 5.1)
     )
 )
 
@@ -445,6 +519,8 @@ register_learner(
                 randomised=True,
             ),
         ),
-        options={k: v for k, v in _OPTIONS.items() if k not in ("delta", "mechanism")},
+        options={
+            k: v for k, v in _OPTIONS.items() if k not in ("delta", "mechanism", "noise_in_hull")
+        },
     )
 )

@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from dponline.privacy.arguments import saved_field
 from dponline.privacy.bounds import Box, InputBounds, NormBall, check_finite
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate
@@ -43,10 +44,11 @@ from dponline.protocol import (
     Feedback,
     FeedbackKind,
     NoiseHandle,
+    RoundDiscipline,
     checked_bandit_loss,
     checked_budget,
+    checked_config,
     checked_count,
-    checked_round,
 )
 from dponline.rng import RngLike, as_generator
 
@@ -78,7 +80,8 @@ class BanditAlgorithm(Protocol):
 
     def state_dict(self) -> dict[str, Any]: ...
 
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole saved state and return the function that installs it."""
 
 
 def value_range(bounds: InputBounds, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -131,7 +134,7 @@ class ReductionCalibrator:
         return self._answer(budget, lam, how)
 
 
-class PrivateBanditReduction(NoiseHandle):
+class PrivateBanditReduction(NoiseHandle, RoundDiscipline):
     """Algorithm 4 of Agarwal & Singh (2017) around any :class:`BanditAlgorithm`.
 
     Parameters
@@ -168,7 +171,7 @@ class PrivateBanditReduction(NoiseHandle):
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
-        self.horizon = checked_count("horizon", horizon)
+        self._start_rounds(horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget)
         self.bounds = loss_bounds
@@ -192,8 +195,6 @@ class PrivateBanditReduction(NoiseHandle):
         self._arm_bounds: tuple[np.ndarray, np.ndarray] | None = None
         if self.algorithm.one_hot and isinstance(self.bounds, Box):
             self._arm_bounds = (self.bounds._lo, self.bounds._hi)
-        self._acted = False
-        self.t = 0
 
     @property
     def eta(self) -> float:
@@ -250,8 +251,7 @@ class PrivateBanditReduction(NoiseHandle):
         else:
             noise = (self.noise.sample(self._rng, (self.replicas, self.dim)) * x).sum(axis=-1)
         self.algorithm.learn(value + noise)
-        self._acted = False
-        self.t += 1
+        self._end_round()
 
     def _config(self) -> dict[str, Any]:
         return {
@@ -271,12 +271,20 @@ class PrivateBanditReduction(NoiseHandle):
             "algorithm": self.algorithm.state_dict(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("config") != self._config():
-            raise ValueError(
-                f"state was saved from a {type(self).__name__} with a different noise, loss "
-                "set, horizon or guarantee; it cannot continue this one"
-            )
-        self.algorithm.load_state_dict(state["algorithm"])
-        self._acted = bool(state["acted"])
-        self.t = checked_round(state["t"], self.horizon)
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the configuration, the round counter and the wrapped algorithm's whole state,
+        then return the function that installs them."""
+        checked_config(
+            saved_field(state, "config"),
+            self._config(),
+            type(self).__name__,
+            "noise, loss set, horizon or guarantee",
+        )
+        t, acted = self._checked_rounds(state)
+        install_algorithm = self.algorithm.prepare_load(saved_field(state, "algorithm"))
+
+        def install() -> None:
+            install_algorithm()
+            self._set_rounds(t, acted)
+
+        return install

@@ -28,6 +28,7 @@ M = sup |<l, x>| over Y x K (bounded here by sup ||l||_2 sup ||x||_2).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,6 +36,13 @@ import numpy as np
 from dponline.bandits.private_reduction import PrivateBanditReduction
 from dponline.domains.barriers import SelfConcordantBarrier
 from dponline.domains.base import ConvexDomain
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_generator,
+    checked_positive,
+    checked_real_array,
+    saved_field,
+)
 from dponline.privacy.bounds import InputBounds, NormBall
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import FeedbackKind, checked_count
@@ -42,11 +50,10 @@ from dponline.registry import (
     AuditCase,
     LearnerEntry,
     LearnerTestCase,
-    budget_from_options,
     non_private_entry,
     register_learner,
 )
-from dponline.rng import RngLike, generator_from_state, generator_state
+from dponline.rng import RngLike, generator_state
 
 __all__ = ["DPSCRiBLe", "SCRiBLe", "domain_barrier", "scrible_regret_bound"]
 
@@ -99,11 +106,10 @@ class SCRiBLe:
         rng: np.random.Generator,
         newton_tol: float = 1e-9,
     ) -> None:
-        if not (math.isfinite(eta) and eta > 0):
-            raise ValueError(f"eta must be a finite positive number, got {eta!r}")
+        eta = checked_positive("eta", eta)
         barrier = domain_barrier(domain)
         self.domain, self.barrier = domain, barrier
-        self.eta, self.replicas, self.rng = float(eta), replicas, rng
+        self.eta, self.replicas, self.rng = eta, replicas, rng
         self.dim = barrier.dim
         self.newton_tol = float(newton_tol)
         self._cum = np.zeros((self.replicas, self.dim))
@@ -169,11 +175,29 @@ class SCRiBLe:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state["config"] != {"barrier": repr(self.barrier), "eta": self.eta}:
-            raise ValueError("state was saved from a SCRiBLe with a different barrier or step")
-        for key in ("cum", "x", "played", "direction"):
-            setattr(self, f"_{key}", np.array(state[key], dtype=float))
-        self.rng = generator_from_state(state["rng"])
+        """Resume from :meth:`state_dict`; a corrupt state raises and changes nothing."""
+        self.prepare_load(state)()
+
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole state (barrier and step, the arrays, the FTRL point strictly inside
+        the set, the RNG) and return the function that installs it."""
+        if saved_field(state, "config") != {"barrier": repr(self.barrier), "eta": self.eta}:
+            raise ArgumentError("state was saved from a SCRiBLe with a different barrier or step")
+        shape = (self.replicas, self.dim)
+        arrays = {
+            key: np.array(checked_real_array(f"saved {key}", saved_field(state, key), shape))
+            for key in ("cum", "x", "played", "direction")
+        }
+        if not np.all(self.barrier.contains(arrays["x"])):
+            raise ArgumentError("saved FTRL point x must lie strictly inside the decision set")
+        rng = checked_generator("saved rng", saved_field(state, "rng"))
+
+        def install() -> None:
+            for key, value in arrays.items():
+                setattr(self, f"_{key}", value)
+            self.rng = rng
+
+        return install
 
 
 class DPSCRiBLe(PrivateBanditReduction):
@@ -249,10 +273,9 @@ class DPSCRiBLe(PrivateBanditReduction):
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _dp_scrible(env: Any, **kw: Any) -> DPSCRiBLe:
+def _dp_scrible(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> DPSCRiBLe:
     """DP-SCRiBLe over ``env``'s decision set (``env.domain``, which must have a barrier) and
     horizon, with the loss set the environment declares (``env.loss_bounds``) if any."""
-    budget = budget_from_options(kw, 0.0)
     if getattr(env, "loss_bounds", None) is not None:
         kw.setdefault("loss_bounds", env.loss_bounds)
     return DPSCRiBLe(env.domain, env.horizon, budget=budget, **kw)
@@ -293,6 +316,7 @@ _DP_SCRIBLE_ENTRY = register_learner(
             ),
         ),
         options={"eta": "step (default: Theorem 4.5)"},
+        default_delta=0.0,
     )
 )
 

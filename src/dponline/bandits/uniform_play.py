@@ -15,30 +15,43 @@ refuses is refused by all.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.bandits.glm_bandit import checked_context
+from dponline.losses import checked_rewards
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_flag,
+    checked_generator,
+    checked_int_array,
+    checked_positive,
+    checked_real_array,
+    checked_round,
+    saved_field,
+)
 from dponline.protocol import (
     ContextFeedback,
     Feedback,
     FeedbackKind,
     RewardFeedback,
+    RoundDiscipline,
+    checked_config,
     checked_count,
-    checked_round,
 )
 from dponline.registry import LearnerEntry, LearnerTestCase, register_learner
-from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
-from dponline.stochastic.glm_losses import checked_rewards
+from dponline.rng import RngLike, as_generator, generator_state
 
 __all__ = ["UniformPlay"]
 
 
-class UniformPlay:
+class UniformPlay(RoundDiscipline):
     """Uniform random play over ``arms`` arms for ``horizon`` rounds (module docstring)."""
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.CONTEXTUAL_BANDIT
+    order: ClassVar[str] = " (a reward comes after a context and an action)"
     paper: ClassVar[str] = "uniform random play (the no-learning reference)"
     privacy = None
 
@@ -56,7 +69,7 @@ class UniformPlay:
     ) -> None:
         self.dim = checked_count("dim", dim)
         self.arms = checked_count("arms", arms)
-        self.horizon = checked_count("horizon", horizon)
+        self._start_rounds(horizon)
         self.replicas = checked_count("replicas", replicas)
         lo, hi = (float(v) for v in reward_range)
         if not lo <= hi:
@@ -64,12 +77,9 @@ class UniformPlay:
                 f"reward_range must be (low, high) with low <= high, got {reward_range}"
             )
         self.reward_range = (lo, hi)
-        self.x_bound = float(x_bound)
-        if not (np.isfinite(self.x_bound) and self.x_bound > 0):
-            raise ValueError(f"x_bound must be finite and positive, got {x_bound!r}")
+        self.x_bound = checked_positive("x_bound", x_bound)
         self.clip = bool(clip)
         self._rng = as_generator(rng)
-        self.t = 0
         self._seen = False
         self._action: np.ndarray | None = None
 
@@ -80,18 +90,14 @@ class UniformPlay:
     def observe(self, feedback: Feedback) -> None:
         """A context (checked, then ignored) or the rewards of the arms played (checked)."""
         if isinstance(feedback, ContextFeedback):
-            if self.t >= self.horizon:
-                raise ValueError(f"built for {self.horizon} rounds; round {self.t + 1} is past it")
+            self._check_horizon()
             checked_context(feedback.context, self.dim, self.replicas, self.x_bound, self.clip)
-            self._seen, self._action = True, None
+            self._seen, self._action, self._acted = True, None, False
         elif isinstance(feedback, RewardFeedback):
-            if not self._seen or self._action is None:
-                raise ValueError("a reward arrives after a context and an action (act())")
-            r = np.asarray(feedback.reward, dtype=float)
-            if r.shape != (self.replicas,):
-                raise ValueError(f"rewards have shape ({self.replicas},), got {r.shape}")
+            self._check_round()  # after a context and an action
+            r = checked_real_array("reward", feedback.reward, (self.replicas,))
             checked_rewards(r, self.reward_range, self.clip)
-            self.t += 1
+            self._end_round()
             self._seen, self._action = False, None
         else:
             raise TypeError(
@@ -100,10 +106,10 @@ class UniformPlay:
 
     def act(self) -> np.ndarray:
         """An arm per replica, uniformly at random (int array of shape (replicas,))."""
-        if not self._seen:
-            raise ValueError("act() needs this round's context first (observe ContextFeedback)")
+        self._check_context(self._seen)
         if self._action is None:
             self._action = self._rng.integers(0, self.arms, size=self.replicas)
+            self._acted = True
         return self._action.copy()
 
     def _config(self) -> dict[str, Any]:
@@ -119,23 +125,39 @@ class UniformPlay:
             "rng": generator_state(self._rng),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("config") != self._config():
-            raise ValueError("state was saved from a differently configured uniform player")
-        self.t = checked_round(state["t"], self.horizon)
-        self._seen = bool(state["seen"])
-        action = state.get("action")
-        self._action = None if action is None else np.array(action, dtype=np.int64)
-        self._rng = generator_from_state(state["rng"])
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole state (configuration, round counter, whether the round's context
+        was seen, the arms drawn, the RNG), then return the function that installs it."""
+        checked_config(
+            saved_field(state, "config"),
+            self._config(),
+            "UniformPlay",
+            "dimension, arms, horizon, replicas or reward range",
+        )
+        t = checked_round(saved_field(state, "t"), self.horizon)
+        seen = checked_flag("saved seen", saved_field(state, "seen"))
+        action = saved_field(state, "action")
+        if action is not None:
+            if not seen:
+                raise ArgumentError("saved arms without a context: a round acts after one")
+            action = checked_int_array("saved action", action, (self.replicas,), 0, self.arms)
+        rng = checked_generator("saved rng", saved_field(state, "rng"))
+
+        def install() -> None:
+            self._set_rounds(t, action is not None)
+            self._seen, self._action, self._rng = seen, action, rng
+
+        return install
 
 
 # --- catalogue entry (dponline.registry): dponline list, specs, the battery ----------------------
 
 
-def _uniform_play(env: Any, **kw: Any) -> UniformPlay:
-    """Uniform play with the environment's dimension, arms, horizon and reward range."""
-    for runner_option in ("epsilon", "calibration", "allow_weaker"):
-        kw.pop(runner_option, None)
+def _uniform_play(env: Any, *, budget: None = None, **kw: Any) -> UniformPlay:
+    """Uniform play with the environment's dimension, arms, horizon and reward range (not
+    private: ``budget`` is ``None``)."""
+    if budget is not None:
+        raise ValueError(f"uniform-play is not private: its budget must be None, got {budget!r}")
     kw.setdefault("reward_range", env.reward_range)
     return UniformPlay(env.dim, env.arms, env.horizon, **kw)
 

@@ -9,20 +9,22 @@
   error in O(buffers x d) memory.
 * :class:`DoublingCounter`: any of them over an unknown horizon.
 
-:func:`make_counter` builds one calibrated to a privacy budget for a declared input set
-(:mod:`dponline.continual.calibration`: the counters' paper and tight calibrations).
+:func:`build_counter` chooses and builds the counter of a run (exact sums for ``budget=None``),
+:func:`make_counter` one calibrated to a privacy budget for a declared input set
+(:mod:`dponline.continual.calibration`: the counters' paper and tight calibrations), and
+:func:`choose_mechanism` says which mechanism a calibration takes.
 """
 
 from dponline.continual.base import ContinualCounter, HorizonExceededError
 from dponline.continual.binary_tree import BinaryTreeCounter
 from dponline.continual.blt import BLTCounter
 from dponline.continual.calibration import CounterCalibrator, calibrate_counter
-from dponline.continual.factory import make_counter
+from dponline.continual.factory import build_counter, make_counter
 from dponline.continual.honaker import HonakerCounter
 from dponline.continual.matrix_factorization import SqrtFactorizationCounter
 from dponline.continual.padded_tree import PaddedTreeCounter
 from dponline.continual.registry import MECHANISMS, get_mechanism
-from dponline.continual.selection import best_mechanism
+from dponline.continual.selection import best_mechanism, choose_mechanism
 from dponline.continual.unknown_horizon import DoublingCounter
 
 __all__ = [
@@ -37,7 +39,9 @@ __all__ = [
     "PaddedTreeCounter",
     "SqrtFactorizationCounter",
     "best_mechanism",
+    "build_counter",
     "calibrate_counter",
+    "choose_mechanism",
     "get_mechanism",
     "make_counter",
 ]

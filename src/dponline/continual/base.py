@@ -14,26 +14,30 @@ derives its noise. A fixed-horizon counter refuses step T+1.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_count,
+    checked_generator,
+    checked_positive,
+    checked_real_array,
+    checked_round,
+    saved_field,
+)
 from dponline.privacy.bounds import InputBounds, check_finite
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.privacy.noise import NoiseDistribution
-from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
+from dponline.rng import RngLike, as_generator, generator_state
 
 __all__ = ["ContinualCounter", "HorizonExceededError"]
 
 
 class HorizonExceededError(ValueError):
     """A fixed-horizon counter was asked for step T+1."""
-
-
-def _check_positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 class ContinualCounter(ABC):
@@ -83,9 +87,9 @@ class ContinualCounter(ABC):
         clip: bool = False,
         privacy: PrivacyGuarantee | None = None,
     ) -> None:
-        self.horizon = _check_positive_int("horizon", horizon)
-        self.dim = _check_positive_int("dim", dim)
-        self.replicas = _check_positive_int("replicas", replicas)
+        self.horizon = checked_count("horizon", horizon)
+        self.dim = checked_count("dim", dim)
+        self.replicas = checked_count("replicas", replicas)
         if not isinstance(noise, NoiseDistribution):
             raise TypeError(f"noise must be a NoiseDistribution, got {type(noise).__name__}")
         family = _noise_family(noise)
@@ -251,9 +255,7 @@ class ContinualCounter(ABC):
         that draws ahead scales them in :meth:`_scale_drawn_noise`). Laplace and Gaussian
         draws are their scale times a standard draw, so this is the counter built with the
         scaled noise, drawing the same randomness."""
-        f = float(factor)
-        if not (np.isfinite(f) and f > 0):
-            raise ValueError(f"factor must be a finite positive number, got {factor!r}")
+        f = checked_positive("factor", factor)
         if self.t != 0:
             raise ValueError(
                 f"scale the noise before the first step (this counter is at step {self.t})"
@@ -292,37 +294,48 @@ class ContinualCounter(ABC):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore a state saved by :meth:`state_dict` of an identically built counter."""
+        """Restore a state saved by :meth:`state_dict` of an identically built counter; a
+        corrupt state raises and leaves the counter as it was (:meth:`prepare_load`)."""
+        self.prepare_load(state)()
+
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole of ``state`` (mechanism, shape, calibration, the step counter, every
+        array's shape and finiteness, the RNG state) and return the function that installs it,
+        which cannot fail: a learner checks its whole state, its counter's included, before it
+        changes anything."""
         for key in ("mechanism", "horizon", "dim", "replicas"):
             mine = self.name if key == "mechanism" else getattr(self, key)
-            if state.get(key) != mine:
-                raise ValueError(
+            if saved_field(state, key) != mine:
+                raise ArgumentError(
                     f"state was saved from a counter with {key}={state.get(key)!r}, "
                     f"this one has {key}={mine!r}"
                 )
-        saved, mine = state.get("config"), self._config()
+        saved, mine = saved_field(state, "config"), self._config()
         if saved != mine:
             diff = sorted(k for k in mine if (saved or {}).get(k) != mine[k])
-            raise ValueError(
+            raise ArgumentError(
                 f"state was saved from a counter with a different {', '.join(diff)}: its noise "
                 "was calibrated for another guarantee, so it cannot continue this one "
                 f"(saved { ({k: (saved or {}).get(k) for k in diff})!r})"
             )
-        t = int(state["t"])
-        if not 0 <= t <= self.horizon:
-            raise ValueError(f"saved step t={t} is outside [0, {self.horizon}]")
-        arrays = state["arrays"]
+        t = checked_round(saved_field(state, "t"), self.horizon)
+        arrays = saved_field(state, "arrays")
         expected = self._arrays()
-        if set(arrays) != set(expected):
-            raise ValueError(f"saved arrays {sorted(arrays)} do not match {sorted(expected)}")
-        for k, v in expected.items():
-            if np.shape(arrays[k]) != np.shape(v):
-                raise ValueError(
-                    f"saved array {k!r} has shape {np.shape(arrays[k])}, expected {np.shape(v)}"
-                )
-        self.t = t
-        self._rng = generator_from_state(state["rng"])
-        self._set_arrays({k: np.array(v, dtype=float, copy=True) for k, v in arrays.items()})
+        if not isinstance(arrays, dict) or set(arrays) != set(expected):
+            found = sorted(arrays) if isinstance(arrays, dict) else type(arrays).__name__
+            raise ArgumentError(f"saved arrays {found} do not match {sorted(expected)}")
+        checked = {
+            k: np.array(checked_real_array(f"saved array {k!r}", arrays[k], np.shape(v)))
+            for k, v in expected.items()
+        }
+        rng = checked_generator("saved rng", saved_field(state, "rng"))
+
+        def install() -> None:
+            self.t = t
+            self._rng = rng
+            self._set_arrays(checked)
+
+        return install
 
     def _arrays(self) -> dict[str, np.ndarray]:
         """The mechanism's internal arrays (live references), named by ``state_arrays``."""

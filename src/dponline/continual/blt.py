@@ -44,6 +44,7 @@ from scipy import optimize, signal
 from dponline.continual.base import ContinualCounter
 from dponline.continual.matrix_factorization import sqrt_coefficients
 from dponline.privacy.noise import NoiseDistribution
+from dponline.threads import blas_limit
 
 __all__ = ["BLTCounter", "BLTParameters", "optimise_blt"]
 
@@ -278,19 +279,21 @@ class BLTCounter(ContinualCounter):
         matrices (:meth:`BLTParameters.block_maps`): the same draws, in the same order, as
         single steps, and the same releases up to rounding."""
         r, d, n = self.replicas, self.dim, self.parameters.buffers
-        pos = 0
-        while pos < xs.shape[0]:
-            b = min(BLOCK_STEPS, xs.shape[0] - pos)
-            if b not in self._block_maps:
-                self._block_maps[b] = self.parameters.block_maps(b)
-            a_z, b_h, q_z, p_h = self._block_maps[b]
-            z = self._draw(b).reshape(b, r * d)
-            h = self._buffers.reshape(n, r * d)
-            noise_sums = self._noise_sum + (a_z @ z + b_h @ h).reshape(b, r, d)
-            self._buffers = (q_z @ z + p_h @ h).reshape(n, r, d)
-            rows = xs[pos : pos + b]
-            sums = self._prefix + np.cumsum(rows if rows.ndim == 3 else rows[:, None], axis=0)
-            np.add(sums, noise_sums, out=out[pos : pos + b])
-            self._prefix, self._noise_sum = sums[-1].copy(), noise_sums[-1].copy()
-            self.t += b
-            pos += b
+        # small products, many of them: extra BLAS threads only contend (dponline.threads)
+        with blas_limit():
+            pos = 0
+            while pos < xs.shape[0]:
+                b = min(BLOCK_STEPS, xs.shape[0] - pos)
+                if b not in self._block_maps:
+                    self._block_maps[b] = self.parameters.block_maps(b)
+                a_z, b_h, q_z, p_h = self._block_maps[b]
+                z = self._draw(b).reshape(b, r * d)
+                h = self._buffers.reshape(n, r * d)
+                noise_sums = self._noise_sum + (a_z @ z + b_h @ h).reshape(b, r, d)
+                self._buffers = (q_z @ z + p_h @ h).reshape(n, r, d)
+                rows = xs[pos : pos + b]
+                sums = self._prefix + np.cumsum(rows if rows.ndim == 3 else rows[:, None], axis=0)
+                np.add(sums, noise_sums, out=out[pos : pos + b])
+                self._prefix, self._noise_sum = sums[-1].copy(), noise_sums[-1].copy()
+                self.t += b
+                pos += b

@@ -21,8 +21,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from dponline.continual.base import ContinualCounter
 from dponline.continual.registry import get_mechanism
 from dponline.privacy.accounting import (
@@ -31,16 +29,17 @@ from dponline.privacy.accounting import (
     laplace_epsilon,
     zcdp_rho,
 )
+from dponline.privacy.arguments import checked_count, checked_positive, checked_probability
 from dponline.privacy.bounds import InputBounds
 from dponline.privacy.budget import PrivacyBudget
-from dponline.privacy.calibration import Calibration, calibrate, paper_log, positive, probability
+from dponline.privacy.calibration import Calibration, calibrate, paper_log
 from dponline.privacy.generalized_gaussian import (
     GeneralizedGaussianNoise,
     exact_kappa,
     generalized_gaussian_sigma,
     lq_regularity,
 )
-from dponline.privacy.noise import GaussianNoise, LaplaceNoise
+from dponline.privacy.noise import GaussianNoise, LaplaceNoise, NoiseDistribution
 
 __all__ = [
     "NOISE_FAMILIES",
@@ -60,7 +59,11 @@ def agarwal_singh_laplace_scale(y1_norm: float, horizon: int, epsilon: float) ->
     Agarwal & Singh (2017), Theorem 3.1 and Lemma 3.3; Corollary 3.2 uses ||Y||_1 = N (experts),
     sqrt(N) (sphere), 1 (cube). Ene et al. (2021) Theorem 2.3 states the same.
     """
-    return positive("||Y||_1", y1_norm) * paper_log(horizon) / positive("epsilon", epsilon)
+    return (
+        checked_positive("||Y||_1", y1_norm)
+        * paper_log(horizon)
+        / checked_positive("epsilon", epsilon)
+    )
 
 
 def agarwal_singh_gaussian_sigma(
@@ -72,10 +75,10 @@ def agarwal_singh_gaussian_sigma(
     """
     lt = paper_log(horizon)
     return (
-        positive("||Y||_2", y2_norm)
+        checked_positive("||Y||_2", y2_norm)
         * lt
-        * math.log(lt / probability("delta", delta))
-        / positive("epsilon", epsilon)
+        * math.log(lt / checked_probability("delta", delta))
+        / checked_positive("epsilon", epsilon)
     )
 
 
@@ -104,10 +107,7 @@ class CounterCalibrator:
                 f"mechanism {cls.name!r} supports noise {sorted(cls.supported_noise)}, "
                 f"got {self.noise!r}"
             )
-        h = self.horizon
-        if isinstance(h, bool) or not isinstance(h, (int, np.integer)) or h < 1:
-            raise ValueError(f"horizon must be a positive integer, got {h!r}")
-        object.__setattr__(self, "horizon", int(h))
+        object.__setattr__(self, "horizon", checked_count("horizon", self.horizon))
         if self.bounds.diameter(2) == 0:
             raise ValueError(
                 "the input set has zero diameter: every stream is the same, so there is nothing "
@@ -164,9 +164,21 @@ class CounterCalibrator:
         how = "Han et al. Thm 3.1: Lemma 2.7 per node at (eps/k, delta/k), k = ceil(log2 n)+1"
         return self._generalized(budget, k, reg.kappa, how, "paper")
 
+    def tight_noise(self, budget: PrivacyBudget) -> NoiseDistribution:
+        """The noise :meth:`tight` draws for ``budget``, not yet proven: what a learner compares
+        candidate counters by before it proves the one it runs (once, with :meth:`tight`)."""
+        self._check(budget)
+        l1f, l2f = self.mechanism.sensitivity_factors(self.horizon)
+        eps, delta = budget.epsilon, budget.delta
+        if self.noise == "laplace":
+            return LaplaceNoise(l1f * self.bounds.diameter(1) / eps)
+        if self.noise == "gaussian":
+            return GaussianNoise(gaussian_sigma(l2f * self.bounds.diameter(2), eps, delta))
+        return self._generalized_noise(budget, *self._tight_nodes())
+
     def tight(self, budget: PrivacyBudget) -> Calibration:
         """The least noise proven for the budget on this mechanism (module docstring)."""
-        self._check(budget)
+        noise = self.tight_noise(budget)
         cls, horizon, bounds = self.mechanism, self.horizon, self.bounds
         l1f, l2f = cls.sensitivity_factors(horizon)
         eps, delta = budget.epsilon, budget.delta
@@ -177,10 +189,10 @@ class CounterCalibrator:
                 f"of the input set: scale = {l1f:g} * {d1:g} / epsilon"
             )
             g = budget.prove(eps, 0.0, how, stacklevel=5)
-            return self._result(LaplaceNoise(l1f * d1 / eps), g, "tight")
+            return self._result(noise, g, "tight")
         if self.noise == "gaussian":
             total = l2f * bounds.diameter(2)
-            sigma = gaussian_sigma(total, eps, delta)
+            sigma = noise.sigma  # type: ignore[attr-defined]
             how = "least sigma by the analytic Gaussian mechanism (Balle & Wang 2018); "
             g = budget.prove(
                 gaussian_epsilon(delta, total / sigma),
@@ -189,15 +201,21 @@ class CounterCalibrator:
                 rho=zcdp_rho(total, sigma),
                 stacklevel=5,
             )
-            return self._result(GaussianNoise(sigma), g, "tight")
-        k = cls.draws_per_step(horizon)
-        reg = lq_regularity(self.regular_norm, bounds.dim)  # type: ignore[arg-type]
-        kappa = exact_kappa(reg.q, reg.d, reg.r) if reg.norm_scale == 1.0 else reg.kappa
+            return self._result(noise, g, "tight")
+        k, kappa = self._tight_nodes()
         how = (
             f"Lemma 2.7 per node at (eps/k, delta/k) with the exact k = {k} nodes per round and "
             "the least regularity constant kappa for the smooth norm"
         )
         return self._generalized(budget, k, kappa, how, "tight")
+
+    def _tight_nodes(self) -> tuple[int, float]:
+        """(k, kappa) of the tight generalized Gaussian: the exact number of nodes a round
+        enters and the least regularity constant of the smooth norm."""
+        k = self.mechanism.draws_per_step(self.horizon)
+        reg = lq_regularity(self.regular_norm, self.bounds.dim)  # type: ignore[arg-type]
+        kappa = exact_kappa(reg.q, reg.d, reg.r) if reg.norm_scale == 1.0 else reg.kappa
+        return k, kappa
 
     def _gaussian_how(self, sigma: float) -> str:
         _, l2f = self.mechanism.sensitivity_factors(self.horizon)
@@ -214,12 +232,21 @@ class CounterCalibrator:
         q = float(self.regular_norm)  # type: ignore[arg-type]
         reg = lq_regularity(q, self.bounds.dim)
         dq = self.bounds.diameter(q)
-        sigma_plus = generalized_gaussian_sigma(dq, budget.epsilon / k, budget.delta / k, kappa)
         how += f"; l_{q:g} diameter {dq:.6g}, kappa {kappa:.6g}, smooth l_{reg.r:g} norm"
-        # density exp(-(s ||z||_r)^2 / (2 sigma_+^2)) is the l_r generalized Gaussian at sigma_+/s
-        gg = GeneralizedGaussianNoise(sigma_plus / reg.norm_scale, reg.r)
+        gg = self._generalized_noise(budget, k, kappa)
         g = budget.prove(budget.epsilon, budget.delta, how, stacklevel=5)
         return self._result(gg, g, calibration)
+
+    def _generalized_noise(
+        self, budget: PrivacyBudget, k: int, kappa: float
+    ) -> GeneralizedGaussianNoise:
+        """Lemma 2.7's noise per draw at (epsilon/k, delta/k) for the l_q diameter."""
+        q = float(self.regular_norm)  # type: ignore[arg-type]
+        reg = lq_regularity(q, self.bounds.dim)
+        dq = self.bounds.diameter(q)
+        sigma_plus = generalized_gaussian_sigma(dq, budget.epsilon / k, budget.delta / k, kappa)
+        # density exp(-(s ||z||_r)^2 / (2 sigma_+^2)) is the l_r generalized Gaussian at sigma_+/s
+        return GeneralizedGaussianNoise(sigma_plus / reg.norm_scale, reg.r)
 
 
 def calibrate_counter(

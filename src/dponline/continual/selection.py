@@ -1,5 +1,5 @@
-"""Which counter the ``tight`` calibrations use: the lowest-variance mechanism whose noise state
-fits a memory budget.
+"""Which counter a learner runs: the padded tree for ``paper`` calibrations, and for ``tight`` ones
+the lowest-variance mechanism whose noise state for one run fits a memory budget.
 
 At equal privacy the mechanisms rank, by their largest release variance (``dponline
 mechanisms``; at T = 1024: binary tree 110, Honaker 63.8, BLT 10.71, square root 10.71), as
@@ -8,7 +8,11 @@ mechanisms``; at T = 1024: binary tree 110, Honaker 63.8, BLT 10.71, square root
 
 with Laplace noise offered by the trees only. The square root holds its T noise vectors
 (O(T d) per replica), the BLT O(buffers x d), the trees O(d log T). :func:`best_mechanism`
-returns the first of that ranking that supports the noise and fits ``memory_budget`` bytes.
+returns the first of that ranking that supports the noise and whose state for one run (one
+replica) fits ``memory_budget`` bytes. The choice depends on the run (horizon, dimension,
+noise), never on how many replicas simulate it: a simulation with more seeds runs the same
+mechanism as one with fewer (its memory grows with the replicas instead).
+:func:`choose_mechanism` adds the ``paper`` calibrations' tree.
 """
 
 from __future__ import annotations
@@ -17,10 +21,14 @@ import math
 
 from dponline.continual.blt import DEFAULT_BUFFERS
 
-__all__ = ["MEMORY_BUDGET", "best_mechanism", "state_bytes"]
+__all__ = ["MEMORY_BUDGET", "PAPER_MECHANISM", "best_mechanism", "choose_mechanism", "state_bytes"]
 
-#: default bytes of noise state one counter may hold (all replicas together)
+#: default bytes of noise state the counter of one run (one replica) may hold
 MEMORY_BUDGET = 64 * 2**20
+
+#: the counter of ``paper`` calibrations: Agarwal & Singh's Algorithm 2 (TreeBasedAgg), the tree
+#: with identically distributed noise that the papers' formulas and regret bounds are stated for
+PAPER_MECHANISM = "padded_tree"
 
 _RANKING = {
     "gaussian": ("sqrt_factorization", "blt", "honaker", "binary_tree"),
@@ -40,13 +48,24 @@ def state_bytes(mechanism: str, horizon: int, dim: int, replicas: int = 1) -> in
 
 
 def best_mechanism(
-    horizon: int, dim: int, noise: str, replicas: int = 1, memory_budget: int = MEMORY_BUDGET
+    horizon: int, dim: int, noise: str, *, memory_budget: int = MEMORY_BUDGET
 ) -> str:
-    """The lowest-variance mechanism for ``noise`` ("gaussian" or "laplace") whose state fits
-    ``memory_budget`` bytes (module docstring); the binary tree if none does."""
+    """The lowest-variance mechanism for ``noise`` ("gaussian" or "laplace") whose state for one
+    run over ``horizon`` rounds in ``dim`` coordinates fits ``memory_budget`` bytes (module
+    docstring); the binary tree if none does."""
     if noise not in _RANKING:
         raise ValueError(f"noise must be 'gaussian' or 'laplace', got {noise!r}")
     for name in _RANKING[noise]:
-        if state_bytes(name, horizon, dim, replicas) <= memory_budget:
+        if state_bytes(name, horizon, dim) <= memory_budget:
             return name
     return "binary_tree"
+
+
+def choose_mechanism(calibration: str, horizon: int, dim: int, noise: str) -> str:
+    """The counter a learner runs unless it names one: :data:`PAPER_MECHANISM` for the
+    ``paper`` calibration, :func:`best_mechanism` for ``tight``; a function of the run only."""
+    if calibration == "paper":
+        return PAPER_MECHANISM
+    if calibration != "tight":
+        raise ValueError(f"calibration must be 'tight' or 'paper', got {calibration!r}")
+    return best_mechanism(horizon, dim, noise)

@@ -18,8 +18,17 @@ from typing import Any
 import numpy as np
 
 from dponline.continual.base import ContinualCounter
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_generator,
+    checked_nonnegative,
+    checked_nonnegative_int,
+    checked_real_array,
+    checked_round,
+    saved_field,
+)
 from dponline.privacy.guarantee import PrivacyGuarantee
-from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
+from dponline.rng import RngLike, as_generator, generator_state
 
 __all__ = ["DoublingCounter"]
 
@@ -111,24 +120,67 @@ class DoublingCounter:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("mechanism") != self.name:
-            raise ValueError(f"state is for {state.get('mechanism')!r}, this is {self.name!r}")
+        """Restore a state saved by :meth:`state_dict`; a corrupt state raises and leaves the
+        counter as it was (:meth:`prepare_load`)."""
+        self.prepare_load(state)()
+
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole of ``state`` (its current block's state included, and that the
+        block's step agrees with the stream's t) and return the function that installs it."""
+        if saved_field(state, "mechanism") != self.name:
+            raise ArgumentError(f"state is for {state.get('mechanism')!r}, this is {self.name!r}")
         mine = None if self.privacy is None else self.privacy.to_dict()
-        if state.get("privacy") != mine:
-            raise ValueError(
+        if saved_field(state, "privacy") != mine:
+            raise ArgumentError(
                 "state was saved from a counter with a different guarantee: its "
                 "noise was calibrated for another budget or input set"
             )
-        self.t = int(state["t"])
-        self._block_index = int(state["block_index"])
-        self._rng = generator_from_state(state["rng"])
-        self._carried = np.array(state["carried"], dtype=float)
-        self._carried_var = float(state["carried_var"])
-        if state["block"] is None:
-            self._block = None
-        else:
-            self._block = self._make_block(2**self._block_index, self._rng)
-            self._block.load_state_dict(state["block"])
+        t = checked_nonnegative_int("saved round counter t", saved_field(state, "t"))
+        index = saved_field(state, "block_index")
+        if isinstance(index, bool) or not isinstance(index, int | np.integer) or index < -1:
+            raise ArgumentError(f"saved block_index must be an integer >= -1, got {index!r}")
+        index = int(index)
+        rng = checked_generator("saved rng", saved_field(state, "rng"))
+        shape = (self.replicas, self.dim)
+        carried = np.array(
+            checked_real_array("saved carried", saved_field(state, "carried"), shape)
+        )
+        carried_var = checked_nonnegative("saved carried_var", saved_field(state, "carried_var"))
+        saved_block = saved_field(state, "block")
+        if saved_block is None:
+            if t != 0 or index != -1:
+                raise ArgumentError(
+                    f"saved state has no block at round {t} (block_index {index}): a stream "
+                    "that has started has one"
+                )
+
+            def install_empty() -> None:
+                self.t, self._block_index, self._rng = t, index, rng
+                self._carried, self._carried_var = carried, carried_var
+                self._block = None
+
+            return install_empty
+        if index < 0:
+            raise ArgumentError(f"saved block_index must be >= 0 with a block, got {index}")
+        last = np.array(checked_real_array("saved last", saved_field(state, "last"), shape))
+        if not 2**index <= t + 1 < 2 ** (index + 1) + 1:  # before building a block that long
+            raise ArgumentError(f"saved block_index {index} does not hold round {t}")
+        block_t = checked_round(saved_field(saved_block, "t"), 2**index)
+        if t != 2**index - 1 + block_t:
+            raise ArgumentError(
+                f"saved round counter t={t} disagrees with block {index} at its step {block_t} "
+                f"(rounds before the block: {2**index - 1})"
+            )
+        block = self._make_block(2**index, rng)
+        install_block = block.prepare_load(saved_block)
+
+        def install() -> None:
+            install_block()
+            self.t, self._block_index = t, index
+            self._carried, self._carried_var = carried, carried_var
+            self._block = block
             # the block shares our generator: after restoring it, keep one stream
-            self._rng = self._block._rng
-            self._last = np.array(state["last"], dtype=float)
+            self._rng = block._rng
+            self._last = last
+
+        return install

@@ -9,9 +9,10 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from dponline.domains.affine import AffineHull, sum_zero_basis
-from dponline.domains.base import ConvexDomain, as_directions
-from dponline.domains.checks import SINGLETON_RADIUS, checked_dim, readonly
+from dponline.domains.base import ConvexDomain
+from dponline.domains.checks import SINGLETON_RADIUS, readonly
 from dponline.domains.facets import Facets
+from dponline.privacy.arguments import checked_count
 
 __all__ = ["BirkhoffPolytope"]
 
@@ -38,7 +39,7 @@ class BirkhoffPolytope(ConvexDomain):
     """
 
     def __init__(self, n: int) -> None:
-        self.n = n = checked_dim("n", n)
+        self.n = n = checked_count("n", n)
         self.dim = n * n
         h = sum_zero_basis(n)
         self._basis = readonly(np.kron(h, h))
@@ -50,7 +51,7 @@ class BirkhoffPolytope(ConvexDomain):
         return f"BirkhoffPolytope(n={self.n})"
 
     def lmo(self, direction: np.ndarray) -> np.ndarray:
-        d = as_directions(direction, self.dim)
+        d = direction  # checked and scaled (base.py): every cost is at most 2 in size
         flat = d.reshape(-1, self.n, self.n)
         out = np.zeros(flat.shape)
         for k, cost in enumerate(flat):

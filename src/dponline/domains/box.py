@@ -7,14 +7,14 @@ from typing import Any
 import numpy as np
 
 from dponline.domains.barriers import BoxBarrier, PolytopeBarrier, SelfConcordantBarrier
-from dponline.domains.base import ConvexDomain, FullDimensional, as_directions
+from dponline.domains.base import ConvexDomain, FullDimensional
 from dponline.domains.checks import (
     as_points,
-    checked_dim,
     checked_finite_array,
     contains_by_projection,
     readonly,
 )
+from dponline.privacy.arguments import checked_count
 
 __all__ = ["Box"]
 
@@ -33,7 +33,7 @@ class Box(FullDimensional, ConvexDomain):
     """
 
     def __init__(self, dim: int, lo: Any = -1.0, hi: Any = 1.0) -> None:
-        self.dim = n = checked_dim("dim", dim)
+        self.dim = n = checked_count("dim", dim)
         low = checked_finite_array("lo", lo)
         high = checked_finite_array("hi", hi)
         try:
@@ -55,8 +55,7 @@ class Box(FullDimensional, ConvexDomain):
         return f"Box(dim={self.dim}, lo={self.lo.tolist()}, hi={self.hi.tolist()})"
 
     def lmo(self, direction: np.ndarray) -> np.ndarray:
-        d = as_directions(direction, self.dim)
-        return np.where(d < 0, self.hi, self.lo)
+        return np.where(direction < 0, self.hi, self.lo)
 
     @property
     def diameter(self) -> float:

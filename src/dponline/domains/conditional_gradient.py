@@ -69,6 +69,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_count,
+    checked_nonnegative_int,
+    checked_positive,
+    checked_real_array,
+    saved_field,
+)
+
 if TYPE_CHECKING:
     from dponline.domains.base import ConvexDomain
 
@@ -106,18 +115,6 @@ def _tolerance(name: str, value: Any, *, positive: bool = False) -> float:
         need = "finite and > 0" if positive else "finite and >= 0"
         raise ValueError(f"{name} must be {need}, got {value!r}")
     return t
-
-
-def _positive(name: str, value: Any) -> float:
-    return _tolerance(name, value, positive=True)
-
-
-def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    if int(value) < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def _checked_output(what: str, out: Any, shape: tuple[int, int]) -> np.ndarray:
@@ -161,7 +158,7 @@ def lmo_budget(curvature: float, tolerance: float) -> int:
     quadratic 1/2 ||x||^2 - <v, x> it is diam(D)^2.
     """
     c = _tolerance("curvature", curvature)
-    eps = _positive("tolerance", tolerance)
+    eps = checked_positive("tolerance", tolerance)
     return max(3, math.ceil(2.0 * _BETA * c / eps) - 1)
 
 
@@ -178,11 +175,8 @@ class _ConditionalGradient(ABC):
     def __init__(self, domain: ConvexDomain, start: Any) -> None:
         if not callable(getattr(domain, "lmo", None)):
             raise TypeError(f"domain must have a linear minimisation oracle lmo(), got {domain!r}")
-        dim = getattr(domain, "dim", None)
-        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or int(dim) < 1:
-            raise TypeError(f"domain.dim must be a positive integer, got {dim!r}")
+        self.dim = checked_count("domain.dim", getattr(domain, "dim", None))
         self.domain = domain
-        self.dim = int(dim)
         x = np.array(start, dtype=float)
         if x.ndim != 2 or x.shape[1] != self.dim or x.shape[0] < 1:
             raise ValueError(
@@ -308,7 +302,7 @@ class _ConditionalGradient(ABC):
         current iterate <= tolerance) or ``max_lmo_calls`` oracle calls have been made in this
         call. Returns the number of calls made."""
         tol = _tolerance("tolerance", tolerance)
-        budget = _count("max_lmo_calls", max_lmo_calls)
+        budget = checked_count("max_lmo_calls", max_lmo_calls)
         made = 0
         while made < budget:
             self.step(tol)
@@ -332,26 +326,41 @@ class _ConditionalGradient(ABC):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore a state saved by :meth:`state_dict` of an identically built solver."""
+        """Restore a state saved by :meth:`state_dict` of an identically built solver; a
+        corrupt state raises and leaves the solver as it was (:meth:`prepare_load`)."""
+        self.prepare_load(state)()
+
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole of ``state`` (the iterates, finite, of this solver's shape; the
+        gaps and bounds, real or +inf (before the first step after a restart), never NaN; the
+        moved flags; the counters, non-negative integers) and return the function that
+        installs it, which cannot fail."""
         shape = (self.replicas,)
-        x = np.array(state["x"], dtype=float)
-        if x.shape != self._x.shape:
-            raise ValueError(f"state x has shape {x.shape}, this solver needs {self._x.shape}")
+        x = np.array(checked_real_array("saved x", saved_field(state, "x"), self._x.shape))
         arrays = {}
         for key in ("gaps", "bounds"):
-            a = np.array(state[key], dtype=float)
-            if a.shape != shape:
-                raise ValueError(f"state {key} has shape {a.shape}, this solver needs {shape}")
+            a = np.array(
+                checked_real_array(f"saved {key}", saved_field(state, key), shape, finite=False)
+            )
+            if np.isnan(a).any():
+                raise ArgumentError(f"saved {key} must not be NaN, got {a.tolist()!r}")
             arrays[key] = a
-        moved = np.array(state["moved"], dtype=bool)
-        if moved.shape != shape:
-            raise ValueError(f"state moved has shape {moved.shape}, this solver needs {shape}")
-        steps, calls = int(state["steps"]), int(state["lmo_calls"])
-        if steps < 0 or calls < 0:
-            raise ValueError(f"state counters must be >= 0, got steps={steps}, lmo_calls={calls}")
-        self._x = x
-        self._gaps, self._bounds, self._moved = arrays["gaps"], arrays["bounds"], moved
-        self.steps, self.lmo_calls = steps, calls
+        moved = np.asarray(saved_field(state, "moved"))
+        if moved.dtype != bool or moved.shape != shape:
+            raise ArgumentError(
+                f"saved moved must be booleans of shape {shape}, got {moved.dtype} values of "
+                f"shape {moved.shape}"
+            )
+        moved = moved.copy()
+        steps = checked_nonnegative_int("saved steps", saved_field(state, "steps"))
+        calls = checked_nonnegative_int("saved lmo_calls", saved_field(state, "lmo_calls"))
+
+        def install() -> None:
+            self._x = x
+            self._gaps, self._bounds, self._moved = arrays["gaps"], arrays["bounds"], moved
+            self.steps, self.lmo_calls = steps, calls
+
+        return install
 
 
 class FrankWolfe(_ConditionalGradient):
@@ -393,7 +402,7 @@ class FrankWolfe(_ConditionalGradient):
         if step not in STEP_RULES:
             raise ValueError(f"step must be one of {STEP_RULES}, got {step!r}")
         self.step_rule = step
-        self.smoothness = None if smoothness is None else _positive("smoothness", smoothness)
+        self.smoothness = None if smoothness is None else checked_positive("smoothness", smoothness)
         if step == "short" and self.smoothness is None:
             raise ValueError(
                 "the short step gamma = min(1, gap / (L ||v - x||^2)) needs the smoothness "
@@ -521,12 +530,19 @@ class QuadraticFrankWolfe(_ConditionalGradient):
         state["linear"] = self._v.copy()
         return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        v = np.array(state["linear"], dtype=float)
-        if v.shape != self._x.shape:
-            raise ValueError(f"state linear has shape {v.shape}, this solver needs {self._x.shape}")
-        super().load_state_dict(state)
-        self._v = v
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """The base solver's checks (:meth:`_ConditionalGradient.prepare_load`) and the saved
+        v, finite, of this solver's shape; returns the function that installs both."""
+        v = np.array(
+            checked_real_array("saved linear", saved_field(state, "linear"), self._x.shape)
+        )
+        install_base = super().prepare_load(state)
+
+        def install() -> None:
+            install_base()
+            self._v = v
+
+        return install
 
 
 # --- one-shot solves ---------------------------------------------------------------------------
@@ -623,7 +639,7 @@ def frank_wolfe(
             raise ValueError("tolerance must be > 0 when max_lmo_calls is derived from it")
         budget = lmo_budget(solver.smoothness * float(domain.diameter) ** 2, tol)
     else:
-        budget = _count("max_lmo_calls", max_lmo_calls)
+        budget = checked_count("max_lmo_calls", max_lmo_calls)
     return _solved(solver, tol, budget, values=value is not None)
 
 
@@ -652,5 +668,5 @@ def frank_wolfe_projection(
             raise ValueError("tolerance must be > 0 when max_lmo_calls is derived from it")
         budget = solver.budget(tol)
     else:
-        budget = _count("max_lmo_calls", max_lmo_calls)
+        budget = checked_count("max_lmo_calls", max_lmo_calls)
     return _solved(solver, tol, budget, values=True)

@@ -59,7 +59,7 @@ from dponline.domains.affine import (
     affinely_independent_vertices,
     blocks_sum_zero_basis,
 )
-from dponline.domains.base import ConvexDomain, as_directions
+from dponline.domains.base import ConvexDomain
 from dponline.domains.checks import SINGLETON_RADIUS, as_points, checked_tol, readonly
 from dponline.domains.graphs import UnionFind, as_edge_list
 from dponline.domains.min_norm_point import contains_rows
@@ -163,11 +163,10 @@ class _GraphicMatroidPolytope(CentreByMethod, ConvexDomain):
         return x
 
     def lmo(self, direction: np.ndarray) -> np.ndarray:
-        d = as_directions(direction, self.dim)
-        flat = d.reshape(-1, self.dim)
+        flat = direction.reshape(-1, self.dim)
         neg = not self._bases
         out = np.array([self._kruskal(row, neg) for row in flat])
-        return out.reshape(d.shape)
+        return out.reshape(direction.shape)
 
     # --- diameter --------------------------------------------------------------------------
 

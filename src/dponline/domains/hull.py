@@ -8,7 +8,7 @@ import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
 from dponline.domains.affine import AffineHull, StoredGeometry, orthonormal_span
-from dponline.domains.base import ConvexDomain, as_directions
+from dponline.domains.base import ConvexDomain, scale_rows
 from dponline.domains.checks import (
     SINGLETON_RADIUS,
     as_points,
@@ -30,7 +30,11 @@ class VertexHull(StoredGeometry, ConvexDomain):
 
     * LMO: the given point with the smallest <d, v>; ties go to the first such row of
       ``vertices``. The scores are computed with :func:`numpy.einsum` (no BLAS), so every
-      replica's scores are rounded the same way.
+      replica's scores are rounded the same way, from the direction scaled by the base class
+      and the points scaled once by the power of two that puts their largest absolute
+      coordinate in [1, 2): exact scalings, so the scores are the plain ones times a power of
+      two (the same argmin) wherever those neither overflow nor underflow, and they never
+      overflow (each is at most 4 n in size).
     * Diameter: the largest pairwise distance of the points, exact.
     * Affine hull: the mean of the points plus the span of their deviations (an SVD,
       :func:`~dponline.domains.affine.orthonormal_span`).
@@ -54,6 +58,7 @@ class VertexHull(StoredGeometry, ConvexDomain):
             raise ValueError(f"vertices must have shape (k, n) with k, n >= 1, got {v.shape}")
         self.vertices = readonly(v)
         self.dim = v.shape[1]
+        self._scaled_vertices = readonly(scale_rows(v.reshape(1, -1))[0].reshape(v.shape))
         mean = v.mean(axis=0)
         self._hull = AffineHull(readonly(mean), readonly(orthonormal_span(v - mean, self.dim)))
         self._facets, self._facets_complete = self._build_facets()
@@ -111,8 +116,7 @@ class VertexHull(StoredGeometry, ConvexDomain):
         return self._to_x(normals, offsets)
 
     def lmo(self, direction: np.ndarray) -> np.ndarray:
-        d = as_directions(direction, self.dim)
-        scores = np.einsum("...n,kn->...k", d, self.vertices)
+        scores = np.einsum("...n,kn->...k", direction, self._scaled_vertices)
         return self.vertices[np.argmin(scores, axis=-1)]
 
     @property

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dponline.domains.barriers import BallBarrier, SelfConcordantBarrier
-from dponline.domains.base import ConvexDomain, FullDimensional, as_directions
-from dponline.domains.checks import as_points, checked_dim, contains_by_projection
+from dponline.domains.base import ConvexDomain, FullDimensional, as_directions, scale_rows
+from dponline.domains.checks import as_points, contains_by_projection
 from dponline.domains.simplex import project_simplex
+from dponline.privacy.arguments import checked_count
 
 __all__ = ["LpBall", "dual_exponent"]
 
@@ -70,7 +71,7 @@ class LpBall(FullDimensional, ConvexDomain):
     radius: float = 1.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "dim", checked_dim("dim", self.dim))
+        object.__setattr__(self, "dim", checked_count("dim", self.dim))
         if isinstance(self.p, bool) or not isinstance(self.p, numbers.Real):
             raise TypeError(f"p must be a real number >= 1 (or inf), got {self.p!r}")
         if not (self.p >= 1):
@@ -84,14 +85,17 @@ class LpBall(FullDimensional, ConvexDomain):
         return dual_exponent(self.p)
 
     def norm(self, x: np.ndarray) -> np.ndarray:
+        """The l_p norm of each row (+inf where it overflows; the membership test of
+        ``project`` uses this very formula, so a point it returns is inside by it)."""
         a = np.abs(x)
         if self.p == math.inf:
             return a.max(axis=-1)
-        return (a**self.p).sum(axis=-1) ** (1.0 / self.p)
+        with np.errstate(over="ignore"):  # +inf is the answer for a norm beyond the range
+            return (a**self.p).sum(axis=-1) ** (1.0 / self.p)
 
     def lmo(self, c: np.ndarray) -> np.ndarray:
-        """argmin_{||v||_p <= r} <c, v>, row by row (c = 0 gives 0)."""
-        c = as_directions(c, self.dim)
+        """argmin_{||v||_p <= r} <c, v>, row by row (c = 0 gives 0); ``c`` arrives checked
+        and scaled (:mod:`dponline.domains.base`)."""
         if self.p == math.inf:
             return -self.radius * np.sign(c)
         if self.p == 1:
@@ -114,11 +118,24 @@ class LpBall(FullDimensional, ConvexDomain):
         return np.where(scale > 0, v, 0.0)
 
     def min_linear(self, c: np.ndarray) -> np.ndarray:
-        """min_{||v||_p <= r} <c, v> = -r ||c||_q."""
-        a = np.abs(as_directions(c, self.dim))
+        """min_{||v||_p <= r} <c, v> = -r ||c||_q, computed on the row scaled by a power of
+        two (and, for 1 < q < inf, divided by its largest entry), so that it overflows only
+        when the value does."""
+        unit, exp = scale_rows(as_directions(c, self.dim))
+        a = np.abs(unit)
         q = self.q
-        nq = a.max(axis=-1) if q == math.inf else (a**q).sum(axis=-1) ** (1.0 / q)
-        return -self.radius * nq
+        if q == math.inf:
+            nq = a.max(axis=-1)
+        elif q == 1:
+            nq = a.sum(axis=-1)
+        elif q == 2:
+            nq = np.sqrt((a * a).sum(axis=-1))
+        else:
+            top = a.max(axis=-1, keepdims=True)
+            safe = np.where(top > 0, top, 1.0)
+            nq = top[..., 0] * ((a / safe) ** q).sum(axis=-1) ** (1.0 / q)
+        with np.errstate(over="ignore"):  # -inf is the answer for a value beyond the range
+            return np.ldexp(-self.radius * nq, exp)
 
     def lp_diameter(self) -> float:
         """The l_p diameter 2r."""
@@ -158,7 +175,8 @@ class LpBall(FullDimensional, ConvexDomain):
         return BallBarrier(self.dim, float(self.radius))
 
     def project(self, x: np.ndarray) -> np.ndarray:
-        """The Euclidean projection of each row onto the ball."""
+        """The Euclidean projection of each row onto the ball (rows inside by :meth:`norm`
+        are returned unchanged)."""
         y = as_points(x, self.dim)
         r = self.radius
         if self.p == math.inf:
@@ -166,7 +184,11 @@ class LpBall(FullDimensional, ConvexDomain):
         norm = self.norm(y)[..., None]
         inside = norm <= r
         if self.p == 2:
-            return np.where(inside, y, y * (r / np.where(inside, 1.0, norm)))
+            # y r / ||y|| on the row scaled by a power of two: exact scaling, and ||unit||
+            # neither overflows nor underflows however large y is
+            unit, _ = scale_rows(y)
+            unit_norm = np.sqrt((unit * unit).sum(axis=-1, keepdims=True))
+            return np.where(inside, y, unit * (r / np.where(inside, 1.0, unit_norm)))
         if self.p == 1:
             return np.where(inside, y, np.sign(y) * project_simplex(np.abs(y), r))
         out = y.copy()
@@ -183,35 +205,43 @@ class LpBall(FullDimensional, ConvexDomain):
 
 
 def _bisect_increasing(f, lo: np.ndarray, hi: np.ndarray, iters: int = 64) -> np.ndarray:
-    """The root of an increasing function between ``lo`` and ``hi`` (elementwise)."""
+    """The root of an increasing function between ``lo`` and ``hi`` (elementwise): the last
+    ``lo`` (where f <= 0), so a root bracketed from below."""
     for _ in range(iters):
         mid = 0.5 * (lo + hi)
         pos = f(mid) > 0
         hi = np.where(pos, mid, hi)
         lo = np.where(pos, lo, mid)
-    return 0.5 * (lo + hi)
+    return lo
 
 
 def _lp_sphere_kkt(a: np.ndarray, p: float, r: float) -> np.ndarray:
     """For rows a >= 0 with ||a||_p > r: the z >= 0 with z_i + lam p z_i^{p-1} = a_i and
-    ||z||_p = r (the KKT conditions of the projection onto the l_p ball, 1 < p < inf). For a
-    fixed lam each z_i is the root of an increasing function on [0, a_i]; ||z(lam)||_p
-    decreases in lam, and lam is bracketed by doubling."""
+    ||z||_p = r (the KKT conditions of the projection onto the l_p ball, 1 < p < inf).
 
-    def z_of(lam: np.ndarray) -> np.ndarray:
-        lam_b = lam[:, None]
+    Parametrised by zeta = z_max, the entry at the largest a_i (a_max), so that no quantity
+    can overflow at any scale: lam = (a_max - zeta) / (p zeta^{p-1}), and each z_i is the root
+    in [0, min(a_i, zeta)] of the increasing z + (a_max - zeta) (z / zeta)^{p-1} - a_i (< 0
+    at 0, >= 0 at the upper end). ||z(zeta)||_p = zeta ||z / zeta||_p increases with zeta,
+    and the root zeta lies in [r n^{-1/p}, min(r, a_max)] (r = ||z||_p is between z_max
+    and n^{1/p} z_max), a bracket of bounded ratio, so 64 bisections pin it to rounding
+    level. The lower end is returned, so ||z||_p <= r as computed."""
+    n = a.shape[1]
+    a_max = a.max(axis=1, keepdims=True)
+
+    def z_of(zeta: np.ndarray) -> np.ndarray:
+        over = a_max - zeta
         return _bisect_increasing(
-            lambda z: z + lam_b * p * z ** (p - 1.0) - a, np.zeros_like(a), a.copy()
+            lambda z: z + over * (z / zeta) ** (p - 1.0) - a,
+            np.zeros_like(a),
+            np.minimum(a, zeta),
         )
 
-    def excess(lam: np.ndarray) -> np.ndarray:
-        return (z_of(lam) ** p).sum(axis=1) - r**p
+    def excess(zeta: np.ndarray) -> np.ndarray:
+        ratio = z_of(zeta) / zeta
+        return zeta[:, 0] * (ratio**p).sum(axis=1) ** (1.0 / p) - r
 
-    hi = np.ones(a.shape[0])
-    for _ in range(200):
-        over = excess(hi) > 0
-        if not over.any():
-            break
-        hi = np.where(over, 2.0 * hi, hi)
-    lam = _bisect_increasing(lambda lam: -excess(lam), np.zeros_like(hi), hi)
-    return z_of(lam)
+    hi = np.minimum(r, a_max)
+    lo = np.minimum(r * n ** (-1.0 / p), hi)
+    zeta = _bisect_increasing(lambda t: excess(t[:, None]), lo[:, 0], hi[:, 0])
+    return z_of(zeta[:, None])

@@ -44,16 +44,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from dponline.domains.affine import sum_zero_basis
-from dponline.domains.base import ConvexDomain, as_directions
+from dponline.domains.base import ConvexDomain
 from dponline.domains.checks import (
     SINGLETON_RADIUS,
     as_points,
-    checked_dim,
     checked_nonnegative_int,
     contains_by_projection,
     readonly,
 )
 from dponline.domains.simplex import project_capped_simplex
+from dponline.privacy.arguments import checked_count
 
 __all__ = [
     "PartitionMatroidBasePolytope",
@@ -131,7 +131,7 @@ class _PartitionMatroidPolytope(ConvexDomain):
         return f"{type(self).__name__}(blocks={blocks}, capacities={self.capacities})"
 
     def lmo(self, direction: np.ndarray) -> np.ndarray:
-        d = as_directions(direction, self.dim)
+        d = direction
         keys = np.broadcast_to(self._block_of, d.shape)
         order = np.lexsort((d, keys), axis=-1)
         take = np.broadcast_to(self._chosen_sorted, d.shape)
@@ -270,7 +270,7 @@ class UniformMatroidBasePolytope(PartitionMatroidBasePolytope):
     entries of the direction (ties to the smaller index)."""
 
     def __init__(self, n: int, k: int) -> None:
-        n = checked_dim("n", n)
+        n = checked_count("n", n)
         k = checked_nonnegative_int("k", k)
         if k > n:
             raise ValueError(f"k must be at most n = {n} for the base polytope, got k = {k}")
@@ -288,7 +288,7 @@ class UniformMatroidIndependencePolytope(PartitionMatroidIndependencePolytope):
     index)."""
 
     def __init__(self, n: int, k: int) -> None:
-        n = checked_dim("n", n)
+        n = checked_count("n", n)
         k = checked_nonnegative_int("k", k)
         self.n, self.k = n, k
         super().__init__([range(n)], [k])

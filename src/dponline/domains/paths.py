@@ -57,7 +57,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from dponline.domains.affine import AffineHull, CentreByMethod
-from dponline.domains.base import ConvexDomain, as_directions
+from dponline.domains.base import ConvexDomain
 from dponline.domains.checks import SINGLETON_RADIUS, readonly
 from dponline.domains.facets import Facets
 from dponline.domains.graphs import as_edge_list
@@ -168,7 +168,7 @@ class PathPolytope(CentreByMethod, ConvexDomain):
         self._tail_list = tail_of.tolist()
 
     def lmo(self, direction: np.ndarray) -> np.ndarray:
-        d = as_directions(direction, self.dim)
+        d = direction  # checked and scaled (base.py): path lengths are at most 2 m
         if d.ndim == 1:
             return self._lmo_single(d)
         flat = d.reshape(-1, self.dim)

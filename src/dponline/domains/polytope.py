@@ -14,7 +14,7 @@ from scipy.optimize import linprog, nnls
 
 from dponline.domains.affine import AffineHull, StoredGeometry, orthonormal_null_space
 from dponline.domains.barriers import PolytopeBarrier, SelfConcordantBarrier
-from dponline.domains.base import ConvexDomain, as_directions
+from dponline.domains.base import ConvexDomain, scale_rows
 from dponline.domains.checks import (
     SINGLETON_RADIUS,
     as_points,
@@ -27,6 +27,9 @@ __all__ = ["Polytope"]
 
 #: HiGHS tolerances for every LP here
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+#: at most this many repeated projections of a far target (each shrinks the distance by a
+#: factor of about 1e-13; a target at 2^60 times the bounding box needs two or three)
+_REFINE_STEPS = 8
 #: an inequality (rows normalised to unit length) whose largest slack over the polytope is below
 #: this is an implicit equality
 IMPLICIT_TOL = 1e-9
@@ -65,7 +68,17 @@ class Polytope(StoredGeometry, ConvexDomain):
       strictly interior centre by bisection (80 halvings), with a margin of a few rounding
       errors, so that every row of the result satisfies A x <= b in floating point however
       the products are evaluated. Targets already in the polytope are returned unchanged
-      (full-dimensional) or projected onto the hull.
+      (full-dimensional) or projected onto the hull. Far targets: one solve has an error of
+      about 1e-16 times the target's distance, so an answer that still violates an inequality
+      by more than 2^-40 (1 + D) (D the bounding box's diagonal) is projected again (up to
+      :data:`_REFINE_STEPS` times; the projection is 1-Lipschitz and fixes the answer, so
+      each round keeps the first round's error and removes its own) before that repair; and
+      a target further than 2^26 (1 + D) from the centre is replaced by the point at that
+      distance on the ray from the centre through it (``_near_target``: a normwise relative
+      change below 2^-24, which bounds the conditioning of the problem at that distance).
+      So the answer is a member for every finite target. These two steps act only on a
+      first answer violating an inequality by more than 2^-40 (1 + D) or on a target beyond
+      2^26 (1 + D); other targets get the single solve and repair, as before.
     * ``barrier`` (full-dimensional polytopes only, no equalities explicit or implicit): the
       log barrier -sum_j log(b_j - a_j x) of the inequalities as given (zero rows dropped;
       rescaling a row changes the barrier by a constant only),
@@ -106,6 +119,11 @@ class Polytope(StoredGeometry, ConvexDomain):
         self.c, self.e = readonly(c_arr), readonly(e_arr)
         lo, hi, x0 = self._bounding_box()
         self._box = (lo, hi)
+        diagonal = float(np.linalg.norm(hi - lo))
+        #: targets further than this from the centre are moved closer before projection
+        self._far = 2.0**26 * (1.0 + diagonal)
+        #: a projected point violating an inequality by more than this is projected again
+        self._refine_tol = 2.0**-40 * (1.0 + diagonal)
         implicit = self._implicit_equalities()
         self.implicit = implicit.copy()
         self.implicit.setflags(write=False)
@@ -222,9 +240,11 @@ class Polytope(StoredGeometry, ConvexDomain):
         return x
 
     def lmo(self, direction: np.ndarray) -> np.ndarray:
-        d = as_directions(direction, self.dim)
-        flat = d.reshape(-1, self.dim)
-        return np.array([self._vertex(row) for row in flat]).reshape(d.shape)
+        # the rows arrive scaled to a largest entry in [1, 2) (base.py): HiGHS's absolute
+        # tolerances then mean the same at every scale of the given direction
+        flat = direction.reshape(-1, self.dim)
+        out = np.array([self._vertex(row) for row in flat])
+        return out.reshape(direction.shape)
 
     # --- geometry --------------------------------------------------------------------------
 
@@ -250,18 +270,67 @@ class Polytope(StoredGeometry, ConvexDomain):
     # --- projection and barrier ------------------------------------------------------------
 
     def project(self, x: np.ndarray) -> np.ndarray:
-        """The Euclidean projection of each row of ``x`` (finite) onto the polytope."""
+        """The Euclidean projection of each row of ``x`` onto the polytope (see the class
+        docstring; a member for every finite ``x``)."""
         pts = as_points(x, self.dim)
-        if not np.all(np.isfinite(pts)):
-            raise ValueError("x must be finite (no NaN or infinity) to be projected")
         flat = pts.reshape(-1, self.dim)
         out = np.array([self._project_row(row) for row in flat])
         return out.reshape(pts.shape)
 
+    def _near_target(self, target: np.ndarray) -> np.ndarray:
+        """``target``, or, when it lies further than ``far`` = 2^26 (1 + D) from the centre c
+        (D the diagonal of the bounding box), the point at distance ``far`` from c on the ray
+        from c through it: one least distance solve has an error of about 1e-16 times the
+        target's distance, which would exceed D for targets beyond about 1e15 D, and the
+        distance itself can overflow. The projection q of the moved target t_m is the exact
+        projection of q + R n (R the target's distance to c, n the unit vector from q to
+        t_m), which is within D + 2 R D / far of the target: a normwise relative change of at
+        most 3 D / far < 2^-24. Computed on the halved difference, so nothing overflows."""
+        centre = self._centre_r[0]
+        unit, exp = scale_rows(0.5 * target - 0.5 * centre)
+        length = float(np.sqrt(unit @ unit))  # ||target - c|| = length 2^(exp + 1)
+        if int(exp) + 1 < 1000 and not np.ldexp(length, int(exp) + 1) > self._far:
+            return target
+        return centre + unit * (self._far / length)
+
     def _project_row(self, target: np.ndarray) -> np.ndarray:
-        full = self.affine_dim == self.dim
         if self.affine_dim == 0:
             return self._hull.point.copy()
+        g, h = self._facets.g, self._facets.h
+        centre = self._centre_r[0]
+        x = self._least_distance(self._near_target(target))
+        # For a far target the rounding of the least distance programme (about 1e-16 times the
+        # distance) can leave x well outside; x is then much nearer than the target was, and
+        # projecting it again shrinks the error by the same factor each time. The projection is
+        # 1-Lipschitz and fixes the projection q of the target, so every step stays within the
+        # first step's error of q.
+        for _ in range(_REFINE_STEPS):
+            if not np.max(g @ x - h, initial=0.0) > self._refine_tol:
+                break
+            x = self._least_distance(x)
+        # feasible with a margin of a few rounding errors of <g_j, x>, so that A x <= b holds
+        # however the products are evaluated
+        margin = 4.0 * self.dim * np.finfo(float).eps * (np.abs(h) + np.abs(g) @ np.abs(x))
+
+        def feasible(y: np.ndarray) -> bool:
+            return bool(np.all(g @ y <= h - margin))
+
+        if feasible(x) or not feasible(centre):
+            return x
+        # bisection on the segment from the strictly interior centre to x
+        lo, hi = 0.0, 1.0
+        for _ in range(80):
+            mid = (lo + hi) / 2.0
+            if feasible(centre + mid * (x - centre)):
+                lo = mid
+            else:
+                hi = mid
+        return centre + lo * (x - centre)
+
+    def _least_distance(self, target: np.ndarray) -> np.ndarray:
+        """The least distance programme of the class docstring for one target, solved once
+        (no feasibility repair)."""
+        full = self.affine_dim == self.dim
         g, h = self._facets.g, self._facets.h
         centre = self._centre_r[0]
         if full:  # coordinates of R^n itself: a target inside comes back unchanged
@@ -284,25 +353,7 @@ class Polytope(StoredGeometry, ConvexDomain):
             if not r[-1] < 0:
                 raise RuntimeError("the projection's least distance programme found no point")
             w = w_t + scale * (-r[:-1] / r[-1])
-        x = origin + w if q is None else origin + q @ w
-        # feasible with a margin of a few rounding errors of <g_j, x>, so that A x <= b holds
-        # however the products are evaluated
-        margin = 4.0 * self.dim * np.finfo(float).eps * (np.abs(h) + np.abs(g) @ np.abs(x))
-
-        def feasible(y: np.ndarray) -> bool:
-            return bool(np.all(g @ y <= h - margin))
-
-        if feasible(x) or not feasible(centre):
-            return x
-        # bisection on the segment from the strictly interior centre to x
-        lo, hi = 0.0, 1.0
-        for _ in range(80):
-            mid = (lo + hi) / 2.0
-            if feasible(centre + mid * (x - centre)):
-                lo = mid
-            else:
-                hi = mid
-        return centre + lo * (x - centre)
+        return origin + w if q is None else origin + q @ w
 
     @cached_property
     def _barrier(self) -> SelfConcordantBarrier | None:

@@ -9,13 +9,14 @@ import math
 import numpy as np
 
 from dponline.domains.affine import sum_zero_basis
-from dponline.domains.base import ConvexDomain, FullDimensional, as_directions
+from dponline.domains.base import ConvexDomain, FullDimensional
 from dponline.domains.checks import (
     SINGLETON_RADIUS,
-    checked_dim,
+    as_points,
     contains_by_projection,
     readonly,
 )
+from dponline.privacy.arguments import checked_count
 
 __all__ = ["CornerSimplex", "Simplex", "project_capped_simplex", "project_simplex"]
 
@@ -24,16 +25,25 @@ def project_simplex(y: np.ndarray, total: float = 1.0) -> np.ndarray:
     """Euclidean projection of each row of ``y`` onto {x >= 0, sum x = total} (total > 0), by
     the sort-based algorithm (Held, Wolfe & Crowder 1974; Duchi et al. 2008): with u the row
     sorted decreasingly and rho the largest j with u_j > (sum_{i<=j} u_i - total) / j, the
-    projection is max(y - theta, 0), theta = (sum_{i<=rho} u_i - total) / rho."""
+    projection is max(y - theta, 0), theta = (sum_{i<=rho} u_i - total) / rho.
+
+    Robust at every finite scale: the projection is unchanged by adding a constant to a row,
+    and an entry y_i <= max(y) - total is 0 in it (theta >= max(y) - total, since the largest
+    entry of the projection is at most total), so the algorithm runs on
+    z = max(y - max(y), -total), whose entries lie in [-total, 0]. The entries that matter
+    (within ``total`` of the largest) are subtracted exactly when the largest is large
+    (Sterbenz), so the result is a member of the simplex even for rows of size 1e300."""
     y = np.asarray(y, dtype=float)
     n = y.shape[-1]
-    u = -np.sort(-y, axis=-1)
+    with np.errstate(over="ignore"):  # a difference beyond the range is -inf, then clipped
+        z = np.maximum(y - y.max(axis=-1, keepdims=True), -total)
+    u = -np.sort(-z, axis=-1)
     css = np.cumsum(u, axis=-1) - total
     k = np.arange(1, n + 1)
     rho = np.count_nonzero(u - css / k > 0, axis=-1)
     rho = np.maximum(rho, 1)
     theta = np.take_along_axis(css, (rho - 1)[..., None], axis=-1) / rho[..., None]
-    return np.maximum(y - theta, 0.0)
+    return np.maximum(z - theta, 0.0)
 
 
 def project_capped_simplex(y: np.ndarray, total: float) -> np.ndarray:
@@ -41,15 +51,25 @@ def project_capped_simplex(y: np.ndarray, total: float) -> np.ndarray:
     (0 <= total <= n). The projection is clip(y - tau, 0, 1) with tau solving
     g(tau) = sum clip(y - tau, 0, 1) = total (KKT conditions; g is non-increasing and piecewise
     linear). tau is bracketed by bisection to rounding level, then solved exactly on the linear
-    piece found: tau = (sum_free y + #ones - total) / #free."""
+    piece found: tau = (sum_free y + #ones - total) / #free.
+
+    Robust at every finite scale: with c the m-th largest entry of the row, m = ceil(total),
+    g(c) <= m - 1 < total and g(c - 1) >= m >= total, so a root tau lies in [c - 1, c); every
+    entry >= c + 1 is then 1 and every entry <= c - 1 is 0 in the projection, and the
+    algorithm runs on the shifted, clipped row z = clip(y - c, -1, 1) (the entries within 1
+    of c are subtracted exactly when c is large, by Sterbenz's lemma)."""
     y = np.asarray(y, dtype=float)
     shape = y.shape
     n = shape[-1]
-    flat = y.reshape(-1, n)
     if total <= 0:
         return np.zeros(shape)
     if total >= n:
         return np.ones(shape)
+    m = math.ceil(total)
+    raw = y.reshape(-1, n)
+    c = -np.partition(-raw, m - 1, axis=1)[:, m - 1 : m]
+    with np.errstate(over="ignore"):  # a difference beyond the range is +-inf, then clipped
+        flat = np.clip(raw - c, -1.0, 1.0)
     lo = flat.min(axis=1) - 1.0  # g(lo) = n > total
     hi = flat.max(axis=1)  # g(hi) = 0 < total
     for _ in range(200):
@@ -95,14 +115,14 @@ class Simplex(ConvexDomain):
     """
 
     def __init__(self, dim: int) -> None:
-        self.dim = checked_dim("dim", dim)
+        self.dim = checked_count("dim", dim)
         self._basis: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return f"Simplex(dim={self.dim})"
 
     def lmo(self, direction: np.ndarray) -> np.ndarray:
-        return _unit_vertex(as_directions(direction, self.dim))
+        return _unit_vertex(direction)
 
     @property
     def diameter(self) -> float:
@@ -126,7 +146,7 @@ class Simplex(ConvexDomain):
         return 1.0 / math.sqrt(n * (n - 1)) if n > 1 else SINGLETON_RADIUS
 
     def project(self, x: np.ndarray) -> np.ndarray:
-        return project_simplex(as_directions(x, self.dim))
+        return project_simplex(as_points(x, self.dim))
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> np.ndarray:
         return contains_by_projection(self.project, x, self.dim, tol)
@@ -145,14 +165,13 @@ class CornerSimplex(FullDimensional, ConvexDomain):
     """
 
     def __init__(self, dim: int) -> None:
-        self.dim = checked_dim("dim", dim)
+        self.dim = checked_count("dim", dim)
 
     def __repr__(self) -> str:
         return f"CornerSimplex(dim={self.dim})"
 
     def lmo(self, direction: np.ndarray) -> np.ndarray:
-        d = as_directions(direction, self.dim)
-        return _unit_vertex(d, d.min(axis=-1) < 0)
+        return _unit_vertex(direction, direction.min(axis=-1) < 0)
 
     @property
     def diameter(self) -> float:
@@ -166,9 +185,10 @@ class CornerSimplex(FullDimensional, ConvexDomain):
         return 1.0 / (self.dim + math.sqrt(self.dim))
 
     def project(self, x: np.ndarray) -> np.ndarray:
-        y = as_directions(x, self.dim)
+        y = as_points(x, self.dim)
         clipped = np.maximum(y, 0.0)
-        over = clipped.sum(axis=-1, keepdims=True) > 1.0
+        with np.errstate(over="ignore"):  # a sum beyond the range is +inf, correctly > 1
+            over = clipped.sum(axis=-1, keepdims=True) > 1.0
         return np.where(over, project_simplex(y), clipped)
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> np.ndarray:

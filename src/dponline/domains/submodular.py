@@ -46,16 +46,16 @@ from dponline.domains.affine import (
     blocks_sum_zero_basis,
     sum_zero_basis,
 )
-from dponline.domains.base import ConvexDomain, as_directions
+from dponline.domains.base import ConvexDomain
 from dponline.domains.checks import (
     SINGLETON_RADIUS,
     as_points,
-    checked_dim,
     checked_finite_array,
     contains_by_projection,
     readonly,
 )
 from dponline.domains.facets import Facets
+from dponline.privacy.arguments import checked_count
 
 __all__ = ["MAX_GROUND_SET", "Permutahedron", "SubmodularBasePolytope"]
 
@@ -86,7 +86,7 @@ class SubmodularBasePolytope(CentreByMethod, ConvexDomain):
         *,
         check_submodular: bool = True,
     ) -> None:
-        self.dim = n = checked_dim("n", n)
+        self.dim = n = checked_count("n", n)
         if n > MAX_GROUND_SET:
             raise ValueError(
                 f"n = {n} is too large: a value oracle is tabulated on all 2^n subsets, so n "
@@ -135,14 +135,12 @@ class SubmodularBasePolytope(CentreByMethod, ConvexDomain):
     # --- oracle ----------------------------------------------------------------------------
 
     def lmo(self, direction: np.ndarray) -> np.ndarray:
-        d = as_directions(direction, self.dim)
-
         def gains(order: np.ndarray) -> np.ndarray:
             prefix = np.cumsum(self._bits[order], axis=-1)
             vals = self.table[prefix]
             return np.diff(vals, axis=-1, prepend=0.0)
 
-        return _greedy(d, gains)
+        return _greedy(direction, gains)
 
     # --- hull ------------------------------------------------------------------------------
 
@@ -243,12 +241,14 @@ class Permutahedron(ConvexDomain):
       sqrt(n (n - 1)) / 2 (at k = 1).
     * ``project``: exact, by isotonic regression (Blondel, Teboul, Berthet & Djolonga 2020,
       Prop. 3): with sigma sorting z decreasingly, x_sigma = z_sigma - v, v the non-increasing
-      least-squares fit of z_sigma - w_desc (pool adjacent violators). ``contains`` uses it
-      (x is a member iff it is majorised by w; the projection gives the exact distance).
+      least-squares fit of z_sigma - w_desc (pool adjacent violators), computed from the gaps
+      between consecutive sorted entries so that it is exact to rounding at every scale
+      (:func:`_project_sorted`). ``contains`` uses it (x is a member iff it is majorised by w;
+      the projection gives the exact distance).
     """
 
     def __init__(self, n: int, values: Any = None) -> None:
-        self.dim = n = checked_dim("n", n)
+        self.dim = n = checked_count("n", n)
         if values is None:
             w = np.arange(1.0, n + 1.0)
         else:
@@ -267,8 +267,7 @@ class Permutahedron(ConvexDomain):
         return lambda s: float(csum[len(s)])
 
     def lmo(self, direction: np.ndarray) -> np.ndarray:
-        d = as_directions(direction, self.dim)
-        return _greedy(d, lambda order: np.broadcast_to(self.values_desc, order.shape))
+        return _greedy(direction, lambda order: np.broadcast_to(self.values_desc, order.shape))
 
     @property
     def diameter(self) -> float:
@@ -309,23 +308,45 @@ class Permutahedron(ConvexDomain):
         w = self.values_desc
         for i, row in enumerate(flat):
             sigma = np.argsort(-row, kind="stable")
-            s = row[sigma]
-            out[i, sigma] = s - _isotonic_nonincreasing(s - w)
+            out[i, sigma] = _project_sorted(row[sigma], w)
         return out.reshape(z.shape)
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> np.ndarray:
         return contains_by_projection(self.project, x, self.dim, tol)
 
 
-def _isotonic_nonincreasing(y: np.ndarray) -> np.ndarray:
-    """argmin ||v - y|| over v_1 >= v_2 >= ... >= v_n (pool adjacent violators)."""
-    sums: list[float] = []
-    counts: list[int] = []
-    for val in y.tolist():
-        sums.append(val)
-        counts.append(1)
-        while len(sums) > 1 and sums[-2] / counts[-2] < sums[-1] / counts[-1]:
-            s, c = sums.pop(), counts.pop()
-            sums[-1] += s
-            counts[-1] += c
-    return np.repeat([s / c for s, c in zip(sums, counts, strict=True)], counts)
+def _project_sorted(s: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """s - v for s and w non-increasing, v = argmin ||v - (s - w)|| over v_1 >= ... >= v_n
+    (pool adjacent violators), written in terms of the gaps g_t = s_t - s_{t+1} >= 0 so that
+    nothing cancels when s is large: a block B of consecutive indices keeps its size c, the
+    sum of w over it, span = s_first - s_last and ds = sum_{j in B} (s_j - s_first) <= 0.
+    Adjacent blocks B1, B2 (gap g between them, delta = span_1 + g = s_first1 - s_first2)
+    violate the order iff mean_1(s - w) < mean_2(s - w), i.e.
+    delta + ds_1 / c_1 - ds_2 / c_2 < mean_1(w) - mean_2(w) (a sum of non-negative terms on
+    the left); merged, ds = ds_1 + ds_2 - c_2 delta and span = delta + span_2. On a final
+    block, x_j = s_j - mean(s) + mean(w) = (s_j - s_first) - ds / c + sum_w / c: a block of
+    one entry gets w exactly, and pooled entries are within the spread of w of each other."""
+    n = s.size
+    gaps = (s[:-1] - s[1:]).tolist()  # >= 0; +inf where s jumps past the float range
+    wl = w.tolist()
+    blocks: list[list] = []  # [first, last, count, sum_w, ds, span]
+    for t in range(n):
+        blk = [t, t, 1, wl[t], 0.0, 0.0]
+        while blocks:
+            first, last, c1, sw1, ds1, span1 = blocks[-1]
+            delta = span1 + gaps[last]
+            c2, sw2, ds2 = blk[2], blk[3], blk[4]
+            if not delta + ds1 / c1 - ds2 / c2 < sw1 / c1 - sw2 / c2:
+                break
+            blocks.pop()
+            blk = [first, blk[1], c1 + c2, sw1 + sw2, ds1 + ds2 - c2 * delta, delta + blk[5]]
+        blocks.append(blk)
+    out = np.empty(n)
+    for first, last, c, sw, ds, _ in blocks:
+        offset = sw / c - ds / c
+        run = 0.0
+        out[first] = offset
+        for j in range(first + 1, last + 1):
+            run -= gaps[j - 1]
+            out[j] = run + offset
+    return out

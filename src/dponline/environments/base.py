@@ -1,5 +1,8 @@
-"""The environment protocol (DESIGN.md, "Seams"): what the runner, the audit and the reports
-may ask of any environment, so that none of them probes for optional methods."""
+"""The environment protocol (docs/design.md, "Decision sets, losses, environments"): what the
+runner, the audit and the reports may ask of any environment, so that none of them probes for
+optional methods or concrete classes: :class:`Rounds` (what the round loop plays),
+:class:`Environment` (every environment), :class:`HeldOutEvaluation` (held-out sets) and
+:class:`ObliviousLinearLosses` (losses fixed in advance, played by blocks of rounds)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import numpy as np
 
 from dponline.protocol import Feedback
 
-__all__ = ["Environment", "HeldOutEvaluation", "at_rounds"]
+__all__ = ["Environment", "HeldOutEvaluation", "ObliviousLinearLosses", "Rounds", "at_rounds"]
 
 
 def at_rounds(per_round: np.ndarray, rounds: np.ndarray | None) -> np.ndarray:
@@ -20,7 +23,22 @@ def at_rounds(per_round: np.ndarray, rounds: np.ndarray | None) -> np.ndarray:
 
 
 @runtime_checkable
-class Environment(Protocol):
+class Rounds(Protocol):
+    """What the round loop (:func:`dponline.experiments.rounds.play`) asks of what it plays:
+    ``horizon``, ``reveals_context`` (with ``context(t)`` when true) and ``round(t, action)``
+    (the feedback and each replica's loss), as :class:`Environment` states them. Every
+    environment has them; so do the privacy audit's fixed input streams
+    (:mod:`dponline.environments.fixed_streams`), which have no decision set to measure regret
+    against."""
+
+    horizon: int
+    reveals_context: bool
+
+    def round(self, t: int, action: np.ndarray) -> tuple[Feedback, np.ndarray]: ...
+
+
+@runtime_checkable
+class Environment(Rounds, Protocol):
     """A sequence of rounds t = 0..horizon-1 against a learner's replicas.
 
     * ``horizon``: the number of rounds;
@@ -36,11 +54,6 @@ class Environment(Protocol):
     * ``state_dict()`` / ``load_state_dict(state)``: everything needed to resume, RNG state
       included (an empty dict for oblivious losses, fixed in advance).
     """
-
-    horizon: int
-    reveals_context: bool
-
-    def round(self, t: int, action: np.ndarray) -> tuple[Feedback, np.ndarray]: ...
 
     def regret(
         self, cumulative_loss: np.ndarray, rounds: np.ndarray | None = None
@@ -65,3 +78,27 @@ class HeldOutEvaluation(Protocol):
     def test_loss(self, action: np.ndarray) -> np.ndarray: ...
 
     def validation_loss(self, action: np.ndarray) -> np.ndarray: ...
+
+
+@runtime_checkable
+class ObliviousLinearLosses(Protocol):
+    """An environment whose losses are linear, <l_t, x>, with vectors l_t fixed before the
+    first round (an oblivious adversary: they cannot react to the decisions). The round loop
+    (:func:`dponline.experiments.rounds.play`) then plays a learner that can decide a block of
+    rounds at once (:class:`~dponline.protocol.BlockPlayer`) a block at a time:
+
+    * ``dim``: the length of a loss vector;
+    * ``loss_vectors(start, stop)``: the loss vectors of rounds start..stop-1 (0-indexed),
+      shape (stop - start, dim): the full-information feedback of those rounds;
+    * ``block_losses(start, actions)``: each replica's loss in rounds start..start+b-1 for
+      ``actions`` of shape (b, replicas, dim), shape (b, replicas).
+
+    A block must be worth its rounds played one at a time: ``round(t, x)`` shows
+    ``loss_vectors(t, t + 1)[0]`` and charges each replica ``block_losses(t, x[None])[0]``.
+    """
+
+    dim: int
+
+    def loss_vectors(self, start: int, stop: int) -> np.ndarray: ...
+
+    def block_losses(self, start: int, actions: np.ndarray) -> np.ndarray: ...

@@ -27,10 +27,11 @@ from dponline.environments.lipschitz import lipschitz_low_dim, stock_portfolio_l
 from dponline.environments.lp_regression import LpRegressionStream
 from dponline.environments.real import stock_basket, stock_losses, stock_tree
 from dponline.environments.smooth_convex import digits_logistic, smooth_convex
+from dponline.environments.smooth_samples import smooth_convex_samples
 from dponline.environments.streams import LinearRegressionStream
 from dponline.privacy.bounds import NormBall
 from dponline.protocol import FeedbackKind
-from dponline.registry import did_you_mean
+from dponline.spelling import did_you_mean
 
 __all__ = ["ENVIRONMENTS", "EnvironmentEntry", "build_environment"]
 
@@ -253,6 +254,15 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "direction, decisions in the ball or the box (domain = ball | box) of `radius`; "
             "`curvature` > 0 adds lam ||x||^2 / 2 (strongly convex); kind = stochastic | "
             "adversarial (the direction flips on blocks of doubling length); full information",
+        ),
+        EnvironmentEntry(
+            "smooth_convex_samples",
+            smooth_convex_samples,
+            FeedbackKind.SAMPLE,
+            "l_p ball",
+            "the stream of smooth_convex (same options) over the unit Euclidean ball as samples "
+            "(v_t, y_t) for streaming optimisers, scored by its losses l_t: built from the same "
+            "generator, it holds smooth_convex's data",
         ),
         EnvironmentEntry(
             "digits_logistic",

@@ -18,9 +18,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dponline.losses import LINKS
 from dponline.protocol import FeedbackKind, RewardFeedback
 from dponline.rng import generator_from_state, generator_state
-from dponline.stochastic.glm_losses import LINKS
 
 __all__ = ["DigitsBandit", "SyntheticGLMBandit", "synthetic_glm_parameters"]
 

@@ -95,12 +95,18 @@ class LinearFullInformation(ObliviousLosses):
     """Full information over a fixed loss matrix with linear losses: round t shows l_t and
     charges each replica <x, l_t>. The losses do not depend on the decisions, so a learner
     that can play a block of rounds at once (:class:`~dponline.protocol.BlockPlayer`) may be
-    run a block at a time (the runner's fast path): :meth:`block_losses` charges the block."""
+    run a block at a time (the round loop's fast path): the environment is
+    :class:`~dponline.environments.base.ObliviousLinearLosses`, :meth:`loss_vectors` hands out
+    a block's losses and :meth:`block_losses` charges the block."""
 
     def round(self, t: int, action: np.ndarray) -> tuple[LossVectorFeedback, np.ndarray]:
         """Round t (0-indexed): the feedback and each replica's loss <x, l_t>."""
         loss = self.losses[t]
         return LossVectorFeedback(loss), np.asarray(action) @ loss
+
+    def loss_vectors(self, start: int, stop: int) -> np.ndarray:
+        """The loss vectors of rounds start..stop-1 (0-indexed), shape (stop - start, dim)."""
+        return self.losses[start:stop]
 
     def block_losses(self, t: int, actions: np.ndarray) -> np.ndarray:
         """Each replica's loss in rounds t .. t + b - 1 (0-indexed) for ``actions`` of shape

@@ -1,7 +1,7 @@
 """Full-information online convex optimisation with smooth losses (Agarwal, Kale, Singh &
 Thakurta 2023, Assumption 1): every round the learner plays x_t in a full-dimensional set K and
-then sees the whole loss l_t (value, gradient, Hessian: :class:`~dponline.online.smooth_losses.
-SmoothLoss`).
+then sees the whole loss l_t (value, gradient, Hessian:
+:class:`~dponline.losses.smooth.SmoothLoss`).
 
 Streams are GLM losses f(<v_t, x>, y_t) with a fixed link (logistic, squared, Huber), optionally
 plus lam ||x - a_t||^2 / 2 (strongly convex). Synthetic streams (:func:`smooth_convex`) and a
@@ -30,7 +30,8 @@ from dponline.domains.base import ConvexDomain, HasBarrier, checked_domain
 from dponline.domains.box import Box
 from dponline.domains.lp_ball import LpBall
 from dponline.environments.oblivious import Stateless
-from dponline.online.smooth_losses import GLMLink, LossSum, SmoothLoss, link_by_name
+from dponline.losses import GLMLink, LossSum, SmoothLoss, link_by_name
+from dponline.privacy.arguments import ArgumentError, checked_count
 from dponline.privacy.bounds import check_finite
 from dponline.protocol import FeedbackKind, LossFunctionFeedback
 
@@ -126,6 +127,8 @@ class SmoothConvexEnvironment(Stateless):
         self.y = check_finite(self.y, "y")
         if self.v.ndim != 2 or self.v.shape[1] != d or self.y.shape != (self.v.shape[0],):
             raise ValueError(f"need v of shape (T, {d}) and y of shape (T,)")
+        if self.v.shape[0] < 1:
+            raise ArgumentError("horizon must be a positive integer, got 0 (v and y hold no round)")
         if not (math.isfinite(self.curvature) and self.curvature >= 0):
             raise ValueError(f"curvature must be >= 0, got {self.curvature!r}")
         if self.curvature > 0:
@@ -227,6 +230,7 @@ def smooth_convex(
     [4^k, 2 * 4^k) and -w on [2 * 4^k, 4^(k+1)) (1-based t; round 1 takes w, rounds 2-3 -w), so
     the leader keeps turning round as the blocks grow; the comparator is the best fixed point in
     hindsight as for every stream."""
+    horizon = checked_count("horizon", horizon)
     k = _domain(domain, dim, radius)
     w = rng.standard_normal(dim)
     w /= np.linalg.norm(w)

@@ -3,13 +3,14 @@
 The entry's :class:`~dponline.registry.AuditCase` says how: the learner is built by its factory
 (on an environment that only supplies its dimensions and geometry), two neighbouring input
 streams that differ in one round are made per feedback kind (:func:`neighbouring_streams`), the
-learner is run over each stream (:func:`stream_runner`) with many replicas at once, and
-:func:`dponline.privacy.audit.audit` compares what it released on the two streams
-(:func:`dponline.privacy.audit.learner_sampler`). A correct claim is refuted with probability at
-most ``alpha``; a learner with a tenth of its calibrated noise (:meth:`NoiseHandle.scale_noise`)
-must be caught.
+learner plays each as a fixed-stream environment (:mod:`dponline.environments.fixed_streams`)
+through the round loop the runner and the battery play too (:func:`stream_runner`), with many
+replicas at once, and :func:`dponline.privacy.audit.audit` compares what it released on the two
+streams (:func:`dponline.privacy.audit.learner_sampler`). A correct claim is refuted with
+probability at most ``alpha``; a learner with a tenth of its calibrated noise
+(:meth:`NoiseHandle.scale_noise`) must be caught.
 
-The neighbouring relations are those the learners' guarantees are over (DESIGN.md, "Privacy
+The neighbouring relations are those the learners' guarantees are over (docs/design.md, "Privacy
 semantics"): loss sequences differing in one round (Agarwal & Singh 2017, Definition 2.1),
 datasets differing in one sample (Han et al., Section 2.2) and user streams differing in one
 user (Han et al., Definition 4.1; the output is what the joint-DP proof releases, the entry's
@@ -25,18 +26,12 @@ from typing import Any
 import numpy as np
 
 from dponline.environments.catalogue import ENVIRONMENTS, build_environment
+from dponline.environments.fixed_streams import fixed_stream
+from dponline.experiments.rounds import play
 from dponline.privacy.audit import AuditResult, audit, learner_sampler
 from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
-from dponline.protocol import (
-    BanditFeedback,
-    ContextFeedback,
-    FeedbackKind,
-    LossFunctionFeedback,
-    LossVectorFeedback,
-    RewardFeedback,
-    SampleFeedback,
-)
-from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase
+from dponline.protocol import FeedbackKind
+from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, build_learner
 
 __all__ = [
     "audit_environment",
@@ -81,7 +76,7 @@ def neighbouring_streams(
     * ``SAMPLE``: rows (x, y) = (e_1, value), shape (T, dim + 1);
     * ``CONTEXTUAL_BANDIT``: rows (x, reward of each arm) = (e_1, value * 1), (T, dim + arms);
     * ``LOSS_FUNCTION``: rows (v, y) = (e_1, value), (T, dim + 1): the environment's loss
-      ``env.loss_of(v, y)`` (:func:`stream_runner`).
+      ``env.loss_of(v, y)`` (:class:`~dponline.environments.fixed_streams.LossFunctionStream`).
     """
     horizon, i = spec.horizon, spec.changed_round
     e1 = np.zeros(dim)
@@ -112,40 +107,18 @@ def stream_runner(
     release: Callable[[Any], np.ndarray] | None = None,
     make_loss: Callable[[np.ndarray, float], Any] | None = None,
 ) -> Callable[[Any, np.ndarray], np.ndarray]:
-    """``run(learner, stream)``: every round, act and observe the stream's row (a bandit value
-    is the row's entry at the arm played, or its inner product with the point played; a loss
-    function row (v, y) is the environment's ``make_loss(v, y)``); returns
-    what the learner released each round, shape (replicas, T, ...): the action it played, or
-    ``release(learner)`` after the round's feedback."""
-
+    """``run(learner, stream)``: the round loop (:func:`dponline.experiments.rounds.play`) over
+    the stream's rows as the fixed-stream environment of feedback ``kind``
+    (:func:`~dponline.environments.fixed_streams.fixed_stream`; a loss function row (v, y) is
+    the environment's ``make_loss(v, y)``); returns what the learner released each round,
+    shape (replicas, T, ...): the action it played, or ``release(learner)`` after the round's
+    feedback."""
     if kind is FeedbackKind.LOSS_FUNCTION and make_loss is None:
         raise ValueError("a stream of loss functions needs the environment's loss_of(v, y)")
 
     def run(learner: Any, stream: np.ndarray) -> np.ndarray:
-        out = []
-        for row in np.asarray(stream, dtype=float):
-            if kind is FeedbackKind.CONTEXTUAL_BANDIT:
-                learner.observe(ContextFeedback(row[:dim]))
-                action = np.array(learner.act(), copy=True)
-                learner.observe(RewardFeedback(row[dim:][action]))
-            else:
-                action = np.array(learner.act(), copy=True)
-                if kind is FeedbackKind.LOSS_VECTOR:
-                    learner.observe(LossVectorFeedback(row))
-                elif kind is FeedbackKind.BANDIT:
-                    arms = np.issubdtype(action.dtype, np.integer)
-                    value = row[action] if arms else action @ row
-                    learner.observe(BanditFeedback(value))
-                elif kind is FeedbackKind.SAMPLE:
-                    learner.observe(SampleFeedback(row[:dim], row[dim]))
-                elif kind is FeedbackKind.LOSS_FUNCTION:
-                    loss = make_loss(row[:dim], float(row[dim]))
-                    gradient = getattr(loss, "gradient", None)
-                    learner.observe(LossFunctionFeedback(loss, gradient, loss))
-                else:
-                    raise ValueError(f"no generic stream runner for feedback {kind.value!r}")
-            out.append(np.asarray(release(learner) if release is not None else action))
-        return np.stack(out, axis=1).astype(float)
+        env = fixed_stream(kind, stream, dim, make_loss=make_loss, name="audit stream")
+        return np.stack(play(env, learner, range(env.horizon), release), axis=1).astype(float)
 
     return run
 
@@ -159,14 +132,17 @@ def audit_factory(
     noise_fraction: float = 1.0,
 ) -> Callable[[int, np.random.Generator], Any]:
     """``factory(replicas, rng)``: the audited learner with the case's and the audit's options,
-    its noise scaled by ``noise_fraction`` (through its public handle) before the first round."""
+    built as the runner builds it (:func:`~dponline.registry.build_learner`: the budget from the
+    case's epsilon, ``calibration`` and the learner's ``delta`` option or default delta), its
+    noise scaled by ``noise_fraction`` (through its public handle) before the first round."""
     spec = _audit_of(entry, case)
     options = {**case.learner_options, **spec.learner_options}
 
     def build(replicas: int, rng: np.random.Generator) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyWarning)
-            learner = entry.factory(
+            learner = build_learner(
+                entry,
                 env,
                 epsilon=case.epsilon,
                 calibration=calibration,

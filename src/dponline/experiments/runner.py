@@ -6,8 +6,11 @@ independent seeds at once (the learner's replicas). Randomness comes from one
 position, so the results do not depend on the backend, the number of workers or the order in
 which tasks finish.
 
-Results are a tidy table (:mod:`pandas`): one row per task, seed and recorded round, with the
-cumulative loss and the exact regret against the best fixed decision in hindsight. Where the
+A task plays its environment through the round loop (:func:`dponline.experiments.rounds.play`,
+oblivious linear streams a block of rounds at a time). Results are a tidy table
+(:mod:`pandas`): one row per task, seed and recorded round, with the cumulative loss and the
+exact regret against the best fixed decision in hindsight (and with
+:attr:`Task.count_switches` the number of switches so far, ``switches``). Where the
 environment holds out validation and test sets (streaming optimisation,
 :class:`~dponline.environments.base.HeldOutEvaluation`), the learner's output after the last
 sample is scored on the test set (``final_loss``, on the last round's rows), and a task may
@@ -33,7 +36,6 @@ import itertools
 import json
 import math
 import multiprocessing
-import os
 import signal
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -47,7 +49,6 @@ import pandas as pd
 from dponline import registry
 from dponline.environments.base import Environment, HeldOutEvaluation
 from dponline.environments.catalogue import build_environment
-from dponline.environments.oblivious import LinearFullInformation
 from dponline.experiments.checkpoints import (
     CHECKPOINT_SUFFIX,
     RESULT_SUFFIX,
@@ -59,9 +60,11 @@ from dponline.experiments.checkpoints import (
     warn_legacy_pickles,
 )
 from dponline.experiments.progress import Interrupted, Progress
+from dponline.experiments.rounds import Tally, play
+from dponline.privacy.arguments import checked_count
 from dponline.privacy.budget import WeakerGuaranteeError
 from dponline.privacy.guarantee import PrivacyWarning
-from dponline.protocol import BlockPlayer, ContextFeedback
+from dponline.threads import WorkerLimits, apply_worker_limits, cpu_count, worker_limits
 
 __all__ = ["BACKENDS", "Task", "execute_tasks", "make_tasks", "run_sweep", "run_task"]
 
@@ -107,6 +110,14 @@ class Task:
     #: combination runs (same data, same learner seed); the table keeps the one whose final
     #: output has the least mean validation loss, and says which in its ``tuned`` column.
     tune: dict[str, list[Any]] = field(default_factory=dict)
+    #: Rounds (1-based) recorded besides every ``record_every``-th and the last: the points of
+    #: a curve that need not be evenly spaced.
+    record_rounds: tuple[int, ...] = ()
+    #: Also record, per seed, how many rounds (from the second on) played a decision other
+    #: than the round before's: the table's ``switches`` column (the lazy learners' count).
+    count_switches: bool = False
+    #: How the seeds derive from ``seed_entropy`` (:meth:`seed_sequences`): "sweep" or "spawn".
+    seeding: str = "sweep"
 
     @property
     def key(self) -> str:
@@ -119,10 +130,23 @@ class Task:
     def seed_sequences(self) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
         """(environment, learner) seed sequences, independent of backend and order.
 
-        The environment's stream depends only on the sweep's seed and the environment (name,
-        options, horizon), so every learner in a sweep faces the same loss sequence: paired
-        comparisons. The learner's stream depends on the task's position.
+        ``seeding = "sweep"``: the environment's stream depends only on the sweep's seed and
+        the environment (name, options, horizon), so every learner in a sweep faces the same
+        loss sequence: paired comparisons. The learner's stream depends on the task's position.
+
+        ``seeding = "spawn"``: numpy's textbook scheme, ``seed = SeedSequence(seed_entropy)``:
+        every environment is built from ``seed`` itself (``default_rng(seed_entropy)``), so
+        environments that are two views of one stream (a loss function and its sample) hold the
+        same data, and the task at position i draws from ``seed.spawn(n)[i]``. The side-by-side
+        comparison runs so (:mod:`dponline.experiments.side_by_side`).
         """
+        if self.seeding == "spawn":
+            return (
+                np.random.SeedSequence(self.seed_entropy),
+                np.random.SeedSequence(self.seed_entropy, spawn_key=(self.task_index,)),
+            )
+        if self.seeding != "sweep":
+            raise ValueError(f"seeding must be 'sweep' or 'spawn', got {self.seeding!r}")
         env_blob = json.dumps(
             [self.environment, self.environment_options, self.horizon], sort_keys=True, default=str
         ).encode()
@@ -236,18 +260,15 @@ def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: i
     key = task.key
     done_path = ckpt_dir / f"{key}{RESULT_SUFFIX}" if ckpt_dir else None
     if ckpt_dir is not None:
-        if checkpoint_every < 1:
-            raise ValueError(
-                f"checkpoint_every must be a positive integer, got {checkpoint_every!r}"
-            )
+        checkpoint_every = checked_count("checkpoint_every", checkpoint_every)
         ckpt_dir.mkdir(parents=True, exist_ok=True)
         for stale in ckpt_dir.glob(f".{key}*.tmp"):  # left by a writer killed mid-write
             stale.unlink(missing_ok=True)
     if done_path is not None and done_path.exists():
         frame = load_frame(done_path, task=key)
-        if list(frame.columns) != COLUMNS:
+        if list(frame.columns) != _columns(task):
             raise ValueError(
-                f"{done_path} has columns {list(frame.columns)}, expected {COLUMNS}; "
+                f"{done_path} has columns {list(frame.columns)}, expected {_columns(task)}; "
                 "use a fresh output folder or delete the file"
             )
         return frame
@@ -320,6 +341,7 @@ class _Run:
     validation_loss: np.ndarray  # (seeds,) validation loss of the final output (or NaN)
     proven_epsilon: float
     delta: float
+    recorded_switches: np.ndarray | None = None  # (n_recorded, seeds) with count_switches
 
     def state(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -327,12 +349,16 @@ class _Run:
     def split(self, k: int) -> list[_Run]:
         """The runs of ``k`` candidates played as candidate-major blocks of replicas."""
         seeds = self.final_loss.size // k
+        switches = self.recorded_switches
         return [
             dataclasses.replace(
                 self,
                 recorded_loss=self.recorded_loss[:, j * seeds : (j + 1) * seeds],
                 final_loss=self.final_loss[j * seeds : (j + 1) * seeds],
                 validation_loss=self.validation_loss[j * seeds : (j + 1) * seeds],
+                recorded_switches=None
+                if switches is None
+                else switches[:, j * seeds : (j + 1) * seeds],
             )
             for j in range(k)
         ]
@@ -400,9 +426,13 @@ def _play(
     env, learner = _build(task, override)
     horizon = env.horizon
     replicas = task.seeds * width
-    cumulative = np.zeros(replicas)
-    recorded_t: list[int] = []
-    recorded_loss: list[np.ndarray] = []
+    tally = Tally.start(
+        replicas,
+        last=horizon,
+        record_every=task.record_every,
+        rounds=task.record_rounds,
+        switches=task.count_switches,
+    )
     start = 0
     if part_path is not None and part_path.exists():
         state = load_state(part_path, task=key)
@@ -414,64 +444,24 @@ def _play(
             )
         learner.load_state_dict(state["learner"])
         env.load_state_dict(state["environment"])
-        cumulative = np.array(state["cumulative"], dtype=float)
-        recorded_t = [int(t) for t in state["recorded_t"]]
-        recorded_loss = list(np.array(state["recorded_loss"], dtype=float))
+        tally.load_state(state)
 
-    reveals_context = env.reveals_context
-    # the fast path: a fixed linear loss matrix and a learner that plays blocks of rounds
-    blocks = isinstance(env, LinearFullInformation) and isinstance(learner, BlockPlayer)
-    block = _block_rounds(replicas * int(getattr(env, "dim", 1)))
-    every = checkpoint_every if part_path is not None else horizon
-    t = start
-    while t < horizon:
-        end = min(horizon, (t // every + 1) * every)  # a checkpoint ends a block
-        if blocks:
-            end = min(end, t + block)
-            actions = learner.play_block(env.losses[t:end])
-            if t == start and actions.shape[1:2] != (replicas,):
-                raise ValueError(
-                    f"{task.label or task.learner} played blocks of shape {actions.shape}; "
-                    f"expected {replicas} replicas second"
-                )
-            running = cumulative + np.cumsum(env.block_losses(t, actions), axis=0)
-            for r in range(t + 1, end + 1):
-                if r % task.record_every == 0 or r == horizon:
-                    recorded_t.append(r)
-                    recorded_loss.append(running[r - t - 1].copy())
-            cumulative = running[-1]
-            t = end
-        else:
-            if reveals_context:
-                learner.observe(ContextFeedback(env.context(t)))
-            action = learner.act()
-            if t == start and np.shape(action)[:1] != (replicas,):
-                raise ValueError(
-                    f"{task.label or task.learner} played actions of shape {np.shape(action)}; "
-                    f"expected {replicas} replicas first"
-                )
-            feedback, loss = env.round(t, action)
-            learner.observe(feedback)
-            cumulative = cumulative + loss
-            t += 1
-            if t % task.record_every == 0 or t == horizon:
-                recorded_t.append(t)
-                recorded_loss.append(cumulative.copy())
-        if part_path is not None and t % checkpoint_every == 0 and t < horizon:
-            save_state(
-                part_path,
-                {
-                    "t": t,
-                    "learner": learner.state_dict(),
-                    "environment": env.state_dict(),
-                    "cumulative": cumulative,
-                    "recorded_t": np.array(recorded_t, dtype=np.int64),
-                    "recorded_loss": np.array(recorded_loss, dtype=float).reshape(
-                        len(recorded_loss), replicas
-                    ),
-                },
-                task=key,
-            )
+    def save(t: int) -> None:
+        state = {"t": t, "learner": learner.state_dict(), "environment": env.state_dict()}
+        save_state(part_path, {**state, **tally.state()}, task=key)  # type: ignore[arg-type]
+
+    play(
+        env,
+        learner,
+        range(start, horizon),
+        keep=False,
+        tally=tally,
+        blocks=True,  # oblivious linear streams a block of rounds at a time
+        checkpoint_every=checkpoint_every,
+        checkpoint=None if part_path is None else save,
+        who=task.label or task.learner,
+    )
+    recorded_t = tally.recorded_t
     final = validation = np.full(replicas, np.nan)
     if isinstance(env, HeldOutEvaluation):
         output = learner.act()  # the output after the last sample (streaming optimisation)
@@ -480,7 +470,7 @@ def _play(
     privacy = getattr(learner, "privacy", None)
     run = _Run(
         recorded_t=np.array(recorded_t, dtype=np.int64),
-        recorded_loss=np.array(recorded_loss, dtype=float).reshape(len(recorded_t), replicas),
+        recorded_loss=tally.loss_table(),
         # the regret at the recorded rounds of a zero cumulative loss: minus the comparator
         regret_offset=np.asarray(
             env.regret(np.zeros((1, len(recorded_t))), np.array(recorded_t))[0], dtype=float
@@ -489,6 +479,7 @@ def _play(
         validation_loss=validation,
         proven_epsilon=math.nan if privacy is None else float(privacy.epsilon),
         delta=math.nan if privacy is None else float(privacy.delta),
+        recorded_switches=tally.switch_table(),
     )
     if done_path is not None:
         save_state(done_path, run.state(), task=key)
@@ -497,25 +488,15 @@ def _play(
     return run
 
 
-#: floats of decisions one block of the fast path may hold (8 MiB)
-_BLOCK_FLOATS = 2**20
-
-
-def _block_rounds(width: int) -> int:
-    """Rounds per block of the fast path: the largest power of two whose (rounds, width)
-    decisions fit :data:`_BLOCK_FLOATS` (powers of two keep the trees' blocks aligned)."""
-    rounds = 1
-    while 2 * rounds * width <= _BLOCK_FLOATS:
-        rounds *= 2
-    return rounds
-
-
 def _rows(task: Task, run: _Run, tuned: str) -> pd.DataFrame:
     ts, losses = run.recorded_t, run.recorded_loss  # losses: (n_recorded, seeds)
     regret = losses + run.regret_offset[:, None]
     n_t, n_s = losses.shape
     final = np.full((n_t, n_s), np.nan)
     final[ts == ts.max()] = run.final_loss  # on the last round's rows only
+    extra = {}
+    if task.count_switches:
+        extra["switches"] = run.recorded_switches.ravel()  # type: ignore[union-attr]
     return pd.DataFrame(
         {
             "learner": task.learner,
@@ -531,13 +512,22 @@ def _rows(task: Task, run: _Run, tuned: str) -> pd.DataFrame:
             "cumulative_loss": losses.ravel(),
             "regret": regret.ravel(),
             "final_loss": final.ravel(),
+            **extra,
         }
-    )[COLUMNS]
+    )[_columns(task)]
 
 
-def _ignore_sigint() -> None:
-    """Pool workers leave Ctrl-C to the parent, which stops them (no traceback per worker)."""
+def _columns(task: Task) -> list[str]:
+    """The columns of a task's rows: :data:`COLUMNS`, and ``switches`` when it counts them."""
+    return [*COLUMNS, "switches"] if task.count_switches else COLUMNS
+
+
+def _init_worker(limits: WorkerLimits) -> None:
+    """A pool worker leaves Ctrl-C to the parent, which stops it (no traceback per worker),
+    and bounds its BLAS, OpenMP and numba threads to ``limits``
+    (:func:`dponline.threads.worker_limits`), so the workers together fit the cores."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    apply_worker_limits(limits)
 
 
 def _indexed(fn: Callable[[Any], Any], item: tuple[int, Any]) -> tuple[int, Any]:
@@ -562,6 +552,10 @@ def execute_tasks(
     starts a local one). ``fn`` must be picklable for the pool and Ray (a module-level function
     or a :func:`functools.partial` of one). ``order``: the positions in the order to submit them
     (longest first, say). ``on_result(task, result, done)`` is called as each one finishes.
+
+    Threads: each of the ``local`` backend's W workers (default: one per core this process may
+    use, at most one per task) limits BLAS, OpenMP and numba to ``max(1, cores // W)`` threads,
+    and each Ray task to one (it holds one CPU); :mod:`dponline.threads` says how to override.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -582,10 +576,13 @@ def execute_tasks(
                 for i in positions:
                     finished(i, fn(tasks[i]))
             elif backend == "local":
-                n = workers or min(len(tasks), os.cpu_count() or 1)
+                n = workers or min(len(tasks), cpu_count())
+                limits = worker_limits(n)  # W workers x their threads <= the cores
                 # a multiprocessing pool, not concurrent.futures: on Ctrl-C leaving the block
                 # terminates the workers at once instead of letting them finish their tasks
-                with multiprocessing.get_context().Pool(n, initializer=_ignore_sigint) as pool:
+                with multiprocessing.get_context().Pool(
+                    n, initializer=_init_worker, initargs=(limits,)
+                ) as pool:
                     items = [(i, tasks[i]) for i in positions]
                     try:
                         for i, result in pool.imap_unordered(
@@ -639,7 +636,10 @@ def run_sweep(
     return pd.concat(frames, ignore_index=True)
 
 
-def _call(fn: Callable[[Any], Any], task: Any) -> Any:
+def _call(fn: Callable[[Any], Any], task: Any, limits: WorkerLimits | None = None) -> Any:
+    """``fn(task)`` in a Ray worker, its threads bounded to ``limits`` first."""
+    if limits is not None:
+        apply_worker_limits(limits)
     return fn(task)
 
 
@@ -658,8 +658,11 @@ def _run_ray(
         ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
         started_here = True
     try:
+        limits = worker_limits(1, cores=1)  # a Ray task holds one CPU (Ray's default)
         remote = ray.remote(_call)  # Ray takes functions, not partials: call fn inside
-        refs = {remote.remote(fn, task): i for task, i in zip(tasks, positions, strict=True)}
+        refs = {
+            remote.remote(fn, task, limits): i for task, i in zip(tasks, positions, strict=True)
+        }
         pending = list(refs)
         while pending:
             try:

@@ -1,54 +1,66 @@
 """`dponline side-by-side`: CTRL, DP-FTRL and the private streaming Frank-Wolfe on one smooth
 convex stream at one (epsilon, delta), regret and switches in one table (issue on 003).
 
-The stream is :func:`~dponline.environments.smooth_convex.smooth_convex` with the squared link:
-rounds (v_t, y_t), ||v_t|| = 1, |y_t| <= 1, the loss l_t(x) = (<v_t, x> - y_t)^2 / 2 over the
+The comparison is a spec on the runner (``experiments/specs/side_by_side.toml``, run by
+:func:`~dponline.experiments.runner.run_sweep`). The stream is
+:func:`~dponline.environments.smooth_convex.smooth_convex` with the squared link: rounds
+(v_t, y_t), ||v_t|| = 1, |y_t| <= 1, the loss l_t(x) = (<v_t, x> - y_t)^2 / 2 over the unit
 Euclidean ball. Each learner sees the stream its way:
 
 * CTRL (003, Algorithm 1; ``ctrl`` and ``ctrl-glm``) and DP-FTRL on the linearised losses
-  (:class:`~dponline.online.linearised_ftrl.LinearisedFTRL`) observe the loss function l_t;
-* the private streaming Frank-Wolfe (Han et al., Algorithm 1) observes the sample (v_t, y_t),
-  whose loss (y - <v, x>)^2 it was calibrated for; its iterate before round t is scored on l_t.
+  (``dp-ftrl-oco``, :class:`~dponline.online.linearised_ftrl.LinearisedFTRL`) observe the loss
+  function l_t (the environment ``smooth_convex``);
+* the private streaming Frank-Wolfe (Han et al., Algorithm 1; ``dp-frank-wolfe`` over the
+  environment's l_2 ball, clipping) observes the sample (v_t, y_t), whose loss
+  (y - <v, x>)^2 it was calibrated for, and its iterate before round t is scored on l_t (the
+  environment ``smooth_convex_samples``, :mod:`dponline.environments.smooth_samples`).
 
 Changing one round's (v_t, y_t) changes one loss function and one sample, so the event-level
 guarantee of the online learners and the one-sample guarantee of the Frank-Wolfe speak of the
 same neighbouring streams, at the same (epsilon, delta) (each row states what its calibration
 proves). Every learner is scored by the same regret: sum_t l_t(x_t) minus the best fixed point
-in hindsight. A switch is a round whose decision differs from the previous round's.
+in hindsight. A switch is a round whose decision differs from the previous round's (the runner's
+``switches`` column, :attr:`~dponline.experiments.runner.Task.count_switches`).
+
+The two views are built from the same seed and learner i of the spec draws from the i-th child
+of the seed (:attr:`~dponline.experiments.runner.Task.seeding` "spawn"); ``seconds`` is each
+task's wall time on the runner (building, rounds and the comparator at the recorded rounds).
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
+import math
 import time
-import warnings
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import pandas as pd
 
-from dponline.domains.lp_ball import LpBall
-from dponline.environments.smooth_convex import SmoothConvexEnvironment, smooth_convex
-from dponline.privacy.budget import Neighbouring, PrivacyBudget
-from dponline.privacy.guarantee import PrivacyWarning
-from dponline.protocol import SampleFeedback
+from dponline.environments.catalogue import build_environment
+from dponline.environments.smooth_convex import SmoothConvexEnvironment
+from dponline.experiments.runner import Task, run_sweep
+from dponline.experiments.spec import ExperimentSpec, load_spec
 from dponline.registry import learners
-from dponline.stochastic.private_frank_wolfe import PrivateStreamingFrankWolfe
 
-__all__ = ["SideBySideRow", "run_side_by_side", "write_side_by_side"]
+__all__ = [
+    "SideBySideRow",
+    "run_side_by_side",
+    "side_by_side_spec",
+    "side_by_side_tasks",
+    "spec_path",
+    "write_side_by_side",
+]
 
-#: (label, registry name or "frank-wolfe", private)
-LEARNERS: tuple[tuple[str, str, bool], ...] = (
-    ("CTRL", "ctrl", True),
-    ("CTRL (GLM)", "ctrl-glm", True),
-    ("DP-FTRL", "dp-ftrl-oco", True),
-    ("streaming Frank-Wolfe", "frank-wolfe", True),
-    ("lazy CTRL, S = d sqrt T (non-private)", "lazy-ctrl", False),
-    ("FTRL (non-private)", "ftrl-oco", False),
-    ("Frank-Wolfe (non-private)", "frank-wolfe", False),
-)
+
+def spec_path() -> Path:
+    """The packaged spec of the comparison."""
+    return Path(str(files("dponline.experiments") / "specs" / "side_by_side.toml"))
 
 
 @dataclass(frozen=True)
@@ -72,45 +84,62 @@ class SideBySideRow:
         return out
 
 
-def _frank_wolfe(
-    env: SmoothConvexEnvironment, budget: PrivacyBudget | None, replicas: int, rng: Any
-) -> PrivateStreamingFrankWolfe:
-    radius = float(env.domain.barrier.max_norm())
-    return PrivateStreamingFrankWolfe(
-        LpBall(env.dim, 2.0, radius),
-        env.horizon,
-        x_bound=1.0,
-        y_bound=1.0,
-        budget=budget,
-        replicas=replicas,
-        rng=rng,
-        clip=True,  # ||v_t|| = 1 up to rounding; clipping is part of the mechanism
-    )
-
-
-def _build(
-    name: str,
-    private: bool,
-    env: SmoothConvexEnvironment,
+def side_by_side_spec(
     *,
-    epsilon: float,
-    delta: float,
-    calibration: str,
-    replicas: int,
-    rng: np.random.Generator,
-) -> Any:
-    if name == "frank-wolfe":
-        budget = (
-            PrivacyBudget(epsilon, delta, calibration, Neighbouring.ONE_SAMPLE) if private else None
+    horizon: int | None = None,
+    dim: int | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    calibration: str | None = None,
+    kind: str | None = None,
+    replicas: int | None = None,
+    seed: int | None = None,
+) -> ExperimentSpec:
+    """The packaged spec with the given settings in place of its own: ``dim`` and ``kind``
+    for every environment, ``delta`` for every learner that sets one (the private ones),
+    ``replicas`` seeds; ``None`` keeps the spec's."""
+    spec = load_spec(spec_path())
+    env_options = {k: v for k, v in (("dim", dim), ("kind", kind)) if v is not None}
+    environments = [{**e, "options": {**e["options"], **env_options}} for e in spec.environments]
+    chosen = spec.learners
+    if delta is not None:
+        chosen = [
+            {**lr, "options": {**lr["options"], "delta": float(delta)}}
+            if "delta" in lr["options"]
+            else lr
+            for lr in chosen
+        ]
+    spec = dataclasses.replace(spec, environments=environments, learners=chosen)
+    fields: dict[str, Any] = {"horizon": horizon, "seeds": replicas, "seed": seed}
+    if epsilon is not None:
+        fields["epsilons"] = [float(epsilon)]
+    if calibration is not None:
+        fields["calibrations"] = [calibration]
+    return spec.overridden(**{k: v for k, v in fields.items() if v is not None})
+
+
+def side_by_side_tasks(spec: ExperimentSpec, rounds: np.ndarray) -> list[Task]:
+    """The spec's tasks in the order of its learners, numbered so, seeded "spawn" (the two views
+    of the stream hold the same data; learner i draws from the seed's i-th child), recording
+    ``rounds`` (1-based) and the switches."""
+    order = [lr["label"] or lr["name"] for lr in spec.learners]
+    tasks = sorted(spec.tasks(), key=lambda t: (order.index(t.label), t.task_index))
+    if len(tasks) != len(order):
+        raise ValueError(
+            f"the comparison runs each learner once (one epsilon and one calibration), got "
+            f"{len(tasks)} tasks for {len(order)} learners"
         )
-        return _frank_wolfe(env, budget, replicas, rng)
-    entry = learners()[name]
-    privacy = (
-        {"epsilon": epsilon, "delta": delta, "calibration": calibration}
-        if private
-        else {"epsilon": None, "calibration": "none"}
-    )
-    return entry.factory(env, replicas=replicas, rng=rng, allow_weaker=True, **privacy)
+    return [
+        dataclasses.replace(
+            task,
+            task_index=i,
+            seeding="spawn",
+            record_every=int(task.horizon or 1),
+            record_rounds=tuple(int(r) for r in rounds),
+            count_switches=True,
+        )
+        for i, task in enumerate(tasks)
+    ]
 
 
 def run_side_by_side(
@@ -125,63 +154,60 @@ def run_side_by_side(
     seed: int = 0,
     checkpoints: int = 20,
 ) -> tuple[list[SideBySideRow], np.ndarray, SmoothConvexEnvironment]:
-    """Run every learner of :data:`LEARNERS` on one squared-loss stream of ``horizon`` rounds in
-    R^``dim`` (``kind`` stochastic or adversarial) with ``replicas`` seeds each; return the rows,
-    the rounds at which ``curve`` is recorded, and the environment."""
-    env = smooth_convex(horizon, np.random.default_rng(seed), dim=dim, losses="squared", kind=kind)
+    """Run the spec's learners on one squared-loss stream of ``horizon`` rounds in R^``dim``
+    (``kind`` stochastic or adversarial) with ``replicas`` seeds each, one task at a time on
+    the runner; return the rows, the rounds at which ``curve`` is recorded (``checkpoints``
+    evenly spaced), and the loss-function view of the stream."""
+    spec = side_by_side_spec(
+        horizon=horizon,
+        dim=dim,
+        epsilon=epsilon,
+        delta=delta,
+        calibration=calibration,
+        kind=kind,
+        replicas=replicas,
+        seed=seed,
+    )
     rounds = np.unique(np.linspace(1, horizon, checkpoints).round().astype(int))
-    best = env.best_cumulative_loss(rounds)
-    streams = np.random.SeedSequence(seed).spawn(len(LEARNERS))
+    tasks = side_by_side_tasks(spec, rounds)
+    catalogue = learners()
     rows = []
-    for (label, name, private), stream in zip(LEARNERS, streams, strict=True):
-        with warnings.catch_warnings():
-            # a paper calibration may prove less than asked: the row says what it proves
-            warnings.simplefilter("ignore", PrivacyWarning)
-            learner = _build(
-                name,
-                private,
-                env,
-                epsilon=epsilon,
-                delta=delta,
-                calibration=calibration,
-                replicas=replicas,
-                rng=np.random.default_rng(stream),
-            )
-        total = np.zeros(replicas)
-        curve = []
-        switches = np.zeros(replicas)
-        previous = None
+    for task in tasks:
         started = time.perf_counter()
-        for t in range(horizon):
-            x = learner.act()
-            feedback, loss = env.round(t, x)
-            if name == "frank-wolfe":
-                feedback = SampleFeedback(env.v[t], env.y[t])
-            learner.observe(feedback)
-            total += loss
-            if previous is not None:
-                switches += np.any(x != previous, axis=1)
-            previous = x
-            if t + 1 in rounds:
-                curve.append(float(total.mean() - best[len(curve)]))
+        table = run_sweep([task], backend="serial", progress=False)
         seconds = time.perf_counter() - started
-        regret = total - best[-1]
-        privacy = learner.privacy
-        rows.append(
-            SideBySideRow(
-                learner=label,
-                private=private,
-                calibration=calibration if private else "none",
-                epsilon=None if privacy is None else float(privacy.epsilon),
-                delta=None if privacy is None else float(privacy.delta),
-                regret=float(regret.mean()),
-                regret_se=float(regret.std(ddof=1) / np.sqrt(replicas)) if replicas > 1 else 0.0,
-                switches=float(switches.mean()),
-                seconds=seconds,
-                curve=tuple(curve),
-            )
-        )
-    return rows, rounds, env
+        rows.append(_row(task, table, catalogue[task.learner].private, rounds, seconds))
+    first = next(t for t in tasks if t.environment == "smooth_convex")
+    env = build_environment(
+        first.environment,
+        first.horizon,
+        np.random.default_rng(first.seed_sequences()[0]),
+        **first.environment_options,
+    )
+    return rows, rounds, cast(SmoothConvexEnvironment, env)
+
+
+def _row(
+    task: Task, table: pd.DataFrame, private: bool, rounds: np.ndarray, seconds: float
+) -> SideBySideRow:
+    """One learner's row from its task's table."""
+    last = table[table["t"] == table["t"].max()].sort_values("seed")
+    regret = last["regret"].to_numpy()
+    n = regret.size
+    curve = table.groupby("t")["regret"].mean().reindex(rounds).to_numpy()
+    proven, delta = float(last["proven_epsilon"].iloc[0]), float(last["delta"].iloc[0])
+    return SideBySideRow(
+        learner=task.label,
+        private=private,
+        calibration=task.calibration,
+        epsilon=None if math.isnan(proven) else proven,
+        delta=None if math.isnan(delta) else delta,
+        regret=float(regret.mean()),
+        regret_se=float(regret.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0,
+        switches=float(last["switches"].mean()),
+        seconds=seconds,
+        curve=tuple(float(c) for c in curve),
+    )
 
 
 def write_side_by_side(

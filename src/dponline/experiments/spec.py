@@ -42,7 +42,8 @@ from typing import Any
 
 from dponline.environments.catalogue import ENVIRONMENTS
 from dponline.experiments.runner import BACKENDS, Task, make_tasks
-from dponline.registry import did_you_mean, learners
+from dponline.registry import learners
+from dponline.spelling import did_you_mean
 
 __all__ = ["ExperimentSpec", "SpecError", "load_spec"]
 
@@ -66,6 +67,12 @@ class ExperimentSpec:
     record_every: int = 1
     checkpoint_every: int = 1000
     allow_weaker_paper: bool = False
+    #: How tasks seed their environments (:attr:`~dponline.experiments.runner.Task.seeding`):
+    #: "sweep" (each environment from its name and options) or "spawn" (every environment
+    #: from the seed itself, so two views of one stream hold the same data).
+    seeding: str = "sweep"
+    #: Add the learners' switch counts to the table (a ``switches`` column).
+    count_switches: bool = False
 
     def overridden(self, **fields: Any) -> ExperimentSpec:
         """This spec with top-level fields replaced (``dponline run --seeds/--horizon``); a new
@@ -115,7 +122,16 @@ class ExperimentSpec:
                 environment_label=env.get("label", ""),
                 allow_weaker_paper=self.allow_weaker_paper,
             ):
-                tasks.append(Task(**{**task.__dict__, "task_index": len(tasks)}))
+                tasks.append(
+                    Task(
+                        **{
+                            **task.__dict__,
+                            "task_index": len(tasks),
+                            "seeding": self.seeding,
+                            "count_switches": self.count_switches,
+                        }
+                    )
+                )
         for i, lr in enumerate(self.learners):
             if i not in used:
                 entry = catalogue[lr["name"]]
@@ -239,6 +255,8 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
         "record_every",
         "checkpoint_every",
         "allow_weaker_paper",
+        "seeding",
+        "count_switches",
     }
     unknown = set(data) - known
     _expect(not unknown, "(top level)", f"only the fields {sorted(known)}", sorted(unknown))
@@ -299,6 +317,10 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
     _expect(backend in BACKENDS, "backend", f"one of {list(BACKENDS)}", backend)
     allow_weaker = data.get("allow_weaker_paper", False)
     _expect(isinstance(allow_weaker, bool), "allow_weaker_paper", "true or false", allow_weaker)
+    seeding = data.get("seeding", "sweep")
+    _expect(seeding in ("sweep", "spawn"), "seeding", "'sweep' or 'spawn'", seeding)
+    count_switches = data.get("count_switches", False)
+    _expect(isinstance(count_switches, bool), "count_switches", "true or false", count_switches)
     name = data.get("name", default_name)
     _expect(isinstance(name, str), "name", "a string", name)
     return ExperimentSpec(
@@ -315,6 +337,8 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
         record_every=_int(data, "record_every", 1) or 1,
         checkpoint_every=_int(data, "checkpoint_every", 1000) or 1000,
         allow_weaker_paper=allow_weaker,
+        seeding=seeding,
+        count_switches=count_switches,
     )
 
 

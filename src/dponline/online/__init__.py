@@ -1,6 +1,8 @@
 """Full-information online learners."""
 
+from dponline.online.counter_learner import CounterLearner
 from dponline.online.ctrl import CTRL
+from dponline.online.dyadic_hedge import DyadicHedge
 from dponline.online.ftpl import DPFTPL
 from dponline.online.ftrl import (
     DPFTRL,
@@ -15,6 +17,8 @@ __all__ = [
     "CTRL",
     "DPFTPL",
     "DPFTRL",
+    "CounterLearner",
+    "DyadicHedge",
     "EntropicRegulariser",
     "EuclideanRegulariser",
     "FTRLRegulariser",

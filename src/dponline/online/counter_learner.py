@@ -1,32 +1,37 @@
 """What every full-information learner that plays from a continual counter's release shares:
 it feeds each loss vector to the counter and keeps the latest noisy prefix sum (Agarwal & Singh
-2017, Algorithms 1 and 3, line 7), refuses rounds past its horizon and feedback before it acted,
-and scales its counter's noise on request (the audit's handle)."""
+2017, Algorithms 1 and 3, line 7), keeps the rounds (:class:`~dponline.protocol.RoundDiscipline`:
+rounds past its horizon and feedback before it acted are refused), and scales its counter's
+noise on request (the audit's handle)."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from dponline.continual.base import ContinualCounter, HorizonExceededError
-from dponline.protocol import Feedback, LossVectorFeedback, NoiseHandle, checked_round
+from dponline.continual.base import ContinualCounter
+from dponline.privacy.arguments import checked_real_array, saved_field
+from dponline.protocol import Feedback, LossVectorFeedback, NoiseHandle, RoundDiscipline
+from dponline.threads import blas_limit
 
 __all__ = ["CounterLearner"]
 
 
-class CounterLearner(NoiseHandle, ABC):
+class CounterLearner(NoiseHandle, RoundDiscipline, ABC):
     """Mixin: ``observe`` feeds the counter; ``state_dict`` saves it with the last release.
 
-    Subclasses set ``self.counter``, ``self._cumulative`` (the release for t = 0 to start),
-    ``self.horizon`` and ``self.t = 0``, and implement ``_decide`` from ``self._cumulative``.
+    Subclasses set ``self.dim``, ``self.replicas``, ``self.counter``, ``self._cumulative`` (the
+    release for t = 0 to start) and the horizon (``self._start_rounds(horizon)``), and
+    implement ``_decide`` from ``self._cumulative``.
     """
 
     counter: ContinualCounter
-    horizon: int
+    dim: int
+    replicas: int
     _cumulative: np.ndarray
-    _acted: bool = False
 
     @abstractmethod
     def _decide(self, cumulative: np.ndarray) -> np.ndarray:
@@ -49,16 +54,17 @@ class CounterLearner(NoiseHandle, ABC):
                 f"play_block() starts at a round boundary: {type(self).__name__} has acted in "
                 f"round {self.t + 1} without observing its loss"
             )
-        releases = self.counter.step_block(losses)  # checks shape, bounds and the horizon
-        b = releases.shape[0]
-        if b == 0:
-            return releases
-        before = np.empty_like(releases)
-        before[0] = self._cumulative
-        before[1:] = releases[:-1]
-        decisions = self._decide(before.reshape(b * self.replicas, -1))
+        with blas_limit():  # a block's products: bounded BLAS threads (dponline.threads)
+            releases = self.counter.step_block(losses)  # checks shape, bounds and the horizon
+            b = releases.shape[0]
+            if b == 0:
+                return releases
+            before = np.empty_like(releases)
+            before[0] = self._cumulative
+            before[1:] = releases[:-1]
+            decisions = self._decide(before.reshape(b * self.replicas, -1))
         self._cumulative = releases[-1].copy()
-        self.t += b
+        self._end_rounds(b)
         return decisions.reshape(b, self.replicas, -1)
 
     def observe(self, feedback: Feedback) -> None:
@@ -67,19 +73,10 @@ class CounterLearner(NoiseHandle, ABC):
             raise TypeError(
                 f"{type(self).__name__} observes LossVectorFeedback, got {type(feedback).__name__}"
             )
-        if self.t >= self.horizon:
-            raise HorizonExceededError(
-                f"{type(self).__name__} was built for {self.horizon} rounds; the loss of round "
-                f"{self.t + 1} would void its guarantee"
-            )
-        if not self._acted:
-            raise ValueError(
-                f"observe() must follow act(): {type(self).__name__} has not acted in round "
-                f"{self.t + 1}"
-            )
-        self._cumulative = self.counter.step(feedback.loss)
-        self._acted = False
-        self.t += 1
+        self._check_round()
+        shapes = (self.dim,), (self.replicas, self.dim)
+        self._cumulative = self.counter.step(checked_real_array("loss", feedback.loss, *shapes))
+        self._end_round()
 
     def _scale_noise(self, factor: float) -> None:
         self.counter.scale_noise(factor)
@@ -100,9 +97,22 @@ class CounterLearner(NoiseHandle, ABC):
             "counter": self.counter.state_dict(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.counter.load_state_dict(state["counter"])
-        self._cumulative = np.array(state["cumulative"], dtype=float)
-        self._acted = bool(state["acted"])
-        self.noise_multiplier = float(state["noise_multiplier"])
-        self.t = checked_round(state["t"], self.horizon)
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the round counter, the last release and the counter's whole state, then
+        return the function that installs them (:meth:`RoundDiscipline.load_state_dict`)."""
+        t, acted = self._checked_rounds(state)
+        multiplier = self._saved_multiplier(state)
+        cumulative = np.array(
+            checked_real_array(
+                "saved cumulative", saved_field(state, "cumulative"), (self.replicas, self.dim)
+            )
+        )
+        install_counter = self.counter.prepare_load(saved_field(state, "counter"))
+
+        def install() -> None:
+            install_counter()
+            self._cumulative = cumulative
+            self.noise_multiplier = multiplier
+            self._set_rounds(t, acted)
+
+        return install

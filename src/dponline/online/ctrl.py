@@ -40,35 +40,44 @@ analysis-only device, not a change of the algorithm):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.domains.base import ConvexDomain, HasBarrier, checked_domain
-from dponline.online.ctrl_parameters import (
-    calibrate_paper,
-    calibrate_tight,
-    lazy_strongly_convex_parameters,
-    proven_privacy,
-    theorem6_epsilon,
+from dponline.losses import GLMLink, LossSum, SmoothLoss
+from dponline.online.ctrl_calibration import CTRLCalibrator
+from dponline.online.ctrl_parameters import lazy_strongly_convex_parameters
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_generator,
+    checked_int_array,
+    checked_nonnegative,
+    checked_nonnegative_int,
+    checked_positive,
+    checked_probability,
+    checked_real_array,
+    saved_field,
 )
-from dponline.online.smooth_losses import GLMLink, LossSum, SmoothLoss
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.calibration import calibrate
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.protocol import (
     FeedbackKind,
     LossFunctionFeedback,
     NoiseHandle,
+    RoundDiscipline,
+    checked_config,
     checked_count,
-    checked_round,
 )
 from dponline.registry import (
     AuditCase,
     LearnerEntry,
     LearnerTestCase,
-    budget_from_options,
     register_learner,
 )
-from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
+from dponline.rng import RngLike, as_generator, generator_state
 
 __all__ = ["CTRL", "NewtonResult", "barrier_scale", "lazy_parameters", "lazy_regret_bound"]
 
@@ -89,7 +98,7 @@ class NewtonResult:
         self.x, self.grad_j, self.hess_j, self.iters = x, grad_j, hess_j, iters
 
 
-class CTRL(NoiseHandle):
+class CTRL(NoiseHandle, RoundDiscipline):
     """Algorithm 1 (``noise_growth=False``) or Algorithm 2 (``noise_growth=True``) of Agarwal,
     Kale, Singh & Thakurta (2023) over ``domain`` (full-dimensional, with a barrier).
 
@@ -131,24 +140,17 @@ class CTRL(NoiseHandle):
                 f"{type(domain).__name__}"
             )
         self.barrier = domain.barrier
-        self.horizon = checked_count("horizon", horizon)
+        self._start_rounds(horizon)
         self.replicas = checked_count("replicas", replicas)
         self.dim = int(domain.dim)
-        if not (eta > 0):
-            raise ValueError(f"eta must be positive (math.inf for none), got {eta!r}")
-        if not (math.isfinite(sigma) and sigma > 0):
-            raise ValueError(f"sigma must be finite and positive, got {sigma!r}")
-        if not (0.0 <= p <= 1.0):
-            raise ValueError(f"p must lie in [0, 1], got {p!r}")
-        if not (switch_budget >= 0):
-            raise ValueError(
-                f"switch_budget must be >= 0 (math.inf for none), got {switch_budget!r}"
-            )
-        for name, value in (("lipschitz", lipschitz), ("smoothness", smoothness)):
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be finite and positive, got {value!r}")
-        if not (math.isfinite(strong_convexity) and strong_convexity >= 0):
-            raise ValueError(f"strong_convexity must be >= 0, got {strong_convexity!r}")
+        eta = checked_positive("eta (math.inf for none)", eta, infinite_ok=True)
+        sigma = checked_positive("sigma", sigma)
+        p = checked_probability("p", p, closed=True)
+        if switch_budget != math.inf:
+            switch_budget = checked_nonnegative("switch_budget (math.inf for none)", switch_budget)
+        lipschitz = checked_positive("lipschitz", lipschitz)
+        smoothness = checked_positive("smoothness", smoothness)
+        strong_convexity = checked_nonnegative("strong_convexity", strong_convexity)
         if math.isinf(eta) and strong_convexity == 0:
             raise ValueError("eta = inf needs strongly convex losses (strong_convexity > 0)")
         phi = np.asarray(log_phi, dtype=float)
@@ -174,8 +176,6 @@ class CTRL(NoiseHandle):
         self.radius = float(self.barrier.max_norm())
         self._rng = as_generator(rng)
         self.losses = LossSum(self.dim)
-        self.t = 0
-        self._acted = False
         self.switches = np.zeros(self.replicas, dtype=np.int64)
         self.newton_iterations = 0
         self._first_points()
@@ -327,20 +327,12 @@ class CTRL(NoiseHandle):
         the right dimension whose Lipschitz and smoothness constants over the set (from its
         parameters) are within the declared ones, strongly convex enough for Algorithm 2, and of
         the declared GLM link in the GLM setting."""
-        if self.t >= self.horizon:
-            raise ValueError(
-                f"round {self.t + 1} is past the horizon T = {self.horizon}: the guarantee "
-                "covers T rounds"
-            )
-        if not self._acted:
-            raise ValueError("feedback before act(): each round is act() then observe()")
-        if not isinstance(feedback, LossFunctionFeedback) or not isinstance(
-            feedback.loss, SmoothLoss
-        ):
-            raise TypeError(
-                "CTRL observes LossFunctionFeedback carrying a SmoothLoss (its Hessian and "
-                f"declared constants), got {type(feedback).__name__}"
-            )
+        what = "CTRL observes LossFunctionFeedback carrying a SmoothLoss (its Hessian and "
+        if not isinstance(feedback, LossFunctionFeedback):
+            raise TypeError(f"{what}declared constants), got {type(feedback).__name__}")
+        self._check_round()
+        if not isinstance(feedback.loss, SmoothLoss):
+            raise TypeError(f"{what}declared constants), got the loss {feedback.loss!r:.80}")
         loss = feedback.loss
         if loss.dim != self.dim:
             raise ValueError(
@@ -375,10 +367,9 @@ class CTRL(NoiseHandle):
 
     def observe(self, feedback: Any) -> None:
         loss = self.checked_loss(feedback)
-        self._acted = False
         u = self._rng.random((2, self.replicas))  # S_t and S'_t, drawn every round
         self.losses.add(loss)
-        self.t += 1
+        self._end_round()
         n = self.t
         self._grad += loss.gradient(self.x)
         self._hess += loss.hessian(self.x)
@@ -440,28 +431,83 @@ class CTRL(NoiseHandle):
             "rng": generator_state(self._rng),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("config") != self._config():
-            raise ValueError(
-                "state was saved from a CTRL with a different horizon, dimension, replicas or "
-                "parameters; it cannot continue this one"
-            )
-        self.t = checked_round(state["t"], self.horizon)
-        self._acted = bool(state["acted"])
-        self.sigma = float(state["sigma"])
-        self.noise_multiplier = float(state["noise_multiplier"])
-        self.log_phi = np.array(state["log_phi"], dtype=float)
-        self.x = np.array(state["x"], dtype=float)
-        self._grad = np.array(state["grad"], dtype=float)
-        self._hess = np.array(state["hess"], dtype=float)
-        self._log_mu = np.array(state["log_mu"], dtype=float)
-        self.switches = np.array(state["switches"], dtype=np.int64)
-        self.newton_iterations = int(state["newton_iterations"])
-        self.losses.load_state_dict(state["losses"])
-        self._rng = generator_from_state(state["rng"])
+    def _checked_losses(self, saved: Any) -> LossSum:
+        """The saved sum of the losses seen, checked and loaded into a new sum (the learner's
+        own is not touched): the quadratic statistics of shape (d, d), (d,) and a number, and
+        per GLM link the rows v (n, d) and labels y (n,)."""
+        d = self.dim
+        checked_nonnegative_int("saved losses' count", saved_field(saved, "count"))
+        checked_real_array("saved losses' a", saved_field(saved, "a"), (d, d))
+        checked_real_array("saved losses' aa", saved_field(saved, "aa"), (d,))
+        checked_real_array("saved losses' aaa", saved_field(saved, "aaa"), ())
+        links, rows = saved_field(saved, "links"), saved_field(saved, "rows")
+        if not (isinstance(links, list | tuple) and isinstance(rows, list | tuple)) or len(
+            links
+        ) != len(rows):
+            raise ArgumentError("saved losses need as many GLM links as blocks of rows")
+        for k, row in enumerate(rows):
+            if not (isinstance(row, list | tuple) and len(row) == 2):
+                raise ArgumentError(f"saved losses' rows[{k}] must be a pair (v, y)")
+            y = checked_real_array(f"saved losses' rows[{k}] y", row[1])
+            checked_real_array(f"saved losses' rows[{k}] v", row[0], (len(y), d))
+            if y.ndim != 1:
+                raise ArgumentError(f"saved losses' rows[{k}] y must be 1-D, got {y.shape}")
+        losses = LossSum(d)
+        try:
+            losses.load_state_dict(saved)
+        except (KeyError, IndexError, TypeError, ValueError) as err:
+            raise ArgumentError(f"saved losses are not a sum of losses: {err!r:.200}") from None
+        return losses
+
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole state (configuration, round counter, noise scale, the points played
+        and the objective's gradient, Hessian and density there, switches, the losses' sum, the
+        RNG) and return the function that installs it."""
+        checked_config(
+            saved_field(state, "config"),
+            self._config(),
+            "CTRL",
+            "horizon, dimension, replicas or parameters",
+        )
+        t, acted = self._checked_rounds(state)
+        r, d = self.replicas, self.dim
+        sigma = checked_positive("saved sigma", saved_field(state, "sigma"))
+        multiplier = self._saved_multiplier(state)
+
+        def array(key: str, *shape: int) -> np.ndarray:
+            return np.array(checked_real_array(f"saved {key}", saved_field(state, key), shape))
+
+        log_phi = array("log_phi", self.horizon)
+        if np.any(log_phi < 0):
+            raise ArgumentError("saved log_phi must be non-negative")
+        x, grad, hess = array("x", r, d), array("grad", r, d), array("hess", r, d, d)
+        log_mu = array("log_mu", r)
+        if not np.all(self.barrier.contains(x)):
+            raise ArgumentError("saved points x must lie strictly inside the decision set")
+        switches = checked_int_array("saved switches", saved_field(state, "switches"), (r,))
+        iterations = checked_nonnegative_int(
+            "saved newton_iterations", saved_field(state, "newton_iterations")
+        )
+        losses = self._checked_losses(saved_field(state, "losses"))
+        rng = checked_generator("saved rng", saved_field(state, "rng"))
+
+        def install() -> None:
+            self._set_rounds(t, acted)
+            self.sigma, self.noise_multiplier, self.log_phi = sigma, multiplier, log_phi
+            self.x, self._grad, self._hess, self._log_mu = x, grad, hess, log_mu
+            self.switches, self.newton_iterations = switches, iterations
+            self.losses, self._rng = losses, rng
+
+        return install
 
 
 # --- lazy OCO (Theorems 9 and 12) and the catalogue entry (dponline.registry) ------------------
+
+
+def _no_budget(name: str, budget: Any) -> None:
+    """A non-private learner's factory is given no budget (the registry's contract)."""
+    if budget is not None:
+        raise ValueError(f"{name} is not private: its budget must be None, got {budget!r}")
 
 
 def lazy_parameters(
@@ -520,14 +566,13 @@ def lazy_regret_bound(
     return 2 * g * dd * math.sqrt(t) + noise + 14 * g * dd
 
 
-def _lazy_ctrl(env: Any, **kw: Any) -> CTRL:
+def _lazy_ctrl(env: Any, *, budget: None = None, **kw: Any) -> CTRL:
     """CTRL with Theorem 9's parameters (Theorem 12's when the stream is a GLM stream and
     ``glm`` is left on) for ``switches`` S (default min(T, ceil(d sqrt T)), where Theorem 9's
-    regret is O(sqrt T)), from the stream's declared constants."""
-    kw.pop("epsilon", None)
-    kw.pop("calibration", None)
-    kw.pop("allow_weaker", None)
-    horizon, dim = env.horizon, env.dim
+    regret is O(sqrt T)), from the stream's declared constants. Not private: ``budget`` is
+    ``None``."""
+    horizon, dim = checked_count("horizon", env.horizon), env.dim  # before min(horizon, ...)
+    _no_budget("lazy-ctrl", budget)
     switches = kw.pop("switches", None)
     if switches is None:
         switches = min(horizon, math.ceil(dim * math.sqrt(horizon)))
@@ -583,46 +628,24 @@ register_learner(
 # --- private CTRL (Theorems 6, 8 and 11) and Algorithm 2 (Theorem 13) ---------------------------
 
 
-def _private_ctrl(env: Any, *, glm: bool, **kw: Any) -> CTRL:
-    """CTRL calibrated for the budget: ``paper`` runs Theorem 8's parameters (Theorem 11's for
-    GLMs) and claims what Theorem 6's proof gives them
-    (:func:`~dponline.online.ctrl_parameters.proven_privacy`); ``tight`` runs the parameters of
-    :func:`~dponline.online.ctrl_parameters.calibrate_tight` and claims what the Renyi-DP
-    analysis of :mod:`dponline.online.ctrl_renyi` proves for them."""
-    budget = budget_from_options(kw, 1e-6)
+def _private_ctrl(env: Any, *, glm: bool, budget: PrivacyBudget | None, **kw: Any) -> CTRL:
+    """CTRL calibrated for the budget by :class:`~dponline.online.ctrl_calibration.CTRLCalibrator`
+    (``paper``: Theorem 8's parameters, Theorem 11's for GLMs, claiming what Theorem 6's proof
+    gives them; ``tight``: :func:`~dponline.online.ctrl_parameters.calibrate_tight`, claiming
+    what the Renyi-DP analysis of :mod:`dponline.online.ctrl_renyi` proves for them)."""
     name = "ctrl-glm" if glm else "ctrl"
     if budget is None:
         raise ValueError(f"{name} is private: give epsilon (lazy-ctrl is CTRL without privacy)")
-    budget.require_delta(name)
     if glm and not env.is_glm:
         raise ValueError(
             f"{name} needs a GLM stream (every loss f(<v, x>, y) with one link and no quadratic "
             f"part); {getattr(env, 'name', env)!r} is not one: use ctrl"
         )
-    problem = {
-        "horizon": env.horizon,
-        "dim": env.dim,
-        "lipschitz": env.lipschitz,
-        "smoothness": env.smoothness,
-        "diameter": env.domain.diameter,
-        "glm": glm,
-    }
-    if budget.calibration == "paper":
-        params = calibrate_paper(budget.epsilon, budget.delta, **problem)
-        proof = proven_privacy(params, budget.delta / 2.0)
-        eps6, delta6 = theorem6_epsilon(params, budget.delta)
-        derivation = (
-            f"paper: Theorem {11 if glm else 8}'s eta and sigma, Theorem 6's Phi, p = T^(-1/3), "
-            f"B = 3 p~ T (Theorem 6 as printed would give epsilon {eps6:.4g}, delta "
-            f"{delta6:.3g}); proven: {proof.derivation}"
-        )
-    else:
-        params, proof = calibrate_tight(budget.epsilon, budget.delta, **problem)
-        derivation = (
-            "tight: the (eta, p) minimising Theorem 4's bound over a grid and the least sigma "
-            f"meeting the budget; proven by the {proof.derivation}"
-        )
-    privacy = budget.prove(proof.epsilon, proof.delta, derivation, stacklevel=4)
+    calibrator = CTRLCalibrator(
+        env.horizon, env.dim, env.lipschitz, env.smoothness, env.domain.diameter, glm
+    )
+    cal = calibrate(calibrator, budget)
+    params = cal.noise
     return CTRL(
         env.domain,
         env.horizon,
@@ -634,7 +657,7 @@ def _private_ctrl(env: Any, *, glm: bool, **kw: Any) -> CTRL:
         lipschitz=env.lipschitz,
         smoothness=env.smoothness,
         glm_link=env.link if glm else None,
-        privacy=privacy,
+        privacy=cal.guarantee,
         **kw,
     )
 
@@ -690,6 +713,7 @@ register_learner(
             ),
         ),
         options=_CTRL_OPTIONS,
+        default_delta=1e-6,
     )
 )
 
@@ -717,16 +741,16 @@ register_learner(
             ),
         ),
         options=_CTRL_OPTIONS,
+        default_delta=1e-6,
     )
 )
 
 
-def _strongly_convex_ctrl(env: Any, **kw: Any) -> CTRL:
+def _strongly_convex_ctrl(env: Any, *, budget: None = None, **kw: Any) -> CTRL:
     """Algorithm 2 with Theorem 13's parameters for ``switches`` S (default the least S the
-    theorem allows, capped at T) on a strongly convex stream."""
-    kw.pop("epsilon", None)
-    kw.pop("calibration", None)
-    kw.pop("allow_weaker", None)
+    theorem allows, capped at T) on a strongly convex stream. Not private: ``budget`` is
+    ``None``."""
+    _no_budget("ctrl-strongly-convex", budget)
     lam = float(env.strong_convexity)
     if not lam > 0:
         raise ValueError(

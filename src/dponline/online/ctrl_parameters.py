@@ -69,6 +69,7 @@ from functools import lru_cache
 import numpy as np
 
 from dponline.online.ctrl_renyi import RenyiPrivacy, renyi_privacy
+from dponline.privacy.arguments import checked_positive, checked_probability
 from dponline.protocol import checked_count
 
 __all__ = [
@@ -94,20 +95,6 @@ __all__ = [
 LIPSCHITZ_FACTOR, SMOOTHNESS_FACTOR, GLM_DIRECTIONS = 3.0, 2.0, 3
 
 
-def _positive(name: str, value: float) -> float:
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
-    return v
-
-
-def _probability(name: str, value: float) -> float:
-    v = float(value)
-    if not 0 < v < 1:
-        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
-    return v
-
-
 # --- closeness (Definition 3) -------------------------------------------------------------------
 
 
@@ -116,9 +103,9 @@ def log_phi_general(
 ) -> float:
     """Lemma 7: x*(l, Z), x*(l', Z) with l - l' G-Lipschitz and beta-smooth are (Phi, delta)-close
     for log Phi = eta beta d + (G^2 + 2 G sigma sqrt(2 d log(2 / delta))) / (2 sigma^2)."""
-    g, s = float(lipschitz), _positive("sigma", sigma)
+    g, s = float(lipschitz), checked_positive("sigma", sigma)
     d = checked_count("dim", dim)
-    root = math.sqrt(2.0 * d * math.log(2.0 / _probability("delta", delta)))
+    root = math.sqrt(2.0 * d * math.log(2.0 / checked_probability("delta", delta)))
     return float(eta) * float(smoothness) * d + (g * g + 2.0 * g * s * root) / (2.0 * s * s)
 
 
@@ -134,9 +121,9 @@ def log_phi_glm(
     unit directions, G-Lipschitz and beta-smooth in all: log Phi = eta beta +
     (G^2 + 2 G sigma sqrt(2 log(2 k / delta))) / (2 sigma^2), k = ``directions`` (the union bound
     over the k Gaussians <v_i, Z>; k = 1 is Lemma 10 as printed)."""
-    g, s = float(lipschitz), _positive("sigma", sigma)
+    g, s = float(lipschitz), checked_positive("sigma", sigma)
     k = checked_count("directions", directions)
-    root = math.sqrt(2.0 * math.log(2.0 * k / _probability("delta", delta)))
+    root = math.sqrt(2.0 * math.log(2.0 * k / checked_probability("delta", delta)))
     return float(eta) * float(smoothness) + (g * g + 2.0 * g * s * root) / (2.0 * s * s)
 
 
@@ -155,7 +142,7 @@ def closeness_delta(
     (Phi', delta)-closeness with log Phi' = ``log_phi_prime``, for losses differing by a
     ``lipschitz``-Lipschitz, ``smoothness``-smooth function: 1.0 when no delta <= 1 does
     (Phi' below the curvature term or the bound's floor)."""
-    g, s = float(lipschitz), _positive("sigma", sigma)
+    g, s = float(lipschitz), checked_positive("sigma", sigma)
     d = checked_count("dim", dim)
     spread = d if not glm else 1
     room = (float(log_phi_prime) - float(eta) * float(smoothness) * spread) * 2.0 * s * s - g * g
@@ -184,9 +171,9 @@ def log_phi_lemma21(
     + 2 d log(2/delta) |sigma^2 - sigma'^2| / sigma'^2 + d log(sigma'/sigma), and the same with
     sigma and sigma' exchanged."""
     d = checked_count("dim", dim)
-    g, lam = float(lipschitz), _positive("strong_convexity", strong_convexity)
-    a, b = _positive("sigma", sigma), _positive("sigma_prime", sigma_prime)
-    ell = math.log(2.0 / _probability("delta", delta))
+    g, lam = float(lipschitz), checked_positive("strong_convexity", strong_convexity)
+    a, b = checked_positive("sigma", sigma), checked_positive("sigma_prime", sigma_prime)
+    ell = math.log(2.0 / checked_probability("delta", delta))
     root = math.sqrt(2.0 * d * ell)
 
     def branch(s: float, s_other: float) -> float:
@@ -220,7 +207,8 @@ def log_phi_theorem13(
     t_max = checked_count("horizon", horizon)
     d = checked_count("dim", dim)
     g, beta = float(lipschitz), float(smoothness)
-    lam, s = _positive("strong_convexity", strong_convexity), _positive("sigma", sigma)
+    lam = checked_positive("strong_convexity", strong_convexity)
+    s = checked_positive("sigma", sigma)
     t = np.arange(1, t_max + 1, dtype=float)
     log_t = math.log(t_max)
     return (
@@ -297,7 +285,7 @@ def proven_privacy(params: CTRLParameters, delta_composition: float) -> ProvenPr
     module docstring): Claim 26's per-round losses, summed without the proof's final
     inequalities, and Lemma 17 with delta'' = ``delta_composition``. epsilon is inf when the
     parameters prove nothing (p = 0, Phi too small for any closeness, delta' above 1/2)."""
-    dpp = _probability("delta_composition", delta_composition)
+    dpp = checked_probability("delta_composition", delta_composition)
     t, d = params.horizon, params.dim
     log_phi = float(params.log_phi)
     p = float(params.p)
@@ -367,17 +355,26 @@ def strongly_convex_regret_bound(
     lipschitz: float,
     strong_convexity: float,
     diameter: float,
+    *,
+    printed: bool = False,
 ) -> float:
-    """Theorem 13's bound 2 G^2 (1 + log T) / lambda + 512 d^2 log T (1 + log T) T / (lambda S^2)
-    + 14 G D."""
+    """What Theorem 13's proof gives: Theorem 28's bound 2 (G^2 + d sigma^2)(1 + log T) / lambda
+    + 6 G D delta T^2 + 2 G D at Theorem 13's sigma = 16 G sqrt(d T log T) / S and
+    delta = 2 / T^2, that is
+
+        2 G^2 (1 + log T) / lambda + 512 G^2 d^2 log T (1 + log T) T / (lambda S^2) + 14 G D
+
+    (d sigma^2 = 256 G^2 d^2 T log T / S^2). Theorem 13 as printed (``printed=True``) has
+    512 d^2 log T (1 + log T) T / (lambda S^2) in the middle term: it drops the G^2 that sigma^2
+    carries, so for G > 1 it is below what the proof supports (at G = 3, d = 2, lambda = 1,
+    D = 2, T = 1e5, S = 4426: 1815.3 printed, 13864.1 proven)."""
     t, s, d = int(horizon), int(switches), int(dim)
     g, lam, dd = float(lipschitz), float(strong_convexity), float(diameter)
     log_t = math.log(t)
-    return (
-        2.0 * g * g * (1.0 + log_t) / lam
-        + 512.0 * d * d * log_t * (1.0 + log_t) * t / (lam * s * s)
-        + 14.0 * g * dd
-    )
+    noise = 512.0 * d * d * log_t * (1.0 + log_t) * t / (lam * s * s)
+    if not printed:
+        noise *= g * g
+    return 2.0 * g * g * (1.0 + log_t) / lam + noise + 14.0 * g * dd
 
 
 def lazy_strongly_convex_parameters(
@@ -395,7 +392,7 @@ def lazy_strongly_convex_parameters(
     t, s, d = checked_count("horizon", horizon), checked_count("switches", switches), dim
     if t < 3:
         raise ValueError(f"Theorem 13 needs T >= 3, got {t}")
-    lam = _positive("strong_convexity", strong_convexity)
+    lam = checked_positive("strong_convexity", strong_convexity)
     log_t = math.log(t)
     least = (4.0 * float(smoothness) * d / lam + 16.0 * d * log_t) * log_t
     if s < least:
@@ -447,8 +444,8 @@ def _problem(horizon, dim, lipschitz, smoothness, glm) -> dict:
     return {
         "horizon": checked_count("horizon", horizon),
         "dim": checked_count("dim", dim),
-        "lipschitz": _positive("lipschitz", lipschitz),
-        "smoothness": _positive("smoothness", smoothness),
+        "lipschitz": checked_positive("lipschitz", lipschitz),
+        "smoothness": checked_positive("smoothness", smoothness),
         "glm": bool(glm),
     }
 
@@ -471,11 +468,11 @@ def calibrate_paper(
     delta' = delta / (60 T^2), Phi = Phi'^2 (Lemma 7 or 10 at 3G, 2 beta, delta'), p = T^{-1/3},
     B = 3 p~ T. The theorems are stated for eps <= 1; what these parameters prove at any eps is
     :func:`proven_privacy`'s to say."""
-    eps, dl = _positive("epsilon", epsilon), _probability("delta", delta)
+    eps, dl = checked_positive("epsilon", epsilon), checked_probability("delta", delta)
     prob = _problem(horizon, dim, lipschitz, smoothness, glm)
     t, g, beta = prob["horizon"], prob["lipschitz"], prob["smoothness"]
     d = 1 if glm else prob["dim"]
-    dd = _positive("diameter", diameter)
+    dd = checked_positive("diameter", diameter)
     ell = math.sqrt(math.log(t / dl))
     eta = min(
         dd / (2.0 * g * math.sqrt(t)),
@@ -541,10 +538,10 @@ def calibrate_tight(
     The algorithm is Algorithm 1 unchanged; what is tightened is the analysis (see
     :mod:`dponline.online.ctrl_renyi`: sigma one to two orders of magnitude below what Theorem 6's
     proof needs for the same budget). Raises ValueError when no grid point proves the budget."""
-    eps, dl = _positive("epsilon", epsilon), _probability("delta", delta)
+    eps, dl = checked_positive("epsilon", epsilon), checked_probability("delta", delta)
     prob = _problem(horizon, dim, lipschitz, smoothness, glm)
     t, g = prob["horizon"], prob["lipschitz"]
-    dd = _positive("diameter", diameter)
+    dd = checked_positive("diameter", diameter)
     close = regret_closeness(t)
     ps = sorted({min(1.0, t ** (-1 / 3) * f) for f in np.geomspace(1 / 8, 8.0, p_grid)})
     eta0 = dd / (2.0 * g * math.sqrt(t))

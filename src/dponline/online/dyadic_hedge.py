@@ -30,13 +30,19 @@ k = 1 (5.5 D^2). Both change constants only.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.domains.simplex import Simplex
 from dponline.online.ftrl import DPFTRL, EntropicRegulariser
+from dponline.privacy.arguments import (
+    checked_generator,
+    checked_positive,
+    checked_real_array,
+    saved_field,
+)
 from dponline.privacy.bounds import NormBall
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import FeedbackKind, LossFunctionFeedback, LossVectorFeedback, checked_count
@@ -44,11 +50,10 @@ from dponline.registry import (
     AuditCase,
     LearnerEntry,
     LearnerTestCase,
-    budget_from_options,
     non_private_entry,
     register_learner,
 )
-from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
+from dponline.rng import RngLike, as_generator, generator_state
 
 __all__ = ["DyadicGrid", "DyadicHedge", "online_to_batch"]
 
@@ -167,7 +172,10 @@ class DyadicHedge(DPFTRL):
     eta:
         Hedge's rate (default sqrt(log N / T) / (G D), N grid points, D the box's diameter).
     mechanism:
-        The continual counter (default: ``padded_tree`` for paper, ``honaker`` for tight).
+        The continual counter (default: ``padded_tree`` for paper; for tight the
+        lowest-variance one whose noise state for one run fits 64 MiB, the square root or else
+        a BLT, :func:`~dponline.continual.selection.best_mechanism`, as for
+        :class:`~dponline.online.ftrl.DPFTRL`).
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.LOSS_FUNCTION
@@ -189,9 +197,7 @@ class DyadicHedge(DPFTRL):
     ) -> None:
         lo = np.atleast_1d(np.asarray(lo, dtype=float))
         horizon = checked_count("horizon", horizon)
-        g = float(lipschitz)
-        if not (math.isfinite(g) and g > 0):
-            raise ValueError(f"lipschitz must be finite and positive, got {lipschitz!r}")
+        g = checked_positive("lipschitz", lipschitz)
         if levels is None:
             levels = max(1, math.ceil(math.log2(horizon)))
             if len(lo) == 2:
@@ -241,11 +247,16 @@ class DyadicHedge(DPFTRL):
 
     def observe(self, feedback: Any) -> None:
         """l_t on the grid, checked G-Lipschitz through its transform, fed as M l_t."""
-        if not isinstance(feedback, LossFunctionFeedback) or feedback.loss is None:
+        if not isinstance(feedback, LossFunctionFeedback):
             raise TypeError(
-                "DyadicHedge observes LossFunctionFeedback carrying the loss (a function it "
-                f"evaluates on the grid), got {type(feedback).__name__}"
+                f"DyadicHedge observes LossFunctionFeedback, got {type(feedback).__name__}"
             )
+        if not callable(feedback.loss):
+            raise TypeError(
+                "DyadicHedge observes LossFunctionFeedback carrying the loss, a function it "
+                f"evaluates on the grid; got the loss {feedback.loss!r:.80}"
+            )
+        self._check_round()
         loss = feedback.loss
         dim = getattr(loss, "dim", self.grid.dim)
         if dim != self.grid.dim:
@@ -258,12 +269,12 @@ class DyadicHedge(DPFTRL):
                 f"round {self.t + 1}: the loss declares Lipschitz constant {declared:.6g}, above "
                 f"the learner's bound G = {self.lipschitz:.6g}"
             )
-        values = np.asarray(loss(self.grid.points), dtype=float)
-        if values.shape != (self.grid.size,):
-            raise ValueError(
-                f"the loss must map the grid's ({self.grid.size}, {self.grid.dim}) points to "
-                f"{self.grid.size} values, got shape {values.shape}"
-            )
+        values = checked_real_array(
+            f"the loss's values at the {self.grid.size} grid points",
+            loss(self.grid.points),
+            (self.grid.size,),
+            finite=False,  # refused below, naming the grid point
+        )
         if not np.all(np.isfinite(values)):
             i = int(np.argmin(np.isfinite(values)))
             raise ValueError(
@@ -329,9 +340,15 @@ class DyadicHedge(DPFTRL):
         state["sampler"] = generator_state(self._sampler)
         return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
-        self._sampler = generator_from_state(state["sampler"])
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        install_hedge = super().prepare_load(state)
+        sampler = checked_generator("saved sampler", saved_field(state, "sampler"))
+
+        def install() -> None:
+            install_hedge()
+            self._sampler = sampler
+
+        return install
 
 
 def online_to_batch(learner: DyadicHedge, losses: Any, rng: RngLike = None) -> np.ndarray:
@@ -356,10 +373,9 @@ def online_to_batch(learner: DyadicHedge, losses: Any, rng: RngLike = None) -> n
 # --- catalogue entries (dponline.registry) ----------------------------------------------------
 
 
-def _dyadic_hedge(env: Any, **kw: Any) -> DyadicHedge:
+def _dyadic_hedge(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> DyadicHedge:
     """Theorem 14's learner on ``env``'s box, horizon and Lipschitz constant (Gaussian noise,
     delta 1e-6 by default)."""
-    budget = budget_from_options(kw, 1e-6)
     if budget is not None:
         budget.require_delta("dp-dyadic-hedge (Gaussian noise)")
     return DyadicHedge(env.lo, env.hi, env.horizon, lipschitz=env.lipschitz, budget=budget, **kw)
@@ -390,7 +406,8 @@ _DYADIC_OPTIONS = {
     "delta": "the budget's delta (default 1e-6)",
     "levels": "k: 2^k + 1 grid points a side (default ceil(log2 T); at most 7 in 2D)",
     "eta": "Hedge's rate (default sqrt(log N / T) / (G D))",
-    "mechanism": "continual counter (default: padded_tree paper, honaker tight)",
+    "mechanism": "continual counter (default: padded_tree for paper; for tight the "
+    "lowest-variance one whose noise fits 64 MiB)",
 }
 
 _DYADIC_ENTRY = register_learner(
@@ -421,6 +438,7 @@ _DYADIC_ENTRY = register_learner(
             ),
         ),
         options=_DYADIC_OPTIONS,
+        default_delta=1e-6,
     )
 )
 

@@ -45,7 +45,6 @@ from dponline.registry import (
     AuditCase,
     LearnerEntry,
     LearnerTestCase,
-    budget_from_options,
     non_private_entry,
     register_learner,
 )
@@ -109,12 +108,12 @@ class FTPLCalibrator:
         return self._answer(budget, sigma, "Agarwal & Singh (2017) Thm 3.5 sigma")
 
     def tight(self, budget: PrivacyBudget) -> Calibration:
-        """max(the regret term, the counter's tight Gaussian sigma for this budget)."""
+        """max(the regret term, the counter's tight Gaussian sigma for this budget), proven
+        once: the counter calibration's when its sigma is the larger."""
         budget.require_delta("DP-FTPL's Gaussian noise")
         private = CounterCalibrator(self.mechanism, self.horizon, self.bounds, "gaussian")
-        least = private.tight(budget)
-        if least.noise.sigma >= self.regret_term:
-            return least
+        if private.tight_noise(budget).sigma >= self.regret_term:  # type: ignore[attr-defined]
+            return private.tight(budget)
         how = "Thm 3.5 regret term (above the least private sigma of the counter calibration)"
         return self._answer(budget, self.regret_term, how)
 
@@ -159,7 +158,7 @@ class DPFTPL(CounterLearner):
         clip: bool = False,
     ) -> None:
         self.dim = checked_count("dim", dim)
-        self.horizon = checked_count("horizon", horizon)
+        self._start_rounds(horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget)
         self.domain = domain = checked_domain(
@@ -193,7 +192,6 @@ class DPFTPL(CounterLearner):
             privacy=self.privacy,
         )
         self._cumulative = self.counter.initial_release()
-        self.t = 0
 
     def _decide(self, cumulative: np.ndarray) -> np.ndarray:
         """x_t = argmin_{x in X} <x, L~_{t-1}> by the domain's oracle, for each row of
@@ -216,9 +214,8 @@ def _ftpl_geometry(env: Any) -> dict[str, Any]:
     return out
 
 
-def _dp_ftpl(env: Any, **kw: Any) -> DPFTPL:
+def _dp_ftpl(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> DPFTPL:
     """DP-FTPL on ``env``'s dimension, horizon, decision set and loss set."""
-    budget = budget_from_options(kw, 1e-6)
     return DPFTPL(env.dim, env.horizon, budget=budget, **_ftpl_geometry(env), **kw)
 
 
@@ -255,6 +252,7 @@ _DP_FTPL_ENTRY = register_learner(
             ),
         ),
         options={"delta": "default 1e-6", "mechanism": "continual counter"},
+        default_delta=1e-6,
     )
 )
 

@@ -30,25 +30,25 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.continual import BinaryTreeCounter, ContinualCounter, make_counter
-from dponline.continual.selection import best_mechanism
+from dponline.continual.base import ContinualCounter
+from dponline.continual.factory import build_counter
 from dponline.domains.base import ConvexDomain, Projectable, checked_domain
 from dponline.domains.simplex import Simplex
 from dponline.online.counter_learner import CounterLearner
+from dponline.privacy.arguments import checked_positive
 from dponline.privacy.bounds import Box, InputBounds
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyGuarantee
-from dponline.privacy.noise import GaussianNoise
 from dponline.protocol import FeedbackKind, checked_budget, checked_count
 from dponline.registry import (
     AuditCase,
     LearnerEntry,
     LearnerTestCase,
-    budget_from_options,
     non_private_entry,
     register_learner,
 )
@@ -217,9 +217,11 @@ class DPFTRL(CounterLearner):
         (Theorem A.1; delta > 0).
     mechanism:
         Continual counter; defaults to "padded_tree" for "paper" and, for "tight", the
-        lowest-variance mechanism whose noise state fits 64 MiB
-        (:func:`~dponline.continual.selection.best_mechanism`: the square root, else a BLT,
-        for Gaussian noise; Honaker's estimator for Laplace).
+        lowest-variance mechanism whose noise state for one run fits 64 MiB, whatever the
+        number of replicas (:func:`~dponline.continual.selection.best_mechanism`: the square
+        root, else a BLT, for Gaussian noise; Honaker's estimator for Laplace). The counter is
+        built by :func:`~dponline.continual.factory.build_counter`; without a budget it is
+        exact (``mechanism`` unused).
     domain:
         The decision set X, a :class:`~dponline.domains.base.ConvexDomain` in R^N (default
         :class:`~dponline.domains.simplex.Simplex`: experts).
@@ -253,7 +255,7 @@ class DPFTRL(CounterLearner):
         clip: bool = False,
     ) -> None:
         self.dim = checked_count("dim", dim)
-        self.horizon = checked_count("horizon", horizon)
+        self._start_rounds(horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget)
         self.domain = domain = checked_domain(
@@ -266,42 +268,20 @@ class DPFTRL(CounterLearner):
         if eta is None:
             d_r = self.regulariser.range_of_regulariser(self.domain)
             eta = math.sqrt(max(d_r, 1e-12) / self.horizon)
-        if not (eta > 0 and math.isfinite(eta)):
-            raise ValueError(f"eta must be a finite positive number, got {eta!r}")
-        self.eta = float(eta)
-        self.t = 0
-        if self.budget is None:
-            # the non-private FTRL: exact prefix sums, same input contract
-            self.counter: ContinualCounter = BinaryTreeCounter(
-                self.horizon,
-                self.dim,
-                GaussianNoise(0.0),
-                replicas=self.replicas,
-                rng=rng,
-                bounds=self.bounds,
-                clip=clip,
-            )
-            self.privacy: PrivacyGuarantee | None = None
-        else:
-            if mechanism is None:
-                mechanism = (
-                    "padded_tree"
-                    if self.budget.calibration == "paper"
-                    else best_mechanism(self.horizon, self.dim, noise, self.replicas)
-                )
-            counter = make_counter(
-                mechanism,
-                horizon=self.horizon,
-                bounds=self.bounds,
-                budget=self.budget,
-                noise=noise,
-                replicas=self.replicas,
-                rng=rng,
-                clip=clip,
-            )
-            assert isinstance(counter, ContinualCounter)
-            self.counter = counter
-            self.privacy = counter.privacy
+        self.eta = checked_positive("eta", eta)
+        # the counter chosen for the run and calibrated (exact prefix sums without a budget: the
+        # non-private FTRL, same input contract); the learner states the counter's guarantee
+        self.counter: ContinualCounter = build_counter(
+            self.budget,
+            horizon=self.horizon,
+            bounds=self.bounds,
+            noise=noise,
+            mechanism=mechanism,
+            replicas=self.replicas,
+            rng=rng,
+            clip=clip,
+        )
+        self.privacy: PrivacyGuarantee | None = self.counter.privacy
         self._cumulative = self.counter.initial_release()
 
     def regret_bound(self, losses: np.ndarray, *, samples: int = 20_000, seed: int = 0) -> dict:
@@ -357,11 +337,20 @@ def _ftrl_geometry(env: Any) -> dict[str, Any]:
     return out
 
 
-def _dp_ftrl(env: Any, **kw: Any) -> DPFTRL:
+def _dp_ftrl(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> DPFTRL:
     """DP-FTRL on ``env``'s dimension, horizon and geometry (Laplace noise by default)."""
-    noise = kw.pop("noise", "laplace")
-    budget = budget_from_options(kw, 0.0 if noise == "laplace" else 1e-6)
-    return DPFTRL(env.dim, env.horizon, budget=budget, noise=noise, **_ftrl_geometry(env), **kw)
+    return DPFTRL(env.dim, env.horizon, budget=budget, **_ftrl_geometry(env), **kw)
+
+
+def noise_default_delta(default_noise: str) -> Callable[[Any, Mapping[str, Any]], float]:
+    """The default delta (:attr:`~dponline.registry.LearnerEntry.default_delta`) of a learner
+    whose ``noise`` option defaults to ``default_noise``: 0 (pure DP) for Laplace noise, 1e-6
+    for Gaussian noise."""
+
+    def delta(env: Any, options: Mapping[str, Any]) -> float:
+        return 0.0 if options.get("noise", default_noise) == "laplace" else 1e-6
+
+    return delta
 
 
 def _ftrl_audit(noise: str, environment_options: dict[str, Any]) -> AuditCase:
@@ -420,6 +409,7 @@ _DP_FTRL_ENTRY = register_learner(
             "regulariser": "entropic (simplex only) | euclidean (default: entropic on the "
             "simplex, euclidean elsewhere)",
         },
+        default_delta=noise_default_delta("laplace"),
     )
 )
 

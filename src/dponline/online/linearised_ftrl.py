@@ -23,14 +23,20 @@ Theorem 8.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.continual.base import ContinualCounter
 from dponline.domains.base import ConvexDomain, HasBarrier
-from dponline.online.ftrl import DPFTRL, make_regulariser
-from dponline.online.smooth_losses import SmoothLoss
+from dponline.losses import SmoothLoss
+from dponline.online.ftrl import DPFTRL, make_regulariser, noise_default_delta
+from dponline.privacy.arguments import (
+    checked_positive,
+    checked_real_array,
+    saved_field,
+)
 from dponline.privacy.bounds import NormBall
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import (
@@ -39,13 +45,13 @@ from dponline.protocol import (
     LossFunctionFeedback,
     LossVectorFeedback,
     NoiseHandle,
+    RoundDiscipline,
     checked_count,
 )
 from dponline.registry import (
     AuditCase,
     LearnerEntry,
     LearnerTestCase,
-    budget_from_options,
     non_private_entry,
     register_learner,
 )
@@ -54,7 +60,7 @@ from dponline.rng import RngLike
 __all__ = ["LinearisedFTRL"]
 
 
-class LinearisedFTRL(NoiseHandle):
+class LinearisedFTRL(NoiseHandle, RoundDiscipline):
     """DP-FTRL (Agarwal & Singh 2017, Algorithm 1, Euclidean regulariser) on the gradients
     g_t = grad l_t(x_t) of convex losses (see the module docstring).
 
@@ -94,10 +100,7 @@ class LinearisedFTRL(NoiseHandle):
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
-        g = float(lipschitz)
-        if not (g > 0 and math.isfinite(g)):
-            raise ValueError(f"lipschitz must be a finite positive number, got {lipschitz!r}")
-        self.lipschitz = g
+        self.lipschitz = g = checked_positive("lipschitz", lipschitz)
         if eta is None:
             d_r = make_regulariser("euclidean", domain).range_of_regulariser(domain)
             eta = math.sqrt(max(d_r, 1e-12) / checked_count("horizon", horizon)) / g
@@ -128,7 +131,12 @@ class LinearisedFTRL(NoiseHandle):
 
     @property
     def t(self) -> int:  # type: ignore[override]
+        """The round counter, the inner DP-FTRL's (which keeps the rounds of both)."""
         return self.inner.t
+
+    @property
+    def _acted(self) -> bool:  # type: ignore[override]
+        return self._x is not None
 
     @property
     def eta(self) -> float:
@@ -150,13 +158,16 @@ class LinearisedFTRL(NoiseHandle):
             raise TypeError(
                 f"LinearisedFTRL observes LossFunctionFeedback, got {type(feedback).__name__}"
             )
-        if self._x is None:
-            raise ValueError(
-                f"observe() must follow act(): LinearisedFTRL has not acted in round {self.t + 1}"
-            )
+        self._check_round()
         self._check_declared(feedback.loss)
-        grad = np.asarray(feedback.gradient(self._x), dtype=float)
-        grad = np.broadcast_to(grad, (self.replicas, self.domain.dim))
+        if not callable(feedback.gradient):
+            raise TypeError(
+                f"LinearisedFTRL needs the loss's gradient, a function of the points; got "
+                f"gradient={feedback.gradient!r:.80}"
+            )
+        d = self.domain.dim
+        grad = checked_real_array("gradient", feedback.gradient(self._x), (d,), (self.replicas, d))
+        grad = np.broadcast_to(grad, (self.replicas, d))
         self.inner.observe(LossVectorFeedback(grad))
         self._x = None
 
@@ -202,24 +213,31 @@ class LinearisedFTRL(NoiseHandle):
             "noise_multiplier": self.noise_multiplier,
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.inner.load_state_dict(state["inner"])
-        self._x = None if state["x"] is None else np.array(state["x"], dtype=float)
-        self.noise_multiplier = float(state["noise_multiplier"])
-        self.privacy = self.inner.privacy
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole state (the inner DP-FTRL's, which holds the round counter, the
+        point played this round and the noise multiplier), then return its installer."""
+        install_inner = self.inner.prepare_load(saved_field(state, "inner"))
+        x = saved_field(state, "x")
+        if x is not None:
+            x = np.array(checked_real_array("saved x", x, (self.replicas, self.domain.dim)))
+        multiplier = self._saved_multiplier(state)
+
+        def install() -> None:
+            install_inner()
+            self._x = x
+            self.noise_multiplier = multiplier
+            self.privacy = self.inner.privacy
+
+        return install
 
 
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _dp_ftrl_oco(env: Any, **kw: Any) -> LinearisedFTRL:
+def _dp_ftrl_oco(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> LinearisedFTRL:
     """DP-FTRL on ``env``'s decision set with its declared Lipschitz constant (Gaussian noise,
     delta 1e-6, by default; Laplace noise takes delta = 0)."""
-    noise = kw.pop("noise", "gaussian")
-    budget = budget_from_options(kw, 0.0 if noise == "laplace" else 1e-6)
-    return LinearisedFTRL(
-        env.domain, env.horizon, lipschitz=env.lipschitz, budget=budget, noise=noise, **kw
-    )
+    return LinearisedFTRL(env.domain, env.horizon, lipschitz=env.lipschitz, budget=budget, **kw)
 
 
 _OPTIONS = {
@@ -259,6 +277,7 @@ _DP_FTRL_OCO = register_learner(
             ),
         ),
         options=_OPTIONS,
+        default_delta=noise_default_delta("gaussian"),
     )
 )
 

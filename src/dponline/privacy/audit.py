@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from dponline.privacy.arguments import checked_count
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.rng import RngLike, as_generator
 
@@ -234,8 +235,7 @@ def learner_sampler(
     (act, then observe, every round) and returns what it released, shape (replicas, ...). A batch
     of ``batch`` trials costs one vectorised run; the output has shape (n, ...).
     """
-    if batch < 1:
-        raise ValueError(f"batch must be a positive integer, got {batch!r}")
+    batch = checked_count("batch", batch)
 
     def sample(stream: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
         outs = []

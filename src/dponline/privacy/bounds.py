@@ -2,7 +2,7 @@
 
 A guarantee holds only for inputs inside the bounds the mechanism was built with. An input
 outside them raises :class:`ValueError` naming the value and the bound, unless clipping was asked
-for; NaN and infinity are always rejected (DESIGN.md, "Privacy semantics").
+for; NaN and infinity are always rejected (docs/design.md, "The learner protocol", inputs).
 
 The bounds also give the exact sensitivities used by the ``tight`` calibrations: two neighbouring
 streams differ in one round whose value moves inside the set, so the sensitivity in a norm is the
@@ -16,6 +16,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from dponline.privacy.arguments import checked_count, checked_real_array
 
 __all__ = ["Box", "InputBounds", "NormBall", "check_finite", "lp_norm"]
 
@@ -48,16 +50,9 @@ def lp_norm(x: np.ndarray, p: float | str, axis: int = -1) -> np.ndarray:
 
 
 def check_finite(x: np.ndarray, what: str = "input") -> np.ndarray:
-    """Return ``x`` as a float array, raising ValueError if it holds NaN or infinity."""
-    if np.iscomplexobj(x):
-        raise TypeError(f"{what} must be real, got complex values")
-    arr = np.asarray(x, dtype=float)
-    if not np.all(np.isfinite(arr)):
-        bad = arr[~np.isfinite(arr)].ravel()[0]
-        raise ValueError(
-            f"{what} must be finite, got {bad!r} (NaN and infinity are never accepted)"
-        )
-    return arr
+    """Return ``x`` as a float array, raising ValueError if it holds NaN or infinity (and for
+    complex values or strings): :func:`~dponline.privacy.arguments.checked_real_array`."""
+    return checked_real_array(what, x)
 
 
 class InputBounds(ABC):
@@ -116,8 +111,7 @@ class Box(InputBounds):
     _hi: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.dim, (int, np.integer)) or self.dim < 1:
-            raise ValueError(f"dim must be a positive integer, got {self.dim!r}")
+        checked_count("dim", self.dim)
         lo = np.broadcast_to(check_finite(self.low, "Box low"), (self.dim,)).astype(float)
         hi = np.broadcast_to(check_finite(self.high, "Box high"), (self.dim,)).astype(float)
         if np.any(lo > hi):
@@ -161,8 +155,7 @@ class NormBall(InputBounds):
     dim: int
 
     def __post_init__(self) -> None:
-        if not isinstance(self.dim, (int, np.integer)) or self.dim < 1:
-            raise ValueError(f"dim must be a positive integer, got {self.dim!r}")
+        checked_count("dim", self.dim)
         r = float(self.radius)
         if not (math.isfinite(r) and r >= 0):
             raise ValueError(f"radius must be finite and non-negative, got {self.radius!r}")

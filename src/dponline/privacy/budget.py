@@ -38,7 +38,7 @@ __all__ = [
     "check_calibration",
 ]
 
-#: The two calibration families (DESIGN.md, "Honest, tight privacy").
+#: The two calibration families (docs/design.md, "What dponline is").
 CALIBRATIONS = ("tight", "paper")
 
 

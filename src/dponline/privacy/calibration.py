@@ -29,8 +29,6 @@ __all__ = [
     "Calibrator",
     "calibrate",
     "paper_log",
-    "positive",
-    "probability",
 ]
 
 
@@ -66,22 +64,6 @@ def calibrate(calibrator: Calibrator, budget: PrivacyBudget) -> Calibration:
     if budget.calibration == "paper":
         return calibrator.paper(budget)
     return calibrator.tight(budget)
-
-
-def positive(name: str, value: float) -> float:
-    """``value`` as a float if it is finite and positive, else ValueError naming it."""
-    x = float(value)
-    if not (math.isfinite(x) and x > 0):
-        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
-    return x
-
-
-def probability(name: str, value: float) -> float:
-    """``value`` as a float if it lies in (0, 1), else ValueError naming it."""
-    x = float(value)
-    if not (0 < x < 1):
-        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
-    return x
 
 
 def paper_log(horizon: int) -> float:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import poch
 
+from dponline.privacy.arguments import checked_count
 from dponline.privacy.noise import NoiseDistribution, validate_scale
 
 __all__ = [
@@ -64,16 +65,6 @@ def _validate_exponent(name: str, value: float, minimum: float = 1.0) -> float:
     v = float(value)
     if math.isnan(v) or v < minimum:
         raise ValueError(f"{name} must satisfy {minimum:g} <= {name} <= inf, got {value!r}")
-    return v
-
-
-def _validate_dim(name: str, value: int) -> int:
-    """A dimension: a positive integer (numpy integers accepted, bools and floats rejected)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    v = int(value)
-    if v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return v
 
 
@@ -257,7 +248,7 @@ class GeneralizedGaussianNoise(NoiseDistribution):
         ``r = inf``) by Schechtman-Zinn independence. For ``r = 2`` this is ``1/d``, and
         ``sigma^2`` is returned exactly; for ``d = 1`` it is ``sigma^2`` for every ``r``.
         """
-        d = _validate_dim("dim", dim)
+        d = checked_count("dim", dim)
         if self.r == 2.0 or d == 1:
             return self.sigma**2
         return self.sigma**2 * d * _direction_second_moment(self.r, d)
@@ -309,7 +300,7 @@ def paper_lq_constants(q: float, d: int) -> tuple[float, float]:
     (even negative for ``d <= 2``) and meaningless. Use :func:`lq_regularity` for usable values.
     """
     q = _validate_exponent("q", q)
-    d = _validate_dim("d", d)
+    d = checked_count("d", d)
     if q < 2:
         return float(d) ** (2.0 / q - 1.0), 1.0
     ln_d = math.log(d)
@@ -327,7 +318,7 @@ def exact_kappa(q: float, d: int, r: float) -> float:
     ``kappa = (r - 1) d^|2/r - 2/q|``.
     """
     q = _validate_exponent("q", q)
-    d = _validate_dim("d", d)
+    d = checked_count("d", d)
     r = _validate_exponent("r", r, minimum=2.0)
     if math.isinf(r):
         raise ValueError("r must be finite: ||x||_inf^2 / 2 is not smooth, got r=inf")
@@ -351,7 +342,7 @@ def lq_regularity(q: float, d: int) -> LqRegularity:
       ``||x||_q <= ||x||_2 <= d^(1/2 - 1/q) ||x||_q``.
     """
     q = _validate_exponent("q", q)
-    d = _validate_dim("d", d)
+    d = checked_count("d", d)
     if q < 2:
         # Lemma 3.10. 1 - 2/p = 2/q - 1 and 1/2 - 1/p = 1/q - 1/2 (p = inf at q = 1).
         return LqRegularity(

@@ -21,7 +21,7 @@ class PrivacyWarning(UserWarning):
 
 
 class Neighbouring(StrEnum):
-    """Which inputs count as neighbours (DESIGN.md, "Privacy semantics")."""
+    """Which inputs count as neighbours (docs/design.md, "Privacy semantics")."""
 
     #: Two streams that differ in the value of one round (loss vector, gradient, count).
     #: Agarwal & Singh (2017) Definition 2.1; Ene et al. (2021) Definition 2.1.

@@ -17,7 +17,7 @@ Shared here:
 * :func:`run_generators`: one :class:`numpy.random.Generator` per run, spawned from ``rng``, so
   that run ``k`` draws the same numbers whatever ``runs`` and ``step_scales`` are (the scales of
   one run share its samples and noise: common random numbers).
-* :func:`checked_budget`: the budget of one run at one scale (``None``: no noise).
+* :func:`checked_sample_budget`: the budget of one run at one scale (``None``: no noise).
 * :class:`BatchPlan`: what a baseline fixes before it sees any data (its schedule, its noise
   and the guarantee they prove: the calibrations are data-independent), and its ``fit`` on a
   dataset. The batch function (``noisy_sfw``, ...) and the batch-learner adapter
@@ -42,23 +42,24 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from dponline.privacy.arguments import checked_count, checked_positive
 from dponline.privacy.bounds import check_finite, lp_norm
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
-from dponline.protocol import checked_budget as checked_learner_budget
+from dponline.protocol import checked_budget
 from dponline.rng import RngLike, as_generator
 
 __all__ = [
     "CHUNK_FLOATS",
     "BaselineFit",
     "BatchPlan",
-    "checked_budget",
     "checked_dataset",
     "checked_exponent",
     "checked_noise_multiplier",
     "checked_plan_data",
     "checked_positive",
     "checked_runs",
+    "checked_sample_budget",
     "checked_samples",
     "checked_scales",
     "fit_batch",
@@ -93,16 +94,6 @@ class BaselineFit:
     parameters: dict[str, float] = field(default_factory=dict)
 
 
-def checked_positive(name: str, value: float) -> float:
-    """``value`` as a float if it is a finite positive real number (bounds, radii)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be finite and positive, got {value!r}")
-    return v
-
-
 def checked_exponent(p: float, algorithm: str) -> float:
     """The l_p exponent of a baseline for 1 < p <= 2 (NoisySFW, LocalMD)."""
     v = float(p)
@@ -111,10 +102,11 @@ def checked_exponent(p: float, algorithm: str) -> float:
     return v
 
 
-def checked_budget(budget: PrivacyBudget | None) -> PrivacyBudget | None:
-    """The budget of one run at one scale, over datasets that differ in one sample; ``None``
-    runs without noise. The baselines give (epsilon, delta)-DP with delta > 0."""
-    budget = checked_learner_budget(budget, Neighbouring.ONE_SAMPLE)
+def checked_sample_budget(budget: PrivacyBudget | None) -> PrivacyBudget | None:
+    """The budget of one run at one scale, over datasets that differ in one sample
+    (:func:`~dponline.protocol.checked_budget` with that relation), with delta > 0: the
+    baselines give (epsilon, delta)-DP. ``None`` runs without noise."""
+    budget = checked_budget(budget, Neighbouring.ONE_SAMPLE)
     if budget is not None:
         budget.require_delta("this baseline's Gaussian noise")
     return budget
@@ -133,9 +125,8 @@ def checked_scales(step_scales: Sequence[float]) -> np.ndarray:
 
 
 def checked_runs(runs: int) -> int:
-    if isinstance(runs, bool) or not isinstance(runs, numbers.Integral) or runs < 1:
-        raise ValueError(f"runs must be a positive integer, got {runs!r}")
-    return int(runs)
+    """The number of runs, a positive integer."""
+    return checked_count("runs", runs)
 
 
 def checked_dataset(
@@ -209,12 +200,7 @@ def checked_samples(algorithm: str, samples: int, minimum: int) -> int:
 
 def checked_noise_multiplier(noise_multiplier: float) -> float:
     """The factor on every calibrated noise scale: a finite positive real number."""
-    if isinstance(noise_multiplier, bool) or not isinstance(noise_multiplier, numbers.Real):
-        raise TypeError(f"noise_multiplier must be a real number, got {noise_multiplier!r}")
-    m = float(noise_multiplier)
-    if not (math.isfinite(m) and m > 0):
-        raise ValueError(f"noise_multiplier must be finite and positive, got {noise_multiplier!r}")
-    return m
+    return checked_positive("noise_multiplier", noise_multiplier)
 
 
 def scaled_guarantee(
@@ -328,7 +314,7 @@ def fit_batch(
     (``||x_i||_q <= x_bound``, ``|y_i| <= y_bound``; :func:`checked_dataset`), build the
     data-independent plan for the dataset's shape (``plan_class(n, d, x_bound=..., y_bound=...,
     budget=..., **plan_options)``) and fit it with ``runs`` runs (:func:`fit_plan`)."""
-    budget = checked_budget(budget)
+    budget = checked_sample_budget(budget)
     xs, ys = checked_dataset(
         x, y, q=q, x_bound=x_bound, y_bound=y_bound, clip=clip, min_samples=min_samples
     )

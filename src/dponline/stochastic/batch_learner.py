@@ -1,5 +1,5 @@
 """The batch-learner adapter: a batch algorithm, which sees a whole dataset and returns one
-output, as a learner of the one protocol (DESIGN.md, "The learner protocol"), so that the batch
+output, as a learner of the one protocol (docs/design.md, "The learner protocol"), so that the batch
 baselines of Han et al. Appendix C (NoisySFW, Bassily, Guzmán & Nandi 2021, Algorithm 3; noisy
 SGD, Bassily et al. 2020; LocalMD, Asi et al. 2021, Algorithm 6) run on the one runner, in the
 learner battery and in ``dponline audit`` beside the streaming Algorithm 1.
@@ -34,25 +34,30 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.domains.lp_ball import dual_exponent
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_generator,
+    checked_real_array,
+    saved_field,
+)
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.protocol import (
     Feedback,
     FeedbackKind,
     NoiseHandle,
+    RoundDiscipline,
     checked_count,
-    checked_round,
 )
-from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, budget_from_options
-from dponline.rng import RngLike, generator_from_state, generator_state
+from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, one_over_horizon
+from dponline.rng import RngLike, generator_state
 from dponline.stochastic.baseline_fit import BatchPlan, checked_dataset, run_generators
 from dponline.stochastic.samples import checked_sample, sample_geometry
 
@@ -67,7 +72,7 @@ __all__ = [
 ]
 
 
-class BatchLearner(NoiseHandle):
+class BatchLearner(NoiseHandle, RoundDiscipline):
     """A batch algorithm over n = ``plan.samples`` samples as a streaming learner (module
     docstring): plays ``plan.start()`` until the n-th sample, then the plan's output on all n.
 
@@ -94,6 +99,7 @@ class BatchLearner(NoiseHandle):
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.SAMPLE
+    unit: ClassVar[str] = "sample"
 
     def __init__(
         self,
@@ -108,7 +114,7 @@ class BatchLearner(NoiseHandle):
             raise ValueError(f"the plan needs step scales, got {plan.step_scales!r}")
         self.plan = plan
         self.paper: str = plan.paper
-        self.horizon = checked_count("horizon (the plan's samples)", plan.samples)
+        self._start_rounds(plan.samples, "horizon (the plan's samples)")
         self.dim = checked_count("dim", plan.dim)
         self.q = float(plan.q)
         self.x_bound, self.y_bound = float(plan.x_bound), float(plan.y_bound)
@@ -129,8 +135,6 @@ class BatchLearner(NoiseHandle):
         self._x = np.zeros((self.horizon, self.dim))
         self._y = np.zeros(self.horizon)
         self._output = np.tile(start, (self.replicas, 1))  # the same for every replica
-        self._acted = False
-        self.t = 0
 
     @property
     def output(self) -> np.ndarray:
@@ -150,14 +154,7 @@ class BatchLearner(NoiseHandle):
 
     def observe(self, feedback: Feedback) -> None:
         """Validate and buffer one shared sample (after ``act``); the n-th runs the fit."""
-        if self.t >= self.horizon:
-            raise ValueError(
-                f"built for {self.horizon} samples; sample {self.t + 1} would void its guarantee"
-            )
-        if not self._acted:
-            raise ValueError(
-                f"observe() must follow act(): the action of round {self.t + 1} was not released"
-            )
+        self._check_round()
         x, y = checked_sample(feedback, self.dim, self.q, self.x_bound, self.y_bound, self.clip)
         self._x[self.t] = x
         self._y[self.t] = y
@@ -168,8 +165,7 @@ class BatchLearner(NoiseHandle):
             self._output = np.ascontiguousarray(theta.transpose(1, 0, 2)).reshape(
                 self.replicas, self.dim
             )
-        self._acted = False
-        self.t += 1
+        self._end_round()
 
     def state_dict(self) -> dict[str, Any]:
         """Round, acted flag, noise multiplier, the buffered samples, the current output and
@@ -184,48 +180,49 @@ class BatchLearner(NoiseHandle):
             "rng": [generator_state(g) for g in self._gens],
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume from :meth:`state_dict` (of a learner built with the same plan and replicas);
-        the state is checked whole before anything changes."""
-        t = checked_round(state["t"], self.horizon)
-        x = np.array(state["x"], dtype=float)
-        y = np.array(state["y"], dtype=float)
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole of a state saved by :meth:`state_dict` (of a learner built with the
+        same plan and replicas) and return the function that installs it."""
+        t, acted = self._checked_rounds(state)
+        x = checked_real_array("saved x", saved_field(state, "x"))
+        y = checked_real_array("saved y", saved_field(state, "y"))
         if t == 0 and x.size == 0 and y.size == 0:  # nothing buffered, whatever the layout
             x, y = x.reshape(0, self.dim), y.reshape(0)
         if x.shape != (t, self.dim) or y.shape != (t,):
-            raise ValueError(
+            raise ArgumentError(
                 f"saved samples must have shapes ({t}, {self.dim}) and ({t},) at round {t}, got "
                 f"{x.shape} and {y.shape}"
             )
         if t:  # a saved sample outside the bounds would void the guarantee
             checked_dataset(x, y, q=self.q, x_bound=self.x_bound, y_bound=self.y_bound, clip=False)
-        output = np.array(state["output"], dtype=float)
-        if output.shape != (self.replicas, self.dim):
-            raise ValueError(
-                f"saved output must have shape ({self.replicas}, {self.dim}), got {output.shape}"
+        output = np.array(
+            checked_real_array(
+                "saved output", saved_field(state, "output"), (self.replicas, self.dim)
             )
-        rng = state["rng"]
+        )
+        rng = saved_field(state, "rng")
         if not isinstance(rng, list | tuple) or len(rng) != self.runs:
-            raise ValueError(
+            raise ArgumentError(
                 f"saved RNG state must be a list of {self.runs} generator states (one per "
                 f"replica), got {rng!r:.200}"
             )
-        gens = [generator_from_state(s) for s in rng]
-        multiplier = float(state["noise_multiplier"])
-        if not (math.isfinite(multiplier) and multiplier > 0):
-            raise ValueError(f"saved noise_multiplier must be positive, got {multiplier!r}")
+        gens = [checked_generator(f"saved rng[{k}]", s) for k, s in enumerate(rng)]
+        multiplier = self._saved_multiplier(state)
         if multiplier != 1.0 and self._calibrated is None:
-            raise ValueError(
+            raise ArgumentError(
                 f"saved noise_multiplier {multiplier!r} for a non-private learner (no noise)"
             )
-        self.noise_multiplier, self.privacy, self.t = 1.0, self._calibrated, 0
-        if multiplier != 1.0:
-            NoiseHandle.scale_noise(self, multiplier)  # states the guarantee as it was
-        self._x[:t], self._y[:t] = x, y
-        self._output = output
-        self._gens = gens
-        self._acted = bool(state["acted"])
-        self.t = t
+
+        def install() -> None:
+            self.noise_multiplier, self.privacy, self.t = 1.0, self._calibrated, 0
+            if multiplier != 1.0:
+                NoiseHandle.scale_noise(self, multiplier)  # states the guarantee as it was
+            self._x[:t], self._y[:t] = x, y
+            self._output = output
+            self._gens = gens
+            self._set_rounds(t, acted)
+
+        return install
 
 
 def _released_guarantee(plan: BatchPlan) -> PrivacyGuarantee | None:
@@ -311,18 +308,19 @@ def batch_factory(
     """The catalogue factory of the batch baseline ``name``: :func:`batch_learner` of
     ``plan_class`` over the l_p ball of the environment's geometry
     (:func:`~dponline.stochastic.samples.sample_geometry`, default ``default_p``), with the
-    stream's input bounds unless ``x_bound`` or ``y_bound`` is given, and the budget of the
-    runner's privacy keywords (default delta = 1/T). With ``fixed_p_reason`` the algorithm
+    stream's input bounds unless ``x_bound`` or ``y_bound`` is given, and the budget the
+    registry built (the entries' default delta is 1/T). With ``fixed_p_reason`` the algorithm
     runs over the ``default_p`` ball only (its plan takes no p): any other p is refused, saying
     why."""
 
-    def factory(env: Any, *, p: float | None = None, **kw: Any) -> BatchLearner:
+    def factory(
+        env: Any, *, budget: PrivacyBudget | None, p: float | None = None, **kw: Any
+    ) -> BatchLearner:
         p = sample_geometry(env, p, default_p, name)
         if fixed_p_reason is not None and p != default_p:
             raise ValueError(
                 f"{name} runs over {fixed_p_reason}, so p must be {default_p:g}, got p = {p:g}"
             )
-        budget = budget_from_options(kw, 1.0 / env.horizon)
         if fixed_p_reason is None:
             kw["p"] = p
         return batch_learner(env, plan_class, geometry=p, budget=budget, **kw)
@@ -386,4 +384,5 @@ def batch_learner_entry(
         ),
         options={**options, **{k: v for k, v in BATCH_OPTIONS.items() if k not in options}},
         joint_options=("step_scale",),
+        default_delta=one_over_horizon,
     )

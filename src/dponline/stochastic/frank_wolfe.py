@@ -25,6 +25,12 @@ from typing import Any
 import numpy as np
 
 from dponline.domains.base import ConvexDomain
+from dponline.privacy.arguments import (
+    checked_count,
+    checked_nonnegative_int,
+    checked_real_array,
+    saved_field,
+)
 
 __all__ = ["StreamingFrankWolfe", "recursive_gradient"]
 
@@ -70,7 +76,7 @@ class StreamingFrankWolfe:
             )
         self.domain = domain
         self.gradient = gradient
-        self.replicas = int(replicas)
+        self.replicas = checked_count("replicas", replicas)
         d = domain.dim
         start = np.asarray(domain.interior_point(), dtype=float)
         self.theta_prev = np.broadcast_to(start, (self.replicas, d)).copy()  # theta_{t-1}
@@ -98,6 +104,13 @@ class StreamingFrankWolfe:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.t = int(state["t"])
-        for k in ("theta_prev", "theta", "grad_sum"):
-            setattr(self, k, np.array(state[k], dtype=float))
+        """Resume from :meth:`state_dict`; the whole state is checked before anything changes."""
+        t = checked_nonnegative_int("saved round counter t", saved_field(state, "t"))
+        shape = (self.replicas, self.domain.dim)
+        arrays = {
+            k: np.array(checked_real_array(f"saved {k}", saved_field(state, k), shape))
+            for k in ("theta_prev", "theta", "grad_sum")
+        }
+        self.t = t
+        for k, value in arrays.items():
+            setattr(self, k, value)

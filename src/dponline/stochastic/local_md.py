@@ -71,6 +71,7 @@ from types import MappingProxyType
 import numpy as np
 
 from dponline.domains.lp_ball import LpBall, dual_exponent
+from dponline.losses import squared_loss_constants
 from dponline.privacy.accounting import least_noise_multiplier, subsampled_gaussian_epsilon
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate
@@ -83,11 +84,11 @@ from dponline.registry import (
 from dponline.rng import RngLike
 from dponline.stochastic.baseline_fit import (
     BaselineFit,
-    checked_budget,
     checked_exponent,
     checked_noise_multiplier,
     checked_plan_data,
     checked_positive,
+    checked_sample_budget,
     checked_samples,
     checked_scales,
     fit_batch,
@@ -95,7 +96,6 @@ from dponline.stochastic.baseline_fit import (
 )
 from dponline.stochastic.batch_learner import batch_factory, batch_learner_entry
 from dponline.stochastic.private_frank_wolfe import AUDIT_LABEL
-from dponline.stochastic.samples import squared_loss_constants
 
 __all__ = ["LocalMDCalibrator", "LocalMDPlan", "Phase", "local_md", "local_md_schedule"]
 
@@ -231,7 +231,7 @@ class LocalMDPlan:
         budget: PrivacyBudget | None,
         step_scales: Sequence[float] = (1.0,),
     ) -> None:
-        self.budget = budget = checked_budget(budget)
+        self.budget = budget = checked_sample_budget(budget)
         eps, delta = (math.inf, math.nan) if budget is None else (budget.epsilon, budget.delta)
         self.p = checked_exponent(p, "LocalMD")
         self.q = q = dual_exponent(self.p)

@@ -28,19 +28,26 @@ set so that the composed zCDP bound gives exactly epsilon.
 Input contract: ||x||_inf <= X and |y| <= Y; L = 2 (X r + Y) X and beta = 2 X^2 with
 r = max_v ||v||_1 (Lipschitz and smoothness in l_1 -> l_inf). With ``loss=GLMLoss(...)`` the
 loss is a GLM's negative log-likelihood instead, rewards must lie in its ``reward_range`` and
-(L, beta) are its constants (:mod:`dponline.stochastic.glm_losses`); this is the per-arm
+(L, beta) are its constants (:mod:`dponline.losses.glm`); this is the per-arm
 estimator of Algorithm 3.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from dponline.losses import GLMLoss, SquaredLoss
 from dponline.privacy.accounting import zcdp_epsilon
+from dponline.privacy.arguments import (
+    checked_generator,
+    checked_real_array,
+    saved_field,
+)
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
@@ -48,12 +55,12 @@ from dponline.protocol import (
     Feedback,
     FeedbackKind,
     NoiseHandle,
+    RoundDiscipline,
     checked_budget,
+    checked_config,
     checked_count,
-    checked_round,
 )
-from dponline.rng import RngLike, as_generator, generator_from_state, generator_state
-from dponline.stochastic.glm_losses import GLMLoss, SquaredLoss
+from dponline.rng import RngLike, as_generator, generator_state
 from dponline.stochastic.samples import checked_sample
 
 __all__ = ["NoisyMinCalibrator", "NoisyMinFrankWolfe", "l1_ball_vertices"]
@@ -81,15 +88,28 @@ def _require_origin_in_hull(vertices: np.ndarray) -> None:
         raise ValueError("the origin (theta_0 = 0) must lie in the convex hull of the vertices")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NoisyMinCalibrator:
     """The noise schedule b_1..b_n of Algorithm 2 for per-step score sensitivities s_t
     (``sensitivities``) and the paper's line-7 constants (module docstring).
 
     ``paper``: Laplace, b_t = 4 D (beta D + L) sqrt(log n log(1/delta)) / (epsilon sqrt t);
     ``tight``: Gumbel, b_t = lam s_t sqrt(t) with lam set so that the composed zCDP bound gives
-    exactly epsilon. ``Calibration.noise`` is ``(family, scales)``.
+    exactly epsilon. ``Calibration.noise`` is ``(family, scales)``; ``Calibration.details``
+    names the calibrator (``("calibrator", self)``), so that an estimator handed a calibration
+    can check it is its own. Two calibrators are equal when their constants are.
     """
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NoisyMinCalibrator):
+            return NotImplemented
+        return bool(
+            np.array_equal(self.sensitivities, other.sensitivities)
+            and (self.diameter, self.smooth_lipschitz, self.m)
+            == (other.diameter, other.smooth_lipschitz, other.m)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
     sensitivities: np.ndarray
     diameter: float
@@ -110,7 +130,9 @@ class NoisyMinCalibrator:
             neighbouring=Neighbouring.ONE_SAMPLE,
             stacklevel=5,
         )
-        return Calibration((family, scales), g, budget.calibration, "report-noisy-min")
+        return Calibration(
+            (family, scales), g, budget.calibration, "report-noisy-min", (("calibrator", self),)
+        )
 
     def paper(self, budget: PrivacyBudget) -> Calibration:
         budget.require_delta("Algorithm 2")
@@ -139,15 +161,20 @@ class NoisyMinCalibrator:
         return self._answer(budget, "gumbel", lam * self.sensitivities * np.sqrt(t), how)
 
 
-class NoisyMinFrankWolfe(NoiseHandle):
+class NoisyMinFrankWolfe(NoiseHandle, RoundDiscipline):
     """Han et al. Algorithm 2 over the convex hull of ``vertices`` (default the unit l_1 ball).
 
     ``budget``: (epsilon, delta) with delta > 0, calibrated by :class:`NoisyMinCalibrator`;
-    ``None`` runs the non-private streaming Frank-Wolfe (no noise).
+    ``None`` runs the non-private streaming Frank-Wolfe (no noise). ``calibration``: that
+    calibration when it is already proven, for an estimator of the same constants and budget
+    (the arms of Algorithm 3, :class:`~dponline.bandits.glm_bandit.DPGLMBandit`, are copies of
+    one estimator: the guarantee is proven once); refused if it is another estimator's. The
+    estimator's own is kept as ``calibration`` (``None`` without a budget).
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.SAMPLE
     paper: ClassVar[str] = "Han et al., Algorithm 2 and Theorem 3.11"
+    unit: ClassVar[str] = "sample"
 
     def __init__(
         self,
@@ -162,9 +189,10 @@ class NoisyMinFrankWolfe(NoiseHandle):
         rng: RngLike = None,
         clip: bool = False,
         loss: GLMLoss | None = None,
+        calibration: Calibration | None = None,
     ) -> None:
         self.dim = checked_count("dim", dim)
-        self.horizon = checked_count("horizon", horizon)
+        self._start_rounds(horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget, Neighbouring.ONE_SAMPLE)
         self.vertices = (
@@ -186,18 +214,39 @@ class NoisyMinFrankWolfe(NoiseHandle):
             self._sens, self.diameter, self.beta * self.diameter + self.lipschitz, r
         )
         self.privacy: PrivacyGuarantee | None = None
+        self.calibration: Calibration | None = None
         if self.budget is None:
             self._scales = np.zeros(self.horizon)
             self.noise = "none"
         else:
-            cal = calibrate(self.calibrator, self.budget)
-            (self.noise, self._scales), self.privacy = cal.noise, cal.guarantee
+            if calibration is None:
+                calibration = calibrate(self.calibrator, self.budget)
+            else:
+                self._check_calibration(calibration)
+            self.calibration = calibration
+            (self.noise, self._scales), self.privacy = calibration.noise, calibration.guarantee
         self._rng = as_generator(rng)
         self.theta_prev = np.zeros((self.replicas, self.dim))
         self.theta = np.zeros((self.replicas, self.dim))
         self.grad_sum = np.zeros((self.replicas, self.dim))
-        self._acted = False
-        self.t = 0
+
+    def _check_calibration(self, calibration: Any) -> None:
+        """A calibration handed in must be this estimator's: computed by an equal calibrator
+        for this budget's request, calibration family and neighbouring relation."""
+        budget, g = self.budget, getattr(calibration, "guarantee", None)
+        assert budget is not None
+        if not (
+            isinstance(calibration, Calibration)
+            and dict(calibration.details).get("calibrator") == self.calibrator
+            and calibration.calibration == budget.calibration
+            and g is not None
+            and (g.requested_epsilon, g.requested_delta, g.neighbouring)
+            == (budget.epsilon, budget.delta, budget.neighbouring)
+        ):
+            raise ValueError(
+                "calibration is not this estimator's: it must be the NoisyMinCalibrator answer "
+                f"for the same constants and the budget {budget!r}"
+            )
 
     def noise_scale(self, t: int) -> float:
         """b_t, the Laplace or Gumbel scale of round t (1-indexed)."""
@@ -213,15 +262,10 @@ class NoisyMinFrankWolfe(NoiseHandle):
 
     def observe(self, feedback: Feedback) -> None:
         """Line 4-9 for one sample shared by every replica (after ``act``)."""
-        if self.t >= self.horizon:
-            raise ValueError(
-                f"built for {self.horizon} samples; sample {self.t + 1} would void its guarantee"
-            )
-        if not self._acted:
-            raise ValueError("observe() must follow act(): theta_t was not released this round")
+        self._check_round()
         if isinstance(self.loss, GLMLoss):
-            x, _ = checked_sample(feedback, self.dim, math.inf, self.x_bound, math.inf, self.clip)
-            y = self.loss.check_reward(feedback.y, self.clip)  # type: ignore[union-attr]
+            x, y = checked_sample(feedback, self.dim, math.inf, self.x_bound, math.inf, self.clip)
+            y = self.loss.check_reward(y, self.clip)
         else:
             x, y = checked_sample(
                 feedback, self.dim, math.inf, self.x_bound, self.y_bound, self.clip
@@ -231,19 +275,9 @@ class NoisyMinFrankWolfe(NoiseHandle):
     def observe_each(self, x: np.ndarray, y: np.ndarray) -> None:
         """One sample per replica: x of shape (replicas, d), y of shape (replicas,) (Algorithm 3
         feeds every replica the sample its own bandit run produced). Same contract as observe."""
-        if self.t >= self.horizon:
-            raise ValueError(
-                f"built for {self.horizon} samples; sample {self.t + 1} would void its guarantee"
-            )
-        x = np.asarray(x, dtype=float)
-        y = np.asarray(y, dtype=float)
-        if x.shape != (self.replicas, self.dim) or y.shape != (self.replicas,):
-            raise ValueError(
-                f"need x of shape {(self.replicas, self.dim)} and y of shape "
-                f"({self.replicas},), got {x.shape} and {y.shape}"
-            )
-        if not np.all(np.isfinite(x)):
-            raise ValueError("samples x must be finite")
+        self._check_horizon()
+        x = checked_real_array("samples x", x, (self.replicas, self.dim))
+        y = checked_real_array("samples y", y, (self.replicas,), finite=False)  # named below
         norms = np.abs(x).max(axis=1)
         if np.any(norms > self.x_bound):
             if not self.clip:
@@ -283,8 +317,7 @@ class NoisyMinFrankWolfe(NoiseHandle):
                 scores = scores - b * self._rng.gumbel(size=scores.shape)
         v = self.vertices[np.argmin(scores, axis=1)]
         self.theta_prev, self.theta = self.theta, self.theta + (v - self.theta) / (t + 1)
-        self._acted = False
-        self.t = t
+        self._end_round()
 
     def _config(self) -> dict[str, Any]:
         return {
@@ -312,14 +345,27 @@ class NoisyMinFrankWolfe(NoiseHandle):
             "privacy": None if self.privacy is None else self.privacy.to_dict(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("config") != self._config():
-            raise ValueError(
-                "state was saved from a learner with different noise, bounds, "
-                "vertices, shape or guarantee; it cannot continue this one"
-            )
-        self.t = checked_round(state["t"], self.horizon)
-        for k in ("theta", "theta_prev", "grad_sum"):
-            setattr(self, k, np.array(state[k], dtype=float))
-        self._acted = bool(state["acted"])
-        self._rng = generator_from_state(state["rng"])
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole state (configuration, round counter, iterates, gradient sum, RNG),
+        then return the function that installs it."""
+        checked_config(
+            saved_field(state, "config"),
+            self._config(),
+            "NoisyMinFrankWolfe",
+            "noise, bounds, vertices, shape or guarantee",
+        )
+        t, acted = self._checked_rounds(state)
+        shape = (self.replicas, self.dim)
+        arrays = {
+            k: np.array(checked_real_array(f"saved {k}", saved_field(state, k), shape))
+            for k in ("theta", "theta_prev", "grad_sum")
+        }
+        rng = checked_generator("saved rng", saved_field(state, "rng"))
+
+        def install() -> None:
+            self._set_rounds(t, acted)
+            for k, value in arrays.items():
+                setattr(self, k, value)
+            self._rng = rng
+
+        return install

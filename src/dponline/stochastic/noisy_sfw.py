@@ -18,7 +18,7 @@ random order drawn per run (independent of the data, so it changes no guarantee)
 
 Constants. Samples satisfy ``||x||_q <= X``, ``|y| <= Y``; over the ball (l_p diameter M = 2r)
 ``||grad f||_q <= L0 = 2 (X r + Y) X`` and ``grad f`` is beta = 2 X^2 smooth from l_p to l_q
-(:func:`~dponline.stochastic.samples.squared_loss_constants`), so the paper's gradient clipping is
+(:func:`~dponline.losses.glm.squared_loss_constants`), so the paper's gradient clipping is
 the identity on valid inputs and is not executed. In l_2, ||x||_2 <= d^(1/2-1/q) ||x||_q (q >= 2),
 so every l_q bound below times c_2 = d^(1/2-1/q) bounds the l_2 norm.
 
@@ -68,6 +68,7 @@ from types import MappingProxyType
 import numpy as np
 
 from dponline.domains.lp_ball import LpBall, dual_exponent
+from dponline.losses import squared_loss_constants
 from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate
@@ -87,11 +88,11 @@ from dponline.registry import (
 from dponline.rng import RngLike
 from dponline.stochastic.baseline_fit import (
     BaselineFit,
-    checked_budget,
     checked_exponent,
     checked_noise_multiplier,
     checked_plan_data,
     checked_positive,
+    checked_sample_budget,
     checked_samples,
     checked_scales,
     fit_batch,
@@ -99,7 +100,6 @@ from dponline.stochastic.baseline_fit import (
 )
 from dponline.stochastic.batch_learner import batch_factory, batch_learner_entry
 from dponline.stochastic.private_frank_wolfe import AUDIT_LABEL
-from dponline.stochastic.samples import squared_loss_constants
 
 __all__ = ["NoisySFWCalibrator", "NoisySFWPlan", "noisy_sfw", "sfw_schedule"]
 
@@ -208,7 +208,7 @@ class NoisySFWPlan:
         budget: PrivacyBudget | None,
         step_scales: Sequence[float] = (1.0,),
     ) -> None:
-        self.budget = checked_budget(budget)
+        self.budget = checked_sample_budget(budget)
         self.p = checked_exponent(p, "NoisySFW")
         self.q = q = dual_exponent(self.p)
         self.samples = n = checked_samples("NoisySFW", samples, 2)

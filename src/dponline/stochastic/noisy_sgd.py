@@ -53,6 +53,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from dponline.losses import squared_loss_constants
 from dponline.privacy.accounting import least_noise_multiplier, subsampled_gaussian_epsilon
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate
@@ -65,10 +66,10 @@ from dponline.registry import (
 from dponline.rng import RngLike
 from dponline.stochastic.baseline_fit import (
     BaselineFit,
-    checked_budget,
     checked_noise_multiplier,
     checked_plan_data,
     checked_positive,
+    checked_sample_budget,
     checked_samples,
     checked_scales,
     fit_batch,
@@ -79,7 +80,6 @@ from dponline.stochastic.batch_learner import (
     batch_learner_entry,
 )
 from dponline.stochastic.private_frank_wolfe import AUDIT_LABEL
-from dponline.stochastic.samples import squared_loss_constants
 from dponline.stochastic.sgd_kernel import sgd_block
 
 __all__ = ["BLOCK", "NoisySGDCalibrator", "NoisySGDPlan", "noisy_sgd"]
@@ -180,7 +180,7 @@ class NoisySGDPlan:
         step_scales: Sequence[float] = (1.0,),
         steps: int | None = None,
     ) -> None:
-        self.budget = budget = checked_budget(budget)
+        self.budget = budget = checked_sample_budget(budget)
         self.radius = r = checked_positive("radius", radius)
         self.samples = n = checked_samples("NoisySGD", samples, 1)
         self.dim = d = checked_count("dim", dim)
@@ -189,10 +189,8 @@ class NoisySGDPlan:
         self.step_scales = scales = checked_scales(step_scales)
         if steps is None:
             total = n * n
-        elif isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
-            raise ValueError(f"steps must be a positive integer, got {steps!r}")
         else:
-            total = int(steps)
+            total = checked_count("steps", steps)
         self.steps = total
         eps, delta = (math.inf, math.nan) if budget is None else (budget.epsilon, budget.delta)
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -44,29 +45,36 @@ import numpy as np
 from dponline.continual.base import ContinualCounter
 from dponline.continual.binary_tree import BinaryTreeCounter, levels
 from dponline.continual.calibration import CounterCalibrator
+from dponline.continual.factory import build_counter
 from dponline.continual.registry import get_mechanism
 from dponline.continual.selection import best_mechanism
 from dponline.domains.lp_ball import LpBall
-from dponline.online.smooth_losses import GLMLink, link_by_name
+from dponline.losses import GLMLink, link_by_name, squared_loss_constants
+from dponline.privacy.arguments import (
+    checked_positive,
+    checked_probability,
+    checked_real_array,
+    saved_field,
+)
 from dponline.privacy.bounds import NormBall
 from dponline.privacy.budget import PrivacyBudget
-from dponline.privacy.calibration import Calibration, calibrate, positive, probability
+from dponline.privacy.calibration import Calibration
 from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise, NoiseDistribution
 from dponline.protocol import (
     Feedback,
     FeedbackKind,
     NoiseHandle,
+    RoundDiscipline,
     checked_budget,
     checked_count,
-    checked_round,
 )
 from dponline.registry import (
     AuditCase,
     LearnerEntry,
     LearnerTestCase,
-    budget_from_options,
     non_private_entry,
+    one_over_horizon,
     register_learner,
 )
 from dponline.rng import RngLike
@@ -74,7 +82,6 @@ from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe
 from dponline.stochastic.samples import (
     checked_sample,
     sample_geometry,
-    squared_loss_constants,
 )
 
 __all__ = [
@@ -104,10 +111,10 @@ def han_sigma_plus(
     return math.sqrt(
         8.0
         * depth**2
-        * positive("kappa_q", kappa_q)
-        * math.log(depth / probability("delta", delta))
+        * checked_positive("kappa_q", kappa_q)
+        * math.log(depth / checked_probability("delta", delta))
         * s**2
-        / positive("epsilon", epsilon) ** 2
+        / checked_positive("epsilon", epsilon) ** 2
     )
 
 
@@ -161,7 +168,6 @@ class PrivateFrankWolfeCalibrator:
     dim: int
     q: float
     sensitivity: float
-    replicas: int = 1
 
     def _counter(
         self, noise: str, mechanism: type[ContinualCounter] = BinaryTreeCounter
@@ -171,19 +177,23 @@ class PrivateFrankWolfeCalibrator:
         return CounterCalibrator(mechanism, self.horizon, ball, noise, norm)
 
     def release_noise_size(self, cal: Calibration) -> float:
-        """E||noise of the noisiest release||_q (what the Frank-Wolfe step feels), from 4,000
-        probe draws (seed 0): Gaussian noise on any counter is N(0, v I) with v the counter's
-        largest exact release variance; generalized Gaussian noise on the tree sums as many
-        node draws as the tree has levels (the most a release sums)."""
-        cls = get_mechanism(cal.mechanism)
+        """E||noise of the noisiest release||_q (what the Frank-Wolfe step feels) of the counter
+        a calibration names with its noise (:meth:`_noise_size`)."""
+        return self._noise_size(get_mechanism(cal.mechanism), cal.noise)
+
+    def _noise_size(self, cls: type[ContinualCounter], noise: NoiseDistribution) -> float:
+        """E||noise of the noisiest release||_q of counter ``cls`` drawing ``noise``, from
+        4,000 probe draws (seed 0): Gaussian noise on any counter is N(0, v I) with v the
+        counter's largest exact release variance; generalized Gaussian noise on the tree sums
+        as many node draws as the tree has levels (the most a release sums)."""
         probe = np.random.default_rng(0)
         ball = LpBall(self.dim, self.q)
-        if isinstance(cal.noise, GaussianNoise):
-            v = float(cls.release_variances(self.horizon, cal.noise, self.dim).max())
+        if isinstance(noise, GaussianNoise):
+            v = float(cls.release_variances(self.horizon, noise, self.dim).max())
             draws = probe.standard_normal((4000, self.dim)) * math.sqrt(v)
         else:
             k = levels(self.horizon)
-            draws = cal.noise.sample(probe, (k, 4000, self.dim)).sum(axis=0)
+            draws = noise.sample(probe, (k, 4000, self.dim)).sum(axis=0)
         return float(ball.norm(draws).mean())
 
     @staticmethod
@@ -197,26 +207,28 @@ class PrivateFrankWolfeCalibrator:
         return self._counter("generalized_gaussian").paper(self._neighbours(budget))
 
     def tight(self, budget: PrivacyBudget) -> Calibration:
-        """The candidate whose noisiest release is smallest in l_q
-        (:meth:`release_noise_size`): exact Gaussian accounting on the tree and on the best
-        counter that fits 64 MiB (:func:`~dponline.continual.selection.best_mechanism`, the
-        square root or a BLT: the recursive-gradient sums are prefix sums like any other), and
-        for q > 2 Lemma 2.7's generalized Gaussian on the tree with the exact node count and
-        least kappa. Each candidate is proven for the budget on its own; choosing among them
-        by their noise sizes, which do not depend on the data, costs no privacy."""
+        """The candidate whose noisiest release is smallest in l_q (:meth:`_noise_size`): exact
+        Gaussian accounting on the tree and on the best counter whose state for one run fits
+        64 MiB (:func:`~dponline.continual.selection.best_mechanism`, the square root or a BLT:
+        the recursive-gradient sums are prefix sums like any other; the same whatever the
+        number of replicas), and for q > 2 Lemma 2.7's generalized Gaussian on the tree with
+        the exact node count and least kappa. The candidates are compared by their noise
+        (:meth:`~dponline.continual.calibration.CounterCalibrator.tight_noise`), which does not
+        depend on the data, so the choice costs no privacy; the chosen one is proven, once."""
         b = self._neighbours(budget)
-        candidates = [self._counter("gaussian").tight(b)]
-        best = get_mechanism(best_mechanism(self.horizon, self.dim, "gaussian", self.replicas))
+        candidates = [self._counter("gaussian")]
+        best = get_mechanism(best_mechanism(self.horizon, self.dim, "gaussian"))
         if best is not BinaryTreeCounter:
-            candidates.append(self._counter("gaussian", best).tight(b))
+            candidates.append(self._counter("gaussian", best))
         k = levels(self.horizon)
         if self.q > 2 and b.epsilon / k <= 1.0 and b.delta / k <= 0.5:
             # for q <= 2, ||.||_2 <= ||.||_q already favours Gaussian noise; else Lemma 2.7
-            candidates.append(self._counter("generalized_gaussian").tight(b))
-        return min(candidates, key=self.release_noise_size)
+            candidates.append(self._counter("generalized_gaussian"))
+        chosen = min(candidates, key=lambda c: self._noise_size(c.mechanism, c.tight_noise(b)))
+        return chosen.tight(b)
 
 
-class PrivateStreamingFrankWolfe(NoiseHandle):
+class PrivateStreamingFrankWolfe(NoiseHandle, RoundDiscipline):
     """Han et al. Algorithm 1 for the squared loss (see the module docstring).
 
     Parameters
@@ -236,9 +248,9 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
     loss:
         "squared" (the paper's (<x, theta> - y)^2, the default), or any smooth convex GLM loss
         f(<x, theta>, y): "logistic" (labels -1 or +1), "huber" (threshold 1), or a
-        :class:`~dponline.online.smooth_losses.GLMLink`. Its constants over the ball follow
+        :class:`~dponline.losses.links.GLMLink`. Its constants over the ball follow
         from the link: L = sup |f'(z, y)| X over |z| <= X r, |y| <= Y, and beta = sup f'' X^2
-        (the same Hoelder steps as :func:`~dponline.stochastic.samples.squared_loss_constants`),
+        (the same Hoelder steps as :func:`~dponline.losses.glm.squared_loss_constants`),
         and the sensitivity 2 (beta D + L) of Theorem 3.1's proof uses only these.
     bound_from_step:
         k, for the squared loss: the step from which the exact increment bound
@@ -257,6 +269,7 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.SAMPLE
     paper: ClassVar[str] = "Han et al., Algorithm 1 with Algorithm 4 and Theorem 3.1"
+    unit: ClassVar[str] = "sample"
 
     def __init__(
         self,
@@ -282,11 +295,10 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
             raise ValueError(
                 f"Algorithm 1 needs 1 < p <= inf, got p = {domain.p} (use Algorithm 2)"
             )
-        for name, v in (("x_bound", x_bound), ("y_bound", y_bound)):
-            if not (v > 0 and math.isfinite(v)):
-                raise ValueError(f"{name} must be finite and positive, got {v!r}")
+        x_bound = checked_positive("x_bound", x_bound)
+        y_bound = checked_positive("y_bound", y_bound)
         self.domain = domain
-        self.horizon = checked_count("horizon", horizon)
+        self._start_rounds(horizon)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget, Neighbouring.ONE_SAMPLE)
         self.dim, self.q = domain.dim, domain.q
@@ -325,23 +337,21 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
                 self.bound_from_step = self.horizon + 1  # clip every step
         self.sensitivity = 2.0 * self.increment_bound  # l_q, of one sample's increment
         self.calibrator = PrivateFrankWolfeCalibrator(
-            self.horizon, self.dim, self.q, self.sensitivity, self.replicas
+            self.horizon, self.dim, self.q, self.sensitivity
         )
-        noise: NoiseDistribution = GaussianNoise(0.0)
-        self.privacy: PrivacyGuarantee | None = None
-        mechanism: type[ContinualCounter] = BinaryTreeCounter
-        if self.budget is not None:
-            cal = calibrate(self.calibrator, self.budget)
-            noise, self.privacy = cal.noise, cal.guarantee
-            mechanism = get_mechanism(cal.mechanism)
-        self.counter = mechanism(
-            self.horizon, self.dim, noise, replicas=self.replicas, rng=rng, privacy=self.privacy
+        # the calibrator's counter, or exact sums without a budget (the non-private optimiser)
+        self.counter = build_counter(
+            self.budget,
+            horizon=self.horizon,
+            dim=self.dim,
+            calibrator=self.calibrator,
+            replicas=self.replicas,
+            rng=rng,
         )
+        self.privacy: PrivacyGuarantee | None = self.counter.privacy
         start = np.asarray(domain.interior_point(), dtype=float)
         self.theta_prev = np.broadcast_to(start, (self.replicas, self.dim)).copy()
         self.theta = np.broadcast_to(start, (self.replicas, self.dim)).copy()
-        self._acted = False
-        self.t = 0
 
     @property
     def noise(self) -> NoiseDistribution:
@@ -364,12 +374,7 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
 
     def observe(self, feedback: Feedback) -> None:
         """Lines 4-9 of Algorithm 1 for one shared sample (after ``act``)."""
-        if self.t >= self.horizon:
-            raise ValueError(
-                f"built for {self.horizon} samples; sample {self.t + 1} would void its guarantee"
-            )
-        if not self._acted:
-            raise ValueError("observe() must follow act(): theta_t was not released this round")
+        self._check_round()
         x, y = checked_sample(feedback, self.dim, self.q, self.x_bound, self.y_bound, self.clip)
         link = self.link
         if link is not None:
@@ -387,8 +392,7 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
         d = self.counter.step(g) / (t + 1)
         v = self.domain.lmo(d)
         self.theta_prev, self.theta = self.theta, self.theta + (v - self.theta) / (t + 1)
-        self._acted = False
-        self.t = t
+        self._end_round()
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -399,27 +403,37 @@ class PrivateStreamingFrankWolfe(NoiseHandle):
             "counter": self.counter.state_dict(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.counter.load_state_dict(state["counter"])
-        self.theta = np.array(state["theta"], dtype=float)
-        self.theta_prev = np.array(state["theta_prev"], dtype=float)
-        self._acted = bool(state["acted"])
-        self.t = checked_round(state["t"], self.horizon)
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole state (round counter, iterates, the counter's state), then return
+        the function that installs it."""
+        t, acted = self._checked_rounds(state)
+        shape = (self.replicas, self.dim)
+        theta = np.array(checked_real_array("saved theta", saved_field(state, "theta"), shape))
+        theta_prev = np.array(
+            checked_real_array("saved theta_prev", saved_field(state, "theta_prev"), shape)
+        )
+        install_counter = self.counter.prepare_load(saved_field(state, "counter"))
+
+        def install() -> None:
+            install_counter()
+            self.theta, self.theta_prev = theta, theta_prev
+            self._set_rounds(t, acted)
+
+        return install
 
 
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _private_fw(env: Any, *, p: float | None = None, **kw: Any) -> NoiseHandle:
+def _private_fw(
+    env: Any, *, budget: PrivacyBudget | None, p: float | None = None, **kw: Any
+) -> NoiseHandle:
     """Algorithm 2 (:class:`~dponline.stochastic.noisy_min_frank_wolfe.NoisyMinFrankWolfe`)
     for p = 1, Algorithm 1 otherwise, over the l_p ball of the environment's geometry
     (:func:`~dponline.stochastic.samples.sample_geometry`: the environment's p when it sets
     one, else the option, else 1.5), with the stream's input bounds (X in the dual norm, Y)
     unless ``x_bound`` or ``y_bound`` is given."""
-    p = sample_geometry(
-        env, p, 1.5, "frank-wolfe" if kw.get("epsilon") is None else "dp-frank-wolfe"
-    )
-    budget = budget_from_options(kw, 1.0 / env.horizon)
+    p = sample_geometry(env, p, 1.5, "frank-wolfe" if budget is None else "dp-frank-wolfe")
     kw.setdefault("y_bound", env.y_bound)
     if p == 1.0:
         if kw.get("loss", "squared") != "squared":
@@ -509,6 +523,7 @@ _DP_FRANK_WOLFE_ENTRY = register_learner(
             "bound_from_step": "k: the squared loss's exact increment bound L + beta D / k, "
             "steps before k clipped to it (default 32 for tight, 1 = Theorem 3.1 for paper)",
         },
+        default_delta=one_over_horizon,
     )
 )
 

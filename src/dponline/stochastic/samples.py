@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from dponline.domains.lp_ball import LpBall
-from dponline.privacy.bounds import check_finite
+from dponline.privacy.arguments import checked_real_array
 from dponline.protocol import Feedback, SampleFeedback
 
-__all__ = ["checked_sample", "sample_geometry", "squared_loss_constants"]
+__all__ = ["checked_sample", "sample_geometry"]
 
 
 def checked_sample(
@@ -26,14 +26,9 @@ def checked_sample(
     """
     if not isinstance(feedback, SampleFeedback):
         raise TypeError(f"observes SampleFeedback, got {type(feedback).__name__}")
-    x = check_finite(feedback.x, "sample x")
-    y_arr = check_finite(feedback.y, "sample y")
-    if x.shape != (dim,) or y_arr.shape != ():
-        raise ValueError(
-            f"a sample is x of shape ({dim},) and a scalar y, shared by all replicas; got "
-            f"{x.shape} and {y_arr.shape}"
-        )
-    y = float(y_arr)
+    # one x of shape (dim,) and a scalar y, shared by all replicas, real and finite
+    x = checked_real_array("sample x", feedback.x, (dim,))
+    y = float(checked_real_array("sample y", feedback.y, ()))
     nx = float(LpBall(dim, q).norm(x))
     if nx > x_bound or abs(y) > y_bound:
         if not clip:
@@ -45,14 +40,6 @@ def checked_sample(
             x = x * (x_bound * (1 - 1e-12) / nx)
         y = float(np.clip(y, -y_bound, y_bound))
     return x, y
-
-
-def squared_loss_constants(x_bound: float, y_bound: float, radius: float) -> tuple[float, float]:
-    """(L, beta) of f(theta; x, y) = (<x, theta> - y)^2 over an l_p ball of radius r for samples
-    with ||x||_q <= X, |y| <= Y (q the dual exponent): grad f = 2 (<x, theta> - y) x has
-    ||grad f||_q <= 2 (X r + Y) X = L, and ||grad f(theta) - grad f(theta')||_q
-    = 2 |<x, theta - theta'>| ||x||_q <= 2 X^2 ||theta - theta'||_p, so beta = 2 X^2."""
-    return 2.0 * (x_bound * radius + y_bound) * x_bound, 2.0 * x_bound**2
 
 
 def sample_geometry(env: Any, p: Any, default: float, learner: str) -> float:

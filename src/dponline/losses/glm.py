@@ -1,8 +1,10 @@
-"""Losses of generalized linear models for the streaming learners, with the Lipschitz and
-smoothness constants their privacy rests on (Han et al., Section 4 and Assumption 4.5).
+"""Losses of generalized linear models on samples (x, r) for the streaming learners, with the
+Lipschitz and smoothness constants their privacy rests on (Han et al., Section 4 and
+Assumption 4.5), and the streaming squared loss's constants (:func:`squared_loss_constants`).
 
-A GLM with inverse link zeta has mean reward E[r | x] = zeta(<x, theta*>). Its (quasi) negative
-log-likelihood with the canonical link,
+A GLM with inverse link zeta (a :class:`~dponline.losses.links.CanonicalLink`, called on z) has
+mean reward E[r | x] = zeta(<x, theta*>). Its (quasi) negative log-likelihood with the canonical
+link,
 
     f(theta; x, r) = b(<x, theta>) - r <x, theta>,   b' = zeta,
 
@@ -27,33 +29,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dponline.stochastic.samples import squared_loss_constants
+from dponline.losses.links import LINKS, CanonicalLink
 
-__all__ = ["LINKS", "GLMLoss", "Link", "SquaredLoss", "checked_rewards"]
-
-
-@dataclass(frozen=True)
-class Link:
-    """An increasing inverse link zeta with its derivative's range on [-C, C]."""
-
-    name: str
-
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        z = np.asarray(z, dtype=float)
-        if self.name == "linear":
-            return z
-        # logistic, written to stay finite for large |z|
-        return 0.5 * (1.0 + np.tanh(0.5 * z))
-
-    def derivative_range(self, c: float) -> tuple[float, float]:
-        """(mu, beta) of Assumption 4.5: min and max of zeta' on [-C, C]."""
-        if self.name == "linear":
-            return 1.0, 1.0
-        s = float(self(np.float64(c)))
-        return s * (1.0 - s), 0.25
+__all__ = ["GLMLoss", "SquaredLoss", "checked_rewards", "squared_loss_constants"]
 
 
-LINKS: dict[str, Link] = {name: Link(name) for name in ("linear", "logistic")}
+def squared_loss_constants(x_bound: float, y_bound: float, radius: float) -> tuple[float, float]:
+    """(L, beta) of f(theta; x, y) = (<x, theta> - y)^2 over an l_p ball of radius r for samples
+    with ||x||_q <= X, |y| <= Y (q the dual exponent): grad f = 2 (<x, theta> - y) x has
+    ||grad f||_q <= 2 (X r + Y) X = L, and ||grad f(theta) - grad f(theta')||_q
+    = 2 |<x, theta - theta'>| ||x||_q <= 2 X^2 ||theta - theta'||_p, so beta = 2 X^2."""
+    return 2.0 * (x_bound * radius + y_bound) * x_bound, 2.0 * x_bound**2
 
 
 @dataclass(frozen=True)
@@ -64,7 +50,7 @@ class GLMLoss:
     this loss holds for rewards inside it.
     """
 
-    link: Link
+    link: CanonicalLink
     reward_range: tuple[float, float]
 
     def __post_init__(self) -> None:
@@ -104,7 +90,7 @@ class GLMLoss:
         return checked_rewards(y, self.reward_range, clip)
 
     def to_dict(self) -> dict[str, object]:
-        return {"link": self.link.name, "reward_range": list(self.reward_range)}
+        return {"link": self.link.model, "reward_range": list(self.reward_range)}
 
 
 @dataclass(frozen=True)
@@ -118,7 +104,7 @@ class SquaredLoss:
         return 2.0 * (z - y)[:, None] * np.broadcast_to(x, theta.shape)
 
     def constants(self, x_bound: float, radius: float) -> tuple[float, float]:
-        """L = 2 (X R + Y) X, beta = 2 X^2 (see dponline.stochastic.samples)."""
+        """L = 2 (X R + Y) X, beta = 2 X^2 (:func:`squared_loss_constants`)."""
         return squared_loss_constants(x_bound, self.y_bound, radius)
 
     def to_dict(self) -> dict[str, object]:

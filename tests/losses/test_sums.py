@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dponline.online.smooth_losses import LossSum, SmoothLoss, link_by_name
+from dponline.losses import LossSum, SmoothLoss, link_by_name
 
 SQUARED, LOGISTIC = link_by_name("squared"), link_by_name("logistic")
 

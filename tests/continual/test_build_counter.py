@@ -1,0 +1,141 @@
+"""The one helper that chooses and builds a learner's counter
+(:func:`dponline.continual.factory.build_counter`): exact sums without a budget, the run's
+mechanism (never a function of the number of replicas) calibrated to a budget otherwise.
+Deterministic: fixed seeds and exact comparisons."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dponline.continual import MECHANISMS, make_counter
+from dponline.continual.calibration import CounterCalibrator
+from dponline.continual.factory import build_counter
+from dponline.continual.selection import (
+    MEMORY_BUDGET,
+    best_mechanism,
+    choose_mechanism,
+    state_bytes,
+)
+from dponline.online import DPFTRL
+from dponline.privacy.bounds import Box
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.noise import GaussianNoise
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    horizon=st.integers(1, 40),
+    dim=st.integers(1, 4),
+    seed=st.integers(0, 2**32 - 1),
+    block=st.booleans(),
+)
+def test_exact_sums_are_exact(horizon, dim, seed, block):
+    """Integer-valued inputs: every release must equal the running sum exactly (a sum of
+    integers below 2^53 is exact in any order), one step at a time or in one block."""
+    gen = np.random.default_rng(seed)
+    xs = gen.integers(-5, 6, size=(horizon, dim)).astype(float)
+    counter = build_counter(None, horizon=horizon, bounds=Box(-5.0, 5.0, dim=dim), rng=seed)
+    assert counter.privacy is None and counter.noise == GaussianNoise(0.0)
+    if block:
+        releases = counter.step_block(xs)[:, 0]
+    else:
+        releases = np.stack([counter.step(x)[0] for x in xs])
+    np.testing.assert_array_equal(releases, np.cumsum(xs, axis=0))
+    assert np.all(counter.variances() == 0.0)
+
+
+def test_exact_sums_keep_the_private_counters_input_contract():
+    bounds = Box(0.0, 1.0, dim=2)
+    with pytest.raises(ValueError, match=r"1\.5"):
+        build_counter(None, horizon=4, bounds=bounds).step([1.5, 0.0])
+    clipped = build_counter(None, horizon=4, bounds=bounds, clip=True, replicas=2)
+    np.testing.assert_array_equal(clipped.step([1.5, -1.0]), [[1.0, 0.0], [1.0, 0.0]])
+    # without bounds (a learner that bounds its inputs itself): the dimension is given
+    free = build_counter(None, horizon=3, dim=2)
+    np.testing.assert_array_equal(free.step([7.0, -9.0]), [[7.0, -9.0]])
+
+
+def test_a_budget_gets_the_runs_mechanism_calibrated():
+    bounds = Box(0.0, 1.0, dim=3)
+    for budget, noise, name in (
+        (PrivacyBudget(1.0, 1e-6), "gaussian", "sqrt_factorization"),
+        (PrivacyBudget(1.0), "laplace", "honaker"),
+        (PrivacyBudget(1.0, 1e-6, "paper"), "gaussian", "padded_tree"),
+    ):
+        counter = build_counter(budget, horizon=16, bounds=bounds, noise=noise, rng=4)
+        assert counter.name == name == choose_mechanism(budget.calibration, 16, 3, noise)
+        # the same counter, noise and guarantee as the named mechanism's calibration
+        named = make_counter(name, horizon=16, bounds=bounds, budget=budget, noise=noise, rng=4)
+        assert counter.noise == named.noise and counter.privacy == named.privacy
+        np.testing.assert_array_equal(counter.step([1.0, 0.0, 1.0]), named.step([1.0, 0.0, 1.0]))
+    # a learner's own calibrator names the mechanism
+    budget = PrivacyBudget(1.0, 1e-6)
+    calibrator = CounterCalibrator(MECHANISMS["blt"], 16, bounds, "gaussian")
+    own = build_counter(budget, horizon=16, bounds=bounds, calibrator=calibrator)
+    assert own.name == "blt" and own.privacy == calibrator.tight(budget).guarantee
+
+
+def test_build_counter_refuses_what_it_cannot_calibrate():
+    budget = PrivacyBudget(1.0, 1e-6)
+    with pytest.raises(ValueError, match="give bounds"):
+        build_counter(budget, horizon=4, dim=2)
+    with pytest.raises(ValueError, match="dim or bounds"):
+        build_counter(None, horizon=4)
+    with pytest.raises(ValueError, match="dim is 3 but bounds has dimension 2"):
+        build_counter(None, horizon=4, dim=3, bounds=Box(0.0, 1.0, dim=2))
+    calibrator = CounterCalibrator(MECHANISMS["blt"], 4, Box(0.0, 1.0, dim=2), "gaussian")
+    with pytest.raises(ValueError, match="mechanism or calibrator, not both"):
+        build_counter(budget, horizon=4, dim=2, mechanism="blt", calibrator=calibrator)
+    with pytest.raises(TypeError, match="budget must be a PrivacyBudget or None"):
+        build_counter(1.0, horizon=4, dim=2)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="calibration must be 'tight' or 'paper'"):
+        choose_mechanism("loose", 4, 2, "gaussian")
+
+
+class _Stop(Exception):
+    """Raised by a counter's constructor in place of allocating its noise."""
+
+
+def test_the_choice_is_the_runs_not_the_number_of_replicas(monkeypatch):
+    """64 experts over 64 rounds: one run's square root holds 65 x 64 floats (33 KB). The choice
+    used to count the noise of all replicas together: a BLT above 2,016 replicas and above
+    21,845 the binary tree, whose largest release variance is 7.4x the BLT's at T = 64 (42.0
+    against 5.71 at unit sensitivity), so a simulation with more seeds ran another mechanism."""
+    assert state_bytes("sqrt_factorization", 64, 64) == 65 * 64 * 8
+    assert state_bytes("blt", 64, 64, replicas=100_000) > MEMORY_BUDGET  # what the old rule saw
+    assert best_mechanism(64, 64, "gaussian") == "sqrt_factorization"
+    budget = PrivacyBudget(1.0, 1e-6)
+    # one real build at a moderate number of replicas
+    built = DPFTRL(64, 64, budget=budget, noise="gaussian", replicas=256, rng=0)
+    assert built.counter.name == "sqrt_factorization" and built.counter.replicas == 256
+
+    # 1 and 100,000 replicas: stop every counter's constructor before it allocates
+    def stop(self, horizon, dim, noise, **kw):
+        raise _Stop(type(self).name, kw["replicas"])
+
+    for cls in MECHANISMS.values():
+        monkeypatch.setattr(cls, "__init__", stop)
+    for replicas in (1, 100_000):
+        with pytest.raises(_Stop) as info:
+            DPFTRL(64, 64, budget=budget, noise="gaussian", replicas=replicas, rng=0)
+        assert info.value.args == ("sqrt_factorization", replicas)
+
+
+@pytest.mark.parametrize(
+    "mechanism, noise, budget",
+    [
+        ("honaker", "laplace", PrivacyBudget(1.0)),
+        ("blt", "gaussian", PrivacyBudget(1.0, 1e-6)),
+        ("binary_tree", "generalized_gaussian", PrivacyBudget(1.0, 1e-3)),
+    ],
+)
+def test_the_tight_noise_before_its_proof_is_the_proven_noise(mechanism, noise, budget):
+    """What learners compare candidate counters by (tight_noise) is what tight() then proves:
+    the choice among candidates is made before the one proof."""
+    bounds = Box(0.0, 1.0, dim=3)
+    norm = 3.0 if noise == "generalized_gaussian" else None
+    calibrator = CounterCalibrator(MECHANISMS[mechanism], 32, bounds, noise, norm)
+    assert calibrator.tight_noise(budget) == calibrator.tight(budget).noise
