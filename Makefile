@@ -24,7 +24,7 @@ demo: $(DEMO_STAMP)
 
 test: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/pytest -q -m "not slow" -n auto --dist loadgroup
+	$(BIN)/pytest -q -m "not slow" -n auto
 	$(BIN)/dponline --help > /dev/null
 	$(BIN)/mkdocs build --strict --quiet
 
@@ -32,7 +32,7 @@ docs: $(DEV_STAMP)
 	$(BIN)/mkdocs build --strict
 
 test-all: $(DEV_STAMP)
-	$(BIN)/pytest -q -n auto --dist loadgroup
+	$(BIN)/pytest -q -n auto
 
 bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/bench_continual.py

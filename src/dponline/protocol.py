@@ -333,7 +333,10 @@ class RoundDiscipline:
     def prepare_load(self, state: Any) -> Callable[[], None]:
         """Check the whole of ``state`` (saved by :meth:`state_dict` of an identically built
         learner) and return the function that installs it; that function cannot fail."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement prepare_load")
+        raise TypeError(
+            f"{type(self).__name__} keeps the round discipline but defines no prepare_load: it "
+            "cannot check a saved state, so it loads none"
+        )
 
     def load_state_dict(self, state: Any) -> None:
         """Resume from ``state``: everything is checked before anything changes, so a corrupt

@@ -247,7 +247,7 @@ def test_a_pass_resumed_from_its_checkpoint_records_the_same_numbers(case, tmp_p
     path = tmp_path / "pass.ckpt.npz"
 
     class Stop(Exception):
-        pass
+        """Raised by the checkpoint hook, as if the run were killed there."""
 
     def save(t: int) -> None:
         state = {"t": t, "learner": learner.state_dict(), "environment": env.state_dict()}

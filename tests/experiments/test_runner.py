@@ -75,7 +75,6 @@ def test_local_processes_give_the_serial_table():
     pd.testing.assert_frame_equal(serial, local)
 
 
-@pytest.mark.xdist_group("many-processes")  # see tests/experiments/test_interrupt.py
 def test_ray_backend_gives_the_local_table():
     import ray  # installed with the dev extras (`make test` installs them)
 
