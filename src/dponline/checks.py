@@ -168,22 +168,29 @@ def _names(message: str, value: float | tuple[int, ...]) -> bool:
     return any(math.isclose(float(m), value, rel_tol=1e-9) for m in _NUMBER.findall(message))
 
 
+def _refusal(who: str, learner: Any, call: Callable[[], Any], what: str, verb: str) -> str:
+    """Run ``call`` (an ``observe`` or a ``load_state_dict`` of ``learner``), which must raise
+    ValueError and leave the learner's state as it was; returns the error's message."""
+    before = learner.state_dict()
+    try:
+        call()
+    except ValueError as exc:
+        message = str(exc)
+    else:
+        raise AssertionError(f"{who}: {what} was {verb}, expected ValueError")
+    bad = _same_state(before, learner.state_dict())
+    if bad:
+        raise AssertionError(f"{who}: refusing {what} changed the learner's {bad}")
+    return message
+
+
 def _refused(
     who: str, learner: Any, feedback: Feedback, what: str, named: float | tuple[int, ...] | None
 ) -> None:
     """``learner.observe(feedback)`` raises ValueError naming ``named`` and keeps its state."""
-    before = learner.state_dict()
-    try:
-        learner.observe(feedback)
-    except ValueError as exc:
-        message = str(exc)
-    else:
-        raise AssertionError(f"{who}: {what} was accepted, expected ValueError")
+    message = _refusal(who, learner, lambda: learner.observe(feedback), what, "accepted")
     if named is not None and not _names(message, named):
         raise AssertionError(f"{who}: the error for {what} does not name {named!r}: {message!r}")
-    bad = _same_state(before, learner.state_dict())
-    if bad:
-        raise AssertionError(f"{who}: refusing {what} changed the learner's {bad}")
 
 
 def _e1(dim: int, value: float) -> np.ndarray:
@@ -441,18 +448,9 @@ def _rebuilt(state: Any, edit: Callable[[tuple[Any, ...], Any], Any], path: tupl
 
 def _refused_state(who: str, learner: Any, state: Any, what: str) -> None:
     """``learner.load_state_dict(state)`` raises ValueError in one line and changes nothing."""
-    before = learner.state_dict()
-    try:
-        learner.load_state_dict(state)
-    except ValueError as exc:
-        message = str(exc)
-    else:
-        raise AssertionError(f"{who}: {what} was loaded, expected ValueError")
+    message = _refusal(who, learner, lambda: learner.load_state_dict(state), what, "loaded")
     if "\n" in message:
         raise AssertionError(f"{who}: the error for {what} is not one line: {message!r}")
-    bad = _same_state(before, learner.state_dict())
-    if bad:
-        raise AssertionError(f"{who}: refusing {what} changed the learner's {bad}")
 
 
 # --- the checks ---------------------------------------------------------------------------------
