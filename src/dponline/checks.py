@@ -168,16 +168,24 @@ def _names(message: str, value: float | tuple[int, ...]) -> bool:
     return any(math.isclose(float(m), value, rel_tol=1e-9) for m in _NUMBER.findall(message))
 
 
-def _refusal(who: str, learner: Any, call: Callable[[], Any], what: str, verb: str) -> str:
+def _refusal(
+    who: str,
+    learner: Any,
+    call: Callable[[], Any],
+    what: str,
+    verb: str,
+    errors: tuple[type[Exception], ...] = (ValueError,),
+) -> str:
     """Run ``call`` (an ``observe`` or a ``load_state_dict`` of ``learner``), which must raise
-    ValueError and leave the learner's state as it was; returns the error's message."""
+    one of ``errors`` and leave the learner's state as it was; returns the error's message."""
     before = learner.state_dict()
     try:
         call()
-    except ValueError as exc:
+    except errors as exc:
         message = str(exc)
     else:
-        raise AssertionError(f"{who}: {what} was {verb}, expected ValueError")
+        expected = " or ".join(e.__name__ for e in errors)
+        raise AssertionError(f"{who}: {what} was {verb}, expected {expected}")
     bad = _same_state(before, learner.state_dict())
     if bad:
         raise AssertionError(f"{who}: refusing {what} changed the learner's {bad}")
@@ -390,20 +398,13 @@ def _refused_malformed(
 ) -> None:
     """``learner.observe(feedback)`` raises ValueError or TypeError in one line that names
     the argument (regex ``argument``), and keeps its state."""
-    before = learner.state_dict()
-    try:
-        learner.observe(feedback)
-    except (ValueError, TypeError) as exc:
-        message = str(exc)
-    else:
-        raise AssertionError(f"{who}: {what} was accepted, expected an error naming it")
+    message = _refusal(
+        who, learner, lambda: learner.observe(feedback), what, "accepted", (ValueError, TypeError)
+    )
     if "\n" in message or not re.search(argument, message):
         raise AssertionError(
             f"{who}: the error for {what} is not one line naming /{argument}/: {message!r}"
         )
-    bad = _same_state(before, learner.state_dict())
-    if bad:
-        raise AssertionError(f"{who}: refusing {what} changed the learner's {bad}")
 
 
 def _arrays_in(state: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
