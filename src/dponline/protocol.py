@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -64,6 +64,9 @@ __all__ = [
     "RewardFeedback",
     "RoundDiscipline",
     "SampleFeedback",
+    "StochasticArms",
+    "StochasticArmsPlayer",
+    "StochasticRounds",
     "checked_bandit_loss",
     "checked_budget",
     "checked_config",
@@ -177,6 +180,43 @@ class BlockPlayer(Protocol):
     :class:`~dponline.environments.oblivious.LinearFullInformation` streams."""
 
     def play_block(self, losses: np.ndarray) -> np.ndarray: ...
+
+
+@runtime_checkable
+class StochasticArms(Protocol):
+    """A stochastic K-armed environment that can draw many pulls of one arm at once:
+    ``means`` (K,), the mean rewards in [0, 1], and ``reward_sums(arms, counts, rng=None)``,
+    for arms and counts of shape (R,), the sum of ``counts[i]`` fresh rewards of arm
+    ``arms[i]`` for each i, shape (R,) (0 where the count is 0). Its rounds' losses are
+    1 - reward, and the loss it reports for a round is the expected one, 1 - means[arm]."""
+
+    means: np.ndarray
+
+    def reward_sums(
+        self, arms: np.ndarray, counts: np.ndarray, rng: np.random.Generator | None = None
+    ) -> np.ndarray: ...
+
+
+class StochasticRounds(NamedTuple):
+    """What :meth:`StochasticArmsPlayer.play_stochastic` played: each replica's pseudo-regret
+    over the rounds, sum over its pulls of mu* - mu_a (exact: the environment's means), shape
+    (replicas,), and its pulls of each arm in them, shape (replicas, K)."""
+
+    regret: np.ndarray
+    pulls: np.ndarray
+
+
+@runtime_checkable
+class StochasticArmsPlayer(Protocol):
+    """A K-armed learner that plays ``rounds`` rounds of a :class:`StochasticArms`
+    environment at once: ``play_stochastic(env, rounds)`` leaves it in the state ``rounds``
+    rounds of ``act()`` then ``observe(BanditFeedback(1 - reward))`` leave it (the same
+    distribution; the same numbers when the rewards are deterministic) and returns a
+    :class:`StochasticRounds`. Valid for stochastic environments only (rewards drawn afresh,
+    independent of the past), which is what lets a commitment's rewards be drawn at once; the
+    round loop uses it for those (:mod:`dponline.experiments.rounds`)."""
+
+    def play_stochastic(self, env: StochasticArms, rounds: int) -> StochasticRounds: ...
 
 
 def checked_budget(

@@ -22,7 +22,12 @@ replica's loss); the feedback (``learner.observe(feedback)``).
   when the learner can (:class:`~dponline.protocol.BlockPlayer`): blocks of at most
   :data:`BLOCK_FLOATS` decisions, ending at checkpoints. A block's decisions have the
   distribution of its rounds played one by one, and are the same numbers where the learner
-  draws its noise in the same order either way.
+  draws its noise in the same order either way;
+* with ``blocks``, plays a stochastic K-armed environment (``StochasticArms``: mean rewards
+  and sums of fresh rewards) a stretch of rounds at a time when the learner can
+  (``StochasticArmsPlayer``: it jumps whole commitments, drawing each one's reward sum at
+  once); a stretch ends at the next recorded round or checkpoint. The tally gets the exact
+  expected loss of the arms played, as ``env.round`` reports it round by round.
 """
 
 from __future__ import annotations
@@ -34,7 +39,12 @@ from typing import Any
 import numpy as np
 
 from dponline.environments.base import ObliviousLinearLosses
-from dponline.protocol import BlockPlayer, ContextFeedback
+from dponline.protocol import (
+    BlockPlayer,
+    ContextFeedback,
+    StochasticArms,
+    StochasticArmsPlayer,
+)
 
 __all__ = ["BLOCK_FLOATS", "Tally", "block_rounds", "play"]
 
@@ -192,6 +202,16 @@ def play(
         and isinstance(learner, BlockPlayer)
     ):
         return _play_blocks(env, learner, rounds, keep, tally, every, checkpoint, who)
+    if (
+        blocks
+        and release is None
+        and not keep
+        and (tally is None or tally.switches is None)
+        and isinstance(env, StochasticArms)
+        and isinstance(learner, StochasticArmsPlayer)
+    ):
+        _play_stretches(env, learner, rounds, tally, every, checkpoint)
+        return []
     return _play_steps(env, learner, rounds, release, keep, tally, every, checkpoint, who)
 
 
@@ -323,3 +343,38 @@ def _tally_block(tally: Tally, env: Any, t: int, actions: np.ndarray) -> None:
     if counts is not None:
         tally.recorded_switches.extend(counts[rows])
     tally.cumulative = running[-1]
+
+
+def _play_stretches(
+    env: Any,
+    learner: Any,
+    rounds: range,
+    tally: Tally | None,
+    every: int,
+    checkpoint: Callable[[int], None] | None,
+) -> None:
+    """Stretches of rounds through ``learner.play_stochastic`` (module docstring): each ends
+    at the next round the tally records or the next checkpoint."""
+    start, stop = rounds.start, rounds.stop
+    expected_loss = 1.0 - np.asarray(env.means, dtype=float)
+    t = start
+    while t < stop:
+        end = stop
+        if tally is not None:
+            end = min(end, (t // tally.record_every + 1) * tally.record_every)
+            if tally.last > t:
+                end = min(end, tally.last)
+            later = [r for r in tally.rounds if r > t]
+            if later:
+                end = min(end, min(later))
+        if every:
+            end = min(end, (t // every + 1) * every)
+        played = learner.play_stochastic(env, end - t)
+        t = end
+        if tally is not None:
+            tally.cumulative = tally.cumulative + played.pulls @ expected_loss
+            if t % tally.record_every == 0 or t == tally.last or t in tally.rounds:
+                tally.recorded_t.append(t)
+                tally.recorded_loss.append(tally.cumulative.copy())
+        if every and t % every == 0 and t < stop:
+            checkpoint(t)  # type: ignore[misc]

@@ -1,0 +1,203 @@
+"""A river-style interface for the library's K-armed bandit learners: ``pull(arm_ids)`` and
+``update(arm_id, reward)``.
+
+river's bandit policies (``river.bandit``) choose an arm with ``pull(arm_ids)`` and learn from
+``update(arm_id, reward)``; its evaluators (``river.bandit.evaluate_offline``, the replay method
+of Li et al. 2011, and ``river.bandit.evaluate`` on gym environments) call only those two, read
+the number of updates from ``_n`` and copy a fresh policy with ``clone()``. :class:`RiverPolicy`
+offers the same calls around any learner of the library that plays arms
+(``FeedbackKind.BANDIT``), so a river pipeline swaps one of river's policies for a private one.
+river itself is not needed.
+
+What stays the library's, because the guarantee needs it:
+
+* **Rewards lie in [0, 1]** (the learners' input bound): a reward outside, NaN or a
+  non-number is refused with the learner's state untouched. The learner receives the loss
+  1 - reward (the library's bandit feedback carries losses).
+* **One update per pull, for the arm pulled.** A round of the learner is a pull and its reward;
+  ``update`` for another arm, or a second ``update`` for one pull, is refused. A pull without an
+  update (replay drops the rounds where the logged arm differs) is not a round: the next pull
+  asks the learner again in the same round, and it answers with the same arm (its state has not
+  changed, and its decision for the round is drawn once).
+* **The horizon**: the learner was built for T rounds; the update of round T + 1 is refused.
+* ``ranking`` orders the arms by how often the policy pulled them, a function of its private
+  decisions alone; river's ranking by empirical means would publish the rewards' means without
+  noise.
+
+``RiverPolicy.from_registry(name, arm_ids, horizon, epsilon=...)`` builds a registered learner
+for ``len(arm_ids)`` arms (one replica) and keeps the recipe for ``clone()``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dponline.privacy.arguments import checked_count
+from dponline.protocol import BanditFeedback, FeedbackKind, Learner
+
+__all__ = ["ArmSpace", "RiverPolicy"]
+
+
+@dataclass(frozen=True)
+class ArmSpace:
+    """What a K-armed learner's registry factory reads of its environment: the number of arms
+    (``dim``) and the horizon. :meth:`RiverPolicy.from_registry` builds learners on it, where
+    no environment of the library is at hand (the data arrive through ``update``)."""
+
+    dim: int
+    horizon: int
+    reward_range: tuple[float, float] = (0.0, 1.0)
+
+
+class RiverPolicy:
+    """river's ``pull`` / ``update`` around ``learner`` (module docstring).
+
+    ``arm_ids``: the arms' identifiers, in the order of the learner's arm indices (any hashable
+    values, as river's); ``build``: a function returning a fresh learner of the same
+    configuration, for :meth:`clone` (:meth:`from_registry` sets it).
+    """
+
+    def __init__(
+        self,
+        learner: Learner,
+        arm_ids: Sequence[Hashable],
+        *,
+        build: Callable[[], Learner] | None = None,
+    ) -> None:
+        if getattr(learner, "feedback_kind", None) is not FeedbackKind.BANDIT:
+            raise TypeError(
+                "a river-style policy needs a learner that plays arms and observes bandit "
+                f"feedback, got {type(learner).__name__}"
+            )
+        if getattr(learner, "replicas", None) != 1:
+            raise ValueError(
+                "a river-style policy runs one copy of the learner (replicas = 1), got "
+                f"replicas = {getattr(learner, 'replicas', None)!r}"
+            )
+        ids = list(arm_ids)
+        if len(ids) < 2 or len(set(ids)) != len(ids):
+            raise ValueError(f"arm_ids must name at least two distinct arms, got {ids!r}")
+        self.learner = learner
+        self._ids = ids
+        self._index = {a: i for i, a in enumerate(ids)}
+        self._build = build
+        self._pulled: Hashable | None = None
+        self._counts = np.zeros(len(ids), dtype=np.int64)
+        self._n = 0
+
+    @classmethod
+    def from_registry(
+        cls,
+        name: str,
+        arm_ids: Sequence[Hashable],
+        horizon: int,
+        *,
+        epsilon: float | None = 1.0,
+        calibration: str = "tight",
+        seed: int | None = None,
+        **options: Any,
+    ) -> RiverPolicy:
+        """The registered learner ``name`` for ``len(arm_ids)`` arms and ``horizon`` rounds, at
+        ``epsilon`` (``None``: its non-private counterpart) and ``calibration``, seeded with
+        ``seed``; ``options`` are the learner's (``dponline list``). ``clone()`` builds the same
+        configuration again with the same seed."""
+        from dponline.registry import build_learner, learners
+
+        entry = learners().get(name)
+        if entry is None or entry.feedback_kind is not FeedbackKind.BANDIT:
+            arms_learners = sorted(
+                n for n, e in learners().items() if e.feedback_kind is FeedbackKind.BANDIT
+            )
+            raise ValueError(
+                f"{name!r} is not a registered bandit learner; expected one of {arms_learners}"
+            )
+        if "arms" not in entry.action_spaces:
+            raise ValueError(f"{name!r} plays {entry.action_space!r}, not arms")
+        ids = list(arm_ids)
+        space = ArmSpace(len(ids), checked_count("horizon", horizon))
+
+        def build() -> Learner:
+            eps = epsilon if entry.private else None
+            return build_learner(
+                entry, space, epsilon=eps, calibration=calibration, rng=seed, **options
+            )
+
+        return cls(build(), ids, build=build)
+
+    # --- river's interface ----------------------------------------------------------------
+
+    def pull(self, arm_ids: Iterable[Hashable]) -> Hashable:
+        """The arm to pull this round. ``arm_ids`` must be the policy's arms (in any order):
+        the learner's guarantee and its statistics are for that fixed set."""
+        offered = list(arm_ids)
+        if len(offered) != len(self._ids) or set(offered) != set(self._ids):
+            raise ValueError(
+                f"this policy plays the arms {self._ids!r}; pull() was offered {offered!r}"
+            )
+        arm = int(np.asarray(self.learner.act()).reshape(-1)[0])
+        if not 0 <= arm < len(self._ids):
+            raise RuntimeError(f"the learner played arm index {arm}, outside its {len(self._ids)}")
+        self._pulled = self._ids[arm]
+        return self._pulled
+
+    def update(self, arm_id: Hashable, *reward_args: Any, **reward_kwargs: Any) -> None:
+        """The reward (in [0, 1]) of the arm just pulled."""
+        if reward_kwargs or len(reward_args) != 1:
+            raise TypeError(
+                "update(arm_id, reward) takes one reward value (a number in [0, 1]); got "
+                f"{len(reward_args)} positional and {sorted(reward_kwargs)} keyword values"
+            )
+        if self._pulled is None:
+            raise ValueError("update() must follow pull(): no arm is waiting for its reward")
+        if arm_id != self._pulled:
+            raise ValueError(
+                f"update() for arm {arm_id!r}, but the arm pulled is {self._pulled!r}: a "
+                "private learner learns only from the arms it plays"
+            )
+        reward = reward_args[0]
+        if (
+            isinstance(reward, bool)
+            or not isinstance(reward, (int, float, np.integer, np.floating))
+            or not math.isfinite(float(reward))
+            or not 0.0 <= float(reward) <= 1.0
+        ):
+            raise ValueError(f"reward must be a number in [0, 1], got {reward!r}")
+        self.learner.observe(BanditFeedback(np.array([1.0 - float(reward)])))
+        self._counts[self._index[arm_id]] += 1
+        self._pulled = None
+        self._n += 1
+
+    @property
+    def n(self) -> int:
+        """Rewards learned from so far (river reads ``_n``)."""
+        return self._n
+
+    @property
+    def ranking(self) -> list[Hashable]:
+        """The arms, most pulled first (ties in the order of ``arm_ids``): a function of the
+        policy's private decisions only."""
+        order = sorted(range(len(self._ids)), key=lambda i: (-self._counts[i], i))
+        return [self._ids[i] for i in order]
+
+    @property
+    def privacy(self) -> Any:
+        """The learner's guarantee (``None`` for a non-private learner)."""
+        return self.learner.privacy
+
+    def clone(self) -> RiverPolicy:
+        """A fresh policy of the same configuration (river's evaluators start each episode
+        from one)."""
+        if self._build is None:
+            raise TypeError(
+                "clone() needs the recipe of the learner: build the policy with "
+                "RiverPolicy.from_registry(...) or pass build= to the constructor"
+            )
+        return RiverPolicy(self._build(), self._ids, build=self._build)
+
+    def __repr__(self) -> str:
+        return f"RiverPolicy({type(self.learner).__name__}, arms={self._ids!r}, n={self._n})"

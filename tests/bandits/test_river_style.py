@@ -1,0 +1,139 @@
+"""The river-style interface: pull / update around the library's arm-playing learners, its
+refusals, and (where river is installed) river's own evaluators driving it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dponline.bandits.river_style import ArmSpace, RiverPolicy
+from dponline.registry import build_learner
+
+ARMS = ["red", "green", "blue"]
+
+
+def _policy(name: str = "dp-exp2", horizon: int = 50, **kw) -> RiverPolicy:
+    return RiverPolicy.from_registry(name, ARMS, horizon, seed=3, **kw)
+
+
+def test_pull_then_update_is_a_round_of_the_learner():
+    p = _policy()
+    arm = p.pull(ARMS)
+    assert arm in ARMS and p.learner.t == 0
+    assert p.pull(list(reversed(ARMS))) == arm  # asked again in the same round: the same arm
+    p.update(arm, 1.0)
+    assert p.learner.t == 1 and p.n == 1 and p._n == 1
+
+
+def test_the_learner_sees_one_minus_the_reward_as_its_loss():
+    seen = []
+    p = _policy("exp2")
+    observe = p.learner.observe
+    p.learner.observe = lambda fb: (seen.append(float(fb.loss[0])), observe(fb))
+    p.update(p.pull(ARMS), 0.25)
+    assert seen == [0.75]
+
+
+@pytest.mark.parametrize(
+    "reward", [1.5, -0.1, math.nan, math.inf, "1", True, None, 1j, np.array([0.5])]
+)
+def test_rewards_outside_the_unit_interval_or_not_numbers_are_refused(reward):
+    p = _policy()
+    arm = p.pull(ARMS)
+    before = p.learner.state_dict()
+    with pytest.raises(ValueError, match="reward must be a number in"):
+        p.update(arm, reward)
+    assert p.learner.t == 0 and p.n == 0
+    np.testing.assert_equal(p.learner.state_dict()["t"], before["t"])
+    p.update(arm, 0.5)  # the pull still waits for its reward
+    assert p.learner.t == 1
+
+
+def test_update_must_be_for_the_arm_pulled_and_once():
+    p = _policy()
+    with pytest.raises(ValueError, match="must follow pull"):
+        p.update("red", 1.0)
+    arm = p.pull(ARMS)
+    other = next(a for a in ARMS if a != arm)
+    with pytest.raises(ValueError, match="learns only from the arms it plays"):
+        p.update(other, 1.0)
+    p.update(arm, 1.0)
+    with pytest.raises(ValueError, match="must follow pull"):
+        p.update(arm, 1.0)
+    with pytest.raises(TypeError, match="one reward value"):
+        p.update(p.pull(ARMS), 1.0, 2.0)
+
+
+def test_pull_needs_the_policy_s_arms():
+    p = _policy()
+    with pytest.raises(ValueError, match="this policy plays the arms"):
+        p.pull(["red", "green"])
+    with pytest.raises(ValueError, match="this policy plays the arms"):
+        p.pull(["red", "green", "yellow"])
+
+
+def test_the_update_past_the_horizon_is_refused():
+    p = _policy(horizon=3)
+    for _ in range(3):
+        p.update(p.pull(ARMS), 0.0)
+    arm = p.pull(ARMS)  # a decision after T is post-processing
+    with pytest.raises(ValueError, match="past the horizon"):
+        p.update(arm, 0.0)
+    assert p.n == 3
+
+
+def test_clone_is_a_fresh_policy_of_the_same_configuration():
+    p = _policy()
+    first = [p.pull(ARMS)]
+    p.update(first[0], 1.0)
+    q = p.clone()
+    assert q.n == 0 and q.learner.t == 0 and q is not p
+    assert q.pull(ARMS) == first[0]  # the same seed, the same first decision
+    assert q.privacy.epsilon == p.privacy.epsilon == 1.0
+    with pytest.raises(TypeError, match="recipe"):
+        RiverPolicy(p.learner, ARMS).clone()
+
+
+def test_ranking_counts_pulls_not_rewards():
+    p = _policy("exp2", horizon=30)
+    pulls = dict.fromkeys(ARMS, 0)
+    for _ in range(30):
+        arm = p.pull(ARMS)
+        pulls[arm] += 1
+        p.update(arm, 1.0 if arm == "blue" else 0.0)
+    # most pulled first, ties in the order of the arms: the decisions' counts, not the rewards
+    assert p.ranking == sorted(ARMS, key=lambda a: (-pulls[a], ARMS.index(a)))
+
+
+def test_what_a_river_policy_cannot_wrap_is_refused():
+    with pytest.raises(ValueError, match="not a registered bandit learner"):
+        RiverPolicy.from_registry("dp-ftrl", ARMS, 10)
+    with pytest.raises(ValueError, match="at least two distinct arms"):
+        RiverPolicy.from_registry("exp2", ["a", "a"], 10)
+    learner = build_learner("exp2", ArmSpace(3, 10), replicas=2)
+    with pytest.raises(ValueError, match="replicas = 1"):
+        RiverPolicy(learner, ARMS)
+
+
+def test_the_non_private_counterpart_is_built_with_epsilon_none():
+    p = RiverPolicy.from_registry("dp-exp2", ARMS, 10, epsilon=None, seed=0)
+    assert p.privacy is None
+
+
+def test_river_replay_evaluation_drives_it():
+    river_bandit = pytest.importorskip("river.bandit")
+    rng = np.random.default_rng(0)
+    means = {"red": 0.2, "green": 0.5, "blue": 0.8}
+    logged = [ARMS[i] for i in rng.integers(0, 3, size=600)]
+    history = [(ARMS, None, a, float(rng.random() < means[a])) for a in logged]
+    ours = _policy("dp-exp2", horizon=600)
+    total, used = river_bandit.evaluate_offline(ours, iter(history))
+    assert used == ours.n == ours.learner.t
+    # replay keeps the logged rounds whose arm the policy chose: about a third of 600
+    assert 120 <= used <= 280  # binomial(600, 1/3) outside this range: chance < 1e-6
+    theirs = river_bandit.RandomPolicy(seed=1)
+    _, used_random = river_bandit.evaluate_offline(theirs, iter(history))
+    assert 120 <= used_random <= 280
+    assert 0.0 <= total.get() <= used
