@@ -98,6 +98,19 @@ def test_every_learner_of_the_papers_so_far_is_registered():
         "dp-scrible": "scrible",
         "dp-frank-wolfe": "frank-wolfe",
         "dp-glm-bandit": "glm-bandit",
+        # the stochastic K-armed suite and the batched conversion (issue 24)
+        "adap-ucb": "ucb1",
+        "adac-ucb": "ucb1",
+        "adap-klucb": "kl-ucb",
+        "dp-klucb": "kl-ucb",
+        "dp-imed": "imed",
+        "dp-se": "successive-elimination",
+        "dp-ucb": "ucb1",
+        "lazy-dp-ts": "thompson",
+        "batched-exp3": "exp3",
+        "batched-exp2": "exp2",
+        "private-exp4": "exp4",
+        "batched-exp4": "exp4",
     }
     catalogue = learners()
     for private, counterpart in expected.items():

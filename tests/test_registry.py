@@ -155,6 +155,20 @@ DEFAULT_DELTA = {
     "local-md": lambda env, options: 1.0 / env.horizon,
     "noisy-sfw": lambda env, options: 1.0 / env.horizon,
     "noisy-sgd": lambda env, options: 1.0 / env.horizon,
+    # the private bandits of the K-armed suite and the batched conversion: pure epsilon-DP,
+    # AdaC-UCB (zCDP, Gaussian noise) at delta 1e-6
+    "adap-ucb": lambda env, options: 0.0,
+    "adap-klucb": lambda env, options: 0.0,
+    "adac-ucb": lambda env, options: 1e-6,
+    "batched-exp3": lambda env, options: 0.0,
+    "batched-exp2": lambda env, options: 0.0,
+    "batched-exp4": lambda env, options: 0.0,
+    "private-exp4": lambda env, options: 0.0,
+    "dp-klucb": lambda env, options: 0.0,
+    "dp-imed": lambda env, options: 0.0,
+    "dp-se": lambda env, options: 0.0,
+    "lazy-dp-ts": lambda env, options: 0.0,
+    "dp-ucb": lambda env, options: 0.0 if options.get("noise", "laplace") == "laplace" else 1e-6,
 }
 
 CASES = [

@@ -145,3 +145,36 @@ def test_one_section_per_environment_with_its_caption_and_notes(tmp_path):
     assert "does not improve" in page  # regret grows with epsilon in this sweep
     for png in ("regret_0.png", "privacy_utility_0.png", "regret_1.png"):
         assert (tmp_path / png).exists() and f'src="{png}"' in page
+
+
+def test_reference_curves_go_where_their_epsilon_is_shown(tmp_path):
+    """A bound for every learner (epsilon None) is drawn in every panel; one for an epsilon
+    only in the panels that show that epsilon."""
+    results = _sweep()
+    refs = [
+        {"label": "bound", "epsilon": None, "t": [10, 20], "regret": [1.0, 2.0]},
+        {"label": "private bound", "epsilon": 0.25, "t": [10, 20], "regret": [3.0, 4.0]},
+    ]
+    panels = plot_regret_curves(results, "E", tmp_path / "regret.png", refs)
+    for panel in panels:
+        drawn = [c for c in panel["curves"] if c["calibration"] == "reference"]
+        shows_quarter = any(eps == 0.25 for _, _, eps in panel["private"])
+        assert [c["label"] for c in drawn] == (
+            ["bound", "private bound"] if shows_quarter else ["bound"]
+        )
+        assert drawn[0]["regret"] == [1.0, 2.0]
+    # dp-exp2's panels show 0.1 ... 10, not 0.25: the private bound stays out of them
+    assert any(not any(e == 0.25 for _, _, e in p["private"]) for p in panels)
+
+
+def test_extra_sections_follow_the_environments_with_their_table(tmp_path):
+    table = pd.DataFrame({"learner": ["a", "b"], "click_rate": [0.01, 0.02]})
+    index = write_report(
+        _sweep(), tmp_path, title="t", extra_sections=[("Replay", "What replay is.", table)]
+    )
+    page = index.read_text()
+    assert page.count("<section") == 2
+    assert page.index('id="env-0"') < page.index('id="env-1"')
+    assert "<h2>Replay</h2>" in page and "What replay is." in page
+    assert "<th>click_rate</th>" in page and "<td>0.02</td>" in page
+    assert '<a href="#env-1">Replay</a>' in page

@@ -276,3 +276,40 @@ def test_a_tally_loads_only_a_state_recorded_the_same_way():
         Tally.start(2, last=5).load_state(counting.state())
     with pytest.raises(ValueError, match="does not count switches, this pass does"):
         counting.load_state(Tally.start(2, last=5).state())
+
+
+# --- the stretch path of stochastic K-armed environments ------------------------------------
+
+
+def _k_armed_pass(name: str, blocks: bool, every: int = 0, record_every: int = 7):
+    from dponline.environments.k_armed import KArmedBandit
+    from dponline.registry import build_learner
+
+    # deterministic rewards (means 0 and 1): the stretch path and single rounds draw the same
+    # rewards, and the learner draws its noise per replica in the same order either way
+    env = KArmedBandit(means=[0.0, 1.0, 0.0, 1.0, 0.0], horizon=120, rng=0)
+    eps = 1.0 if name.startswith(("adap", "dp")) else None
+    learner = build_learner(name, env, epsilon=eps, replicas=4, rng=5)
+    if blocks:  # the stretch path draws whole commitments, never a single round
+        env.round = None
+    tally = Tally.start(4, last=120, record_every=record_every, rounds=(50,))
+    saved: list[int] = []
+    play(env, learner, range(120), keep=False, tally=tally, blocks=blocks,
+         checkpoint_every=every or None, checkpoint=saved.append if every else None)  # fmt: skip
+    return learner, tally, saved
+
+
+@pytest.mark.parametrize("name", ["ucb1", "adap-ucb", "dp-klucb"])
+def test_stretches_record_what_single_rounds_record(name):
+    one, single, _ = _k_armed_pass(name, blocks=False)
+    many, stretched, _ = _k_armed_pass(name, blocks=True)
+    assert stretched.recorded_t == single.recorded_t
+    assert 50 in stretched.recorded_t and 120 in stretched.recorded_t
+    np.testing.assert_allclose(stretched.loss_table(), single.loss_table(), rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(many.pulls, one.pulls)
+    assert many.t == one.t == 120
+
+
+def test_stretches_end_at_checkpoints():
+    _, _, saved = _k_armed_pass("adap-ucb", blocks=True, every=40)
+    assert saved == [40, 80]

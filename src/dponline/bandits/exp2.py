@@ -484,5 +484,6 @@ register_learner(
             ),
         ),
         options={"eta": "learning rate", "gamma": "exploration"},
+        extra_counterpart_of=("batched-exp2",),
     )
 )

@@ -16,15 +16,18 @@ from dponline.environments.bandit_linear import BanditLinearEnvironment
 from dponline.environments.bandits import BanditEnvironment, StochasticBandit
 from dponline.environments.base import Environment
 from dponline.environments.contextual import DigitsBandit, SyntheticGLMBandit
+from dponline.environments.expert_advice import informed_expert_advice
 from dponline.environments.experts import (
     ExpertsEnvironment,
     alternating_losses,
     stochastic_losses,
     switching_best_losses,
 )
+from dponline.environments.k_armed import build_k_armed
 from dponline.environments.linear import LinearLossEnvironment, drifting_losses
 from dponline.environments.lipschitz import lipschitz_low_dim, stock_portfolio_low_dim
 from dponline.environments.lp_regression import LpRegressionStream
+from dponline.environments.open_bandit import open_bandit_arms
 from dponline.environments.real import stock_basket, stock_losses, stock_tree
 from dponline.environments.smooth_convex import digits_logistic, smooth_convex
 from dponline.environments.smooth_samples import smooth_convex_samples
@@ -299,6 +302,48 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             FeedbackKind.BANDIT,
             "arms",
             "Bernoulli arms, one better by `gap`",
+        ),
+        EnvironmentEntry(
+            "k_armed",
+            build_k_armed,
+            FeedbackKind.BANDIT,
+            "arms",
+            "stochastic K-armed bandit: family = bernoulli | beta | gaussian (clipped to [0, 1]); "
+            "means, or instance = two_level | unequal_gaps | azize_basu (arms = K); feedback "
+            "1 - reward, regret = exact pseudo-regret",
+        ),
+        EnvironmentEntry(
+            "switching_bandit",
+            lambda horizon, rng, n_arms=10, switches=4, gap=0.2: BanditEnvironment(
+                switching_best_losses(horizon, n_arms, switches, gap, rng),
+                name="switching bandit",
+            ),
+            FeedbackKind.BANDIT,
+            "arms",
+            "adversarial (oblivious) bandit: Bernoulli losses whose best arm changes `switches` "
+            "times (means 0.5 and 0.5 - gap); regret against the best fixed arm",
+        ),
+        EnvironmentEntry(
+            "open_bandit_arms",
+            lambda horizon, rng, position=None, items=None: open_bandit_arms(
+                horizon or 10_000, rng, position=position, items=items
+            ),
+            FeedbackKind.BANDIT,
+            "arms",
+            "real data: the Open Bandit Dataset's 80 items (ZOZOTOWN, uniformly logged sample, "
+            "shipped) as Bernoulli arms at their measured click rates (0 to 2.6%; positions "
+            "pooled, or position = 1 | 2 | 3; items = a count or ids); loss = 1 - click",
+        ),
+        EnvironmentEntry(
+            "expert_advice",
+            lambda horizon, rng, n_arms=10, n_experts=20, switches=4, gap=0.2, accuracy=0.8: (
+                informed_expert_advice(horizon, rng, n_arms, n_experts, switches, gap, accuracy)
+            ),
+            FeedbackKind.BANDIT,
+            "arms",
+            "bandit with expert advice: switching Bernoulli losses, an informed expert, the K "
+            "arm experts and Dirichlet experts (advice public, fixed in advance); regret against "
+            "the best expert",
         ),
     )
 }

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -121,11 +123,24 @@ def _epsilon_colours(plt, epsilons: list[float]) -> dict[float, tuple]:  # type:
     return {e: cmap(0.08 + 0.72 * i / (len(eps) - 1)) for i, e in enumerate(eps)}
 
 
-def plot_regret_curves(results: pd.DataFrame, environment: str, path: Path) -> list[dict]:
+#: the line style of reference curves that are not runs (lower bounds): dash-dot-dot, apart
+#: from the non-private references' styles
+_BOUND_STYLE = (0, (5, 2, 1, 2, 1, 2))
+
+
+def plot_regret_curves(
+    results: pd.DataFrame,
+    environment: str,
+    path: Path,
+    references: Sequence[Mapping[str, Any]] = (),
+) -> list[dict]:
     """Small multiples: one panel per private learner against its non-private counterpart
     (:func:`regret_panels`); colour by epsilon, line style by calibration (tight solid, paper
     dashed), the counterpart black; 95% bands over seeds; one legend outside the panels.
-    Returns the panels with the curves drawn (for tests)."""
+    ``references``: curves that are not runs (a regret lower bound), each a mapping with
+    ``label``, ``t``, ``regret`` and ``epsilon`` (``None``: it holds for every learner, drawn
+    grey in every panel; else drawn in that epsilon's colour in the panels that show it),
+    dash-dot-dotted. Returns the panels with the curves drawn (for tests)."""
     plt = _plt()
     from matplotlib.lines import Line2D
 
@@ -155,6 +170,15 @@ def plot_regret_curves(results: pd.DataFrame, environment: str, path: Path) -> l
             ax.fill_between(mean.index, mean - band, mean + band, color=colour, alpha=0.08)
             drawn.append({"label": label, "calibration": "none", "epsilon": None,
                           "t": mean.index.tolist(), "regret": mean.tolist()})  # fmt: skip
+        shown = {eps for _, _, eps in panel["private"]}
+        for ref in references:
+            eps = ref.get("epsilon")
+            if eps is not None and eps not in shown:
+                continue
+            colour = "0.45" if eps is None else colours.get(eps, "0.45")
+            ax.plot(ref["t"], ref["regret"], ls=_BOUND_STYLE, color=colour, lw=1.2)
+            drawn.append({"label": ref["label"], "calibration": "reference", "epsilon": eps,
+                          "t": list(ref["t"]), "regret": list(ref["regret"])})  # fmt: skip
         panel["curves"] = drawn
         ax.set_title(panel["title"], fontsize=9)
         ax.grid(alpha=0.3)
@@ -176,6 +200,8 @@ def plot_regret_curves(results: pd.DataFrame, environment: str, path: Path) -> l
         if k > 0 and len(labels) == 1:  # the same second reference everywhere: name it
             name = labels.pop()
         handles.append(Line2D([], [], color=colour, ls=ls, lw=1.6, label=name))
+    for label in dict.fromkeys(ref["label"] for ref in references):
+        handles.append(Line2D([], [], color="0.45", ls=_BOUND_STYLE, lw=1.2, label=label))
     right = 1.0 - 2.1 / fig.get_figwidth()
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(right, 0.92), fontsize=8,
                frameon=False)  # fmt: skip
@@ -337,10 +363,15 @@ def write_report(
     title: str = "dponline report",
     notes: str = "",
     captions: dict[str, str] | None = None,
+    references: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    extra_sections: Sequence[tuple[str, str, pd.DataFrame]] = (),
 ) -> Path:
     """Write results.csv (and results.parquet when pyarrow is installed), summary.csv, the PNG
     plots and index.html, one section per environment (its caption from ``captions``, label ->
-    text, then what looks surprising, :func:`report_notes`); return index.html's path."""
+    text, then what looks surprising, :func:`report_notes`); return index.html's path.
+    ``references``: environment label -> curves drawn beside its runs
+    (:func:`plot_regret_curves`); ``extra_sections``: (title, caption, table) sections after
+    the environments' (results that are not runs of the round loop, such as a replay)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results.to_csv(out / "results.csv", index=False)
@@ -367,7 +398,7 @@ def write_report(
         part = summary[summary["environment"] == env]
         figs = []
         curves = f"regret_{i}.png"
-        plot_regret_curves(results, env, out / curves)
+        plot_regret_curves(results, env, out / curves, (references or {}).get(env, ()))
         figs.append(curves)
         if part["epsilon"].notna().any():
             pu = f"privacy_utility_{i}.png"
@@ -394,8 +425,22 @@ def write_report(
             + "".join(f"<th>{h}</th>" for _, h in cols)
             + f"</tr>{rows}</table></details></section>"
         )
+    titles = [*environments]
+    for title_, caption, table in extra_sections:
+        k = len(titles)
+        titles.append(title_)
+        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
+        body = "\n".join(
+            "<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>"
+            for row in table.itertuples(index=False)
+        )
+        sections.append(
+            f'<section id="env-{k}"><h2>{html.escape(title_)}</h2>'
+            f"<p class='caption'>{html.escape(caption)}</p>"
+            f"<table><tr>{head}</tr>{body}</table></section>"
+        )
     toc = "".join(
-        f'<li><a href="#env-{i}">{html.escape(env)}</a></li>' for i, env in enumerate(environments)
+        f'<li><a href="#env-{i}">{html.escape(env)}</a></li>' for i, env in enumerate(titles)
     )
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>

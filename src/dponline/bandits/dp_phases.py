@@ -1,0 +1,418 @@
+"""Private stochastic bandits with per-arm geometric phases and no forgetting: DP-KLUCB and
+DP-IMED (Azize, Wu, Honda, Orabona, Ito & Basu, "Optimal Regret of Bernoulli Bandits under
+Global Differential Privacy", arXiv 2505.05613, NeurIPS 2025).
+
+**Phases.** Each arm's pulls are cut into phases whose ends grow geometrically with a ratio
+alpha > 1: the first phase is the arm's first pull (n_1 = 1) and phase m + 1 ends at pull
+n_{m+1} = max(n_m + 1, ceil(alpha n_m)) (:func:`next_phase_end`). Every arm is pulled once
+(arm 0, 1, ..., K-1); then, at the start of a round tau (1-based) where no arm is committed, the
+arm of the best index is chosen and pulled until its current phase ends (a commitment of
+n_{m+1} - n_m rounds, so :meth:`~dponline.bandits.k_armed.KArmedLearner.play_stochastic` jumps
+whole phases).
+
+**Noise, without forgetting.** When a phase of arm i ends, the sum of its rewards gets a fresh
+Lap(1/eps) and is added to the arm's private cumulative sum S~_i: after m phases S~_i is the sum
+of *all* of arm i's n_m rewards plus m independent Laplace terms (no reward is ever dropped).
+The private mean is mu~_i = S~_i / n_{m_i} and [x] is its clipping to [0, 1]. Decisions use
+only completed phases.
+
+**Indices** (d_eps of :func:`~dponline.bandits.kl.d_eps`, the paper's divergence
+d_eps(x, y) = inf over z between x and y of eps |z - x| + kl(z, y)), at the start of round tau:
+
+* DP-KLUCB: U_i = max{mu in [[mu~_i], 1] : d_eps([mu~_i], mu) <= log(tau) / n_{m_i}}
+  (:func:`~dponline.bandits.kl.d_eps_upper`); play the argmax;
+* DP-IMED: I_i = n_{m_i} d_eps([mu~_i], [mu~^*]) + log n_{m_i}, mu~^* = max_j mu~_j; play the
+  argmin.
+
+Ties go to the lowest arm. ``budget=None`` runs the non-private counterparts: the same phases,
+no noise, and kl in place of d_eps (the limit eps -> infinity).
+
+**Privacy** (the paper's Proposition 2; the argument is the one of Azize & Basu 2022, Lemma 1).
+Neighbours: reward (loss) sequences that differ in one round j, the whole loss vector of that
+round included (the learner reads only the reward of the arm it pulls). Condition on the
+actions before round j: the arm pulled at j and the phase holding round j are then fixed, and
+round j's reward enters exactly one released statistic, that phase's noisy sum (a sum of rewards
+in [0, 1]: sensitivity 1; a phase cut by the horizon is never released). Every other noisy
+phase sum is computed from rewards equal in both sequences, so given the past releases its
+law is the same under both. The privacy loss of all releases is that of one Laplace mechanism
+of sensitivity 1 and scale 1/eps: eps-DP. The cumulative sums, the means, the indices, the phase
+schedule (a function of past actions) and the actions are post-processing. The Laplace mechanism
+is exact for a sum of rewards in [0, 1], so the ``paper`` and ``tight`` calibrations draw the
+same noise (:class:`RewardSumCalibrator`).
+
+**What was checked against what.** The abstract of arXiv 2505.05613 (v1 and the NeurIPS 2025
+version) was read: a lower bound with a quantity that interpolates between KL and TV, DP-KLUCB
+and DP-IMED built from "arm-dependent phases" and "Laplace noise", regrets matching the bound
+"up to a constant arbitrary close to 1" for Bernoulli rewards, and "forgetting is not
+necessary". The body could not be reached: the definition of d_eps, the two indices (with the
+clipping [.] to [0, 1]), the fresh Laplace noise added to the cumulative sum at each phase end,
+privacy by parallel composition and post-processing (Proposition 2), and the regret bound were
+read in a third-party summary of the paper only (likely, not certain). **Ours** (not read
+anywhere): the phase schedule n_{m+1} = max(n_m + 1, ceil(alpha n_m)) with n_1 = 1, the
+commitment to the chosen arm until its phase ends (the episode structure of Azize & Basu 2022,
+from which the "arm-dependent phases" are taken; for DP-IMED, whose index does not depend on
+the round, it is the same as choosing every round, up to ties), the round tau in log(tau), and
+the default alpha.
+
+**Regret** (the summary's Theorem 2, not enforced): for Bernoulli rewards both satisfy
+Reg_T <= sum_{i: Delta_i > 0} alpha Delta_i log T / d_eps(mu_i, mu^*) + o(log T); the lower bound
+is the same sum with alpha = 1 (:func:`~dponline.bandits.lower_bounds.azize_2025_coefficient`).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dponline.bandits.k_armed import KArmedLearner
+from dponline.bandits.kl import d_eps, d_eps_upper
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_int_array,
+    checked_positive,
+    checked_real_array,
+    saved_field,
+)
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.calibration import Calibration, calibrate
+from dponline.privacy.noise import LaplaceNoise
+from dponline.protocol import FeedbackKind, checked_budget
+from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, register_learner
+from dponline.rng import RngLike
+
+__all__ = [
+    "DEFAULT_RATIO",
+    "DPIMED",
+    "DPKLUCB",
+    "GeometricPhases",
+    "RewardSumCalibrator",
+    "next_phase_end",
+]
+
+#: the default phase ratio alpha (ours, not tuned: doubling, as the episodes of Azize & Basu
+#: 2022 and the epochs of Lazy-DP-TS; the bound's factor alpha favours alpha near 1, the noise,
+#: one Laplace term per phase, favours fewer phases)
+DEFAULT_RATIO = 2.0
+
+
+def next_phase_end(n: Any, alpha: float) -> np.ndarray:
+    """The pull at which the phase after the one ending at pull ``n`` (>= 1) ends:
+    max(n + 1, ceil(alpha n)), computed with a relative tolerance of 1e-9 so that an alpha n
+    that is an integer up to rounding (1.1 x 10) is not pushed one up."""
+    n = np.asarray(n, dtype=np.int64)
+    v = float(alpha) * n
+    return np.maximum(n + 1, np.ceil(v - 1e-9 * v).astype(np.int64))
+
+
+@dataclass(frozen=True)
+class RewardSumCalibrator:
+    """Lap(1/eps) on a released sum of rewards in [0, 1] that holds each reward it covers
+    once, no reward lying in two released sums: eps-DP by the Laplace mechanism (sensitivity
+    1) and parallel composition. The Laplace mechanism is exact here, so ``paper`` and
+    ``tight`` coincide. ``what`` names the released sums and ``source`` the paper's privacy
+    statement, for the derivation. A mean of r such rewards gets the same noise divided by r
+    (scale 1/(eps r), sensitivity 1/r)."""
+
+    what: str
+    source: str
+
+    def _calibrate(self, budget: PrivacyBudget, calibration: str) -> Calibration:
+        budget.require_pure("the Laplace mechanism")
+        how = (
+            f"Laplace mechanism: Lap(1/eps) on {self.what} (a sum of rewards in [0, 1], "
+            "sensitivity 1; a mean of r of them gets Lap(1/(eps r)), sensitivity 1/r); "
+            "each reward enters one released sum and the others do not depend on it given the "
+            f"past releases (parallel composition, {self.source}); decisions are "
+            "post-processing"
+        )
+        g = budget.prove(budget.epsilon, 0.0, how, stacklevel=6)
+        return Calibration(LaplaceNoise(1.0 / budget.epsilon), g, calibration, "laplace sums")
+
+    def paper(self, budget: PrivacyBudget) -> Calibration:
+        return self._calibrate(budget, "paper")
+
+    def tight(self, budget: PrivacyBudget) -> Calibration:
+        return self._calibrate(budget, "tight")
+
+
+class GeometricPhases(KArmedLearner):
+    """Per-arm geometric phases with a fresh Laplace term per phase sum and no forgetting
+    (module docstring). Subclasses give the choice (:meth:`_choose`).
+
+    Parameters
+    ----------
+    n_arms, horizon:
+        K >= 2 arms and T rounds.
+    budget:
+        A pure :class:`~dponline.privacy.budget.PrivacyBudget` (:class:`RewardSumCalibrator`);
+        ``None`` runs the non-private counterpart (no noise, kl in place of d_eps).
+    alpha:
+        The phase ratio alpha > 1 (default :data:`DEFAULT_RATIO`).
+    replicas, rng, clip:
+        As for :class:`~dponline.bandits.k_armed.KArmedLearner`.
+    """
+
+    def __init__(
+        self,
+        n_arms: int,
+        horizon: int,
+        *,
+        budget: PrivacyBudget | None,
+        alpha: float = DEFAULT_RATIO,
+        replicas: int = 1,
+        rng: RngLike = None,
+        clip: bool = False,
+    ) -> None:
+        super().__init__(n_arms, horizon, replicas=replicas, rng=rng, clip=clip)
+        a = checked_positive("alpha", alpha)
+        if not a > 1.0:
+            raise ArgumentError(f"alpha (the phase ratio) must be greater than 1, got {alpha!r}")
+        self.alpha = a
+        budget = checked_budget(budget)
+        if budget is None:
+            self.privacy = None
+            self.epsilon, self.unit_scale, self.calibration_name = math.inf, 0.0, "none"
+        else:
+            cal = calibrate(
+                RewardSumCalibrator(
+                    "the reward sum of each phase of each arm",
+                    "Azize et al. 2025, Proposition 2",
+                ),
+                budget,
+            )
+            self.privacy = cal.guarantee
+            self.epsilon = budget.epsilon
+            self.unit_scale = float(cal.noise.scale)
+            self.calibration_name = cal.calibration
+        r, k = self.replicas, self.n_arms
+        #: S~_i: every reward of the completed phases plus one Laplace term per phase
+        self.noisy_sum = np.zeros((r, k))
+        #: n_{m_i}: the pull at which arm i's last completed phase ended (0 before any)
+        self.phase_end = np.zeros((r, k), dtype=np.int64)
+        #: m_i: the number of completed phases (Laplace terms in S~_i)
+        self.phases = np.zeros((r, k), dtype=np.int64)
+
+    # --- the algorithm --------------------------------------------------------------------------
+
+    def private_means(self, rows: np.ndarray) -> np.ndarray:
+        """[mu~_i] = clip(S~_i / n_{m_i}, 0, 1) of the replicas ``rows``, shape (rows, K);
+        every arm has a completed phase."""
+        return np.clip(self.noisy_sum[rows] / self.phase_end[rows], 0.0, 1.0)
+
+    @abstractmethod
+    def index(self, rows: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        """The indices of the replicas ``rows`` at the start of rounds ``tau`` (1-based),
+        shape (rows, K)."""
+
+    @abstractmethod
+    def _choose(self, index: np.ndarray) -> np.ndarray:
+        """The arm each row of ``index`` plays (the best index)."""
+
+    def _commit(self, rows: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each arm once (its first phase), then the best index until its phase ends."""
+        arms = self._first_unpulled(rows)
+        lengths = np.ones(rows.size, dtype=np.int64)
+        ready = arms < 0
+        if ready.any():
+            sub = rows[ready]
+            chosen = self._choose(self.index(sub, t[ready] + 1))
+            n = self.phase_end[sub, chosen]
+            arms[ready] = chosen
+            lengths[ready] = next_phase_end(n, self.alpha) - n
+        return arms, lengths
+
+    def _conclude(
+        self,
+        rows: np.ndarray,
+        t: np.ndarray,
+        arms: np.ndarray,
+        sums: np.ndarray,
+        counts: np.ndarray,
+    ) -> None:
+        """A phase ended: its reward sum plus a fresh Lap(1/eps) joins the arm's S~."""
+        released = sums
+        if self.unit_scale > 0.0:
+            released = sums + self._noise(rows, self.unit_scale)
+        self.noisy_sum[rows, arms] += released
+        self.phase_end[rows, arms] = self.pulls[rows, arms]
+        self.phases[rows, arms] += 1
+
+    # --- state ----------------------------------------------------------------------------------
+
+    def _extra_config(self) -> dict[str, Any]:
+        return {
+            "alpha": self.alpha,
+            "calibration": self.calibration_name,
+            "epsilon": self.epsilon,
+            "unit_scale": self.unit_scale,
+        }
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {
+            "noisy_sum": self.noisy_sum.copy(),
+            "phase_end": self.phase_end.copy(),
+            "phases": self.phases.copy(),
+        }
+
+    def _prepare_extra(self, state: dict[str, Any]) -> Callable[[], None]:
+        shape = (self.replicas, self.n_arms)
+        noisy = np.array(
+            checked_real_array("saved noisy_sum", saved_field(state, "noisy_sum"), shape)
+        )
+        end = checked_int_array("saved phase_end", saved_field(state, "phase_end"), shape, 0)
+        phases = checked_int_array("saved phases", saved_field(state, "phases"), shape, 0)
+        pulls = np.asarray(saved_field(state, "pulls"))
+        if end.shape == np.shape(pulls) and np.any(end > pulls):
+            raise ArgumentError("saved phase_end exceeds the pulls of an arm")
+        if np.any(phases > end) or np.any((phases == 0) != (end == 0)):
+            raise ArgumentError("saved phases must number between 1 and phase_end (0 for none)")
+        if self.unit_scale == 0.0 and (np.any(noisy < 0.0) or np.any(noisy > end)):
+            raise ArgumentError("saved noisy_sum of a noiseless learner must lie in [0, phase_end]")
+
+        def install() -> None:
+            self.noisy_sum, self.phase_end, self.phases = noisy, end, phases
+
+        return install
+
+
+class DPKLUCB(GeometricPhases):
+    """DP-KLUCB (Azize et al. 2025): geometric phases, argmax of
+    max{mu >= [mu~_i] : d_eps([mu~_i], mu) <= log(tau) / n_{m_i}} (module docstring)."""
+
+    paper: ClassVar[str] = "DP-KLUCB (Azize, Wu, Honda, Orabona, Ito & Basu 2025)"
+
+    def index(self, rows: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        level = np.log(tau.astype(float))[:, None] / self.phase_end[rows]
+        return d_eps_upper(self.private_means(rows), level, self.epsilon)
+
+    def _choose(self, index: np.ndarray) -> np.ndarray:
+        return np.argmax(index, axis=1)
+
+
+class DPIMED(GeometricPhases):
+    """DP-IMED (Azize et al. 2025): geometric phases, argmin of
+    n_{m_i} d_eps([mu~_i], [mu~^*]) + log n_{m_i} (module docstring)."""
+
+    paper: ClassVar[str] = "DP-IMED (Azize, Wu, Honda, Orabona, Ito & Basu 2025)"
+
+    def index(self, rows: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        mu = self.private_means(rows)
+        best = mu.max(axis=1, keepdims=True)
+        n = self.phase_end[rows].astype(float)
+        # eps = inf (the non-private counterpart) gives kl, inf where mu^* = 1 > mu_i
+        return n * d_eps(mu, best, self.epsilon) + np.log(n)
+
+    def _choose(self, index: np.ndarray) -> np.ndarray:
+        return np.argmin(index, axis=1)
+
+
+# --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
+
+
+def _arms_of(env: Any) -> int:
+    return int(getattr(env, "n_arms", env.dim))
+
+
+def _factory(cls: type[GeometricPhases]) -> Callable[..., GeometricPhases]:
+    def build(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> GeometricPhases:
+        return cls(_arms_of(env), env.horizon, budget=budget, **kw)
+
+    build.__name__ = f"_{cls.__name__.lower()}"
+    return build
+
+
+def fourth_round_plays_arm_1(outputs: np.ndarray) -> np.ndarray:
+    """1 where round 4 played arm 1, outputs (n, T >= 4)."""
+    return (np.asarray(outputs)[:, 3] == 1).astype(float)
+
+
+def last_round_plays_arm_0(outputs: np.ndarray) -> np.ndarray:
+    """1 where the last round played arm 0, outputs (n, T)."""
+    return (np.asarray(outputs)[:, -1] == 0).astype(float)
+
+
+_SETTING = "stochastic K-armed bandit (rewards 1 - loss in [0, 1]; bounds for Bernoulli)"
+_GUARANTEE = (
+    "event-level epsilon-DP (Lap(1/eps) on each phase's reward sum, sensitivity 1; each reward "
+    "in one released sum, parallel composition and post-processing: Azize et al. 2025, "
+    "Proposition 2) over reward sequences differing in one round, rewards 1 - loss in [0, 1]"
+)
+_OPTIONS = {"alpha": f"phase ratio alpha > 1 (default {DEFAULT_RATIO})"}
+_CASE = {"environment_options": {"n_arms": 3}, "horizon": 48}
+
+register_learner(
+    LearnerEntry(
+        "dp-klucb",
+        _factory(DPKLUCB),
+        paper="Azize, Wu, Honda, Orabona, Ito & Basu (2025), DP-KLUCB: geometric per-arm "
+        "phases, Laplace on each phase sum, no forgetting, d_eps KL-UCB index",
+        setting=_SETTING,
+        guarantee=_GUARANTEE,
+        calibrations=("paper", "tight"),
+        private=True,
+        feedback_kind=FeedbackKind.BANDIT,
+        action_space="arms",
+        test_cases=(
+            LearnerTestCase(
+                "bernoulli_bandit",
+                **_CASE,
+                # two arms, four rounds: each arm once (round 3 ties at index 1 and plays arm
+                # 0, for a phase of one round), then in round 4 arm 0's index, from the sum of
+                # rounds 1 and 3 plus two Laplace terms, falls below arm 1's (which is 1) when
+                # its private mean is below about 0.31: round 1's loss 0 or 1 moves that
+                audit=AuditCase(
+                    horizon=4,
+                    values=(0.0, 1.0),
+                    rest=0.5,
+                    coordinates="all",
+                    environment="bernoulli_bandit",
+                    environment_options={"n_arms": 2},
+                    statistic=fourth_round_plays_arm_1,
+                    seed=21,
+                ),
+            ),
+        ),
+        options=_OPTIONS,
+        default_delta=0.0,
+    )
+)
+
+register_learner(
+    LearnerEntry(
+        "dp-imed",
+        _factory(DPIMED),
+        paper="Azize, Wu, Honda, Orabona, Ito & Basu (2025), DP-IMED: geometric per-arm "
+        "phases, Laplace on each phase sum, no forgetting, d_eps IMED index",
+        setting=_SETTING,
+        guarantee=_GUARANTEE,
+        calibrations=("paper", "tight"),
+        private=True,
+        feedback_kind=FeedbackKind.BANDIT,
+        action_space="arms",
+        test_cases=(
+            LearnerTestCase(
+                "bernoulli_bandit",
+                **_CASE,
+                # two arms, three rounds: each arm once, then the argmin of n d_eps + log n at
+                # n = 1 for both, i.e. the arm of the larger private mean (a tie plays arm 0)
+                audit=AuditCase(
+                    horizon=3,
+                    values=(0.0, 1.0),
+                    rest=0.5,
+                    coordinates="all",
+                    environment="bernoulli_bandit",
+                    environment_options={"n_arms": 2},
+                    statistic=last_round_plays_arm_0,
+                    seed=22,
+                ),
+            ),
+        ),
+        options=_OPTIONS,
+        default_delta=0.0,
+    )
+)

@@ -1,0 +1,607 @@
+"""Bandits with expert advice: EXP4 and two private versions (Asi, Raman & Talwar 2025,
+Section on bandits with expert advice).
+
+**The setting.** Each round t, each of N experts gives a distribution xi_t^j over the K arms
+(its *advice*); the learner plays an arm I_t and sees its loss l_t(I_t) in [0, 1]. Regret is
+against the best expert in hindsight: sum_t l_t(I_t) - min_j sum_t <xi_t^j, l_t>.
+
+**How advice reaches the learner.** The advice is an array (T, N, K) fixed before the first
+round, as the losses of an oblivious adversary are, and public: the privacy guarantees are over
+the losses only (neighbouring sequences differ in one round's losses; the advice is the same).
+The learner is built with it (from the environment's ``advice`` when it has one,
+:mod:`dponline.environments.expert_advice`, or from its ``experts`` option) and reads row t in
+round t only (round t is its own round counter; ``act()`` after the horizon rereads the last
+row). The round loop, the feedback (``BanditFeedback``) and the action space ("arms") are those
+of every multi-armed bandit: a bandit environment without advice can be played with the
+``experts="arms"`` experts (expert j always advises arm j; EXP4 is then EXP3) or
+``experts="random"`` (N Dirichlet(1) advice vectors per round, drawn up front from
+``advice_seed``, independent of the losses).
+
+**EXP4** (Auer, Cesa-Bianchi, Freund & Schapire 2002; Lattimore & Szepesvari 2020, Algorithm 11
+and Theorem 18.1): weights q_t over the experts, proportional to exp(-eta Y~_{t-1}(j));
+p_t = sum_j q_t(j) xi_t^j; play I_t ~ p_t; observe y_t; the experts' estimated losses are
+y~_t(j) = xi_t^j(I_t) y_t / p_t(I_t). For losses in [0, 1] and eta = sqrt(2 log N / (n K)) the
+regret is at most sqrt(2 n K log N) (:func:`exp4_parameters`, :func:`exp4_regret_bound`).
+
+**Robust EXP4** (``threshold`` c): y_t is skipped when |y_t| > c p_t(I_t) / eta, as in robust
+EXP3 (:mod:`dponline.bandits.exp3`). *Theorem (ours).* For values y_t = S_t + Z_t with S_t in
+[0, 1] of conditional mean l_t(I_t) (oblivious losses and advice), Z_t symmetric and
+independent, E[y_t^2 | past, I_t] <= sigma^2:
+
+    E[regret] <= log N / eta + n eta K sigma^2 h(c),   h(c) = (e^c - 1) / c^2,
+
+2 sqrt(n K sigma^2 h(c) log N) at eta = sqrt(log N / (n K sigma^2 h(c))). *Proof (ours).* As
+for robust EXP3 with the experts in place of the arms: every |eta y~_t(j)| <= eta |y_t| /
+p_t(I_t) <= c (xi <= 1), so the exponential-weights step costs eta kappa sum_j q_t(j)
+y~_t(j)^2 with kappa = (e^c - 1 - c) / c^2, whose conditional mean is at most
+E[y_t^2 / p_t(I_t)^2 sum_j q_t(j) xi_t^j(I_t)] = E[y_t^2 / p_t(I_t)] <= K sigma^2 (xi^2 <= xi);
+the per-arm estimate l^_t(i) = 1{I_t = i} y_t 1{kept} / p_t(i) has mean l_t(i) - beta_t(i) with
+0 <= beta_t(i) <= sigma^2 eta / (c p_t(i)), so the learner's term sum_i p_t(i) beta_t(i) is at
+most K sigma^2 eta / c and the comparator's -<xi_t^j, beta_t> is at most 0. []
+
+**Private EXP4** (:class:`PrivateEXP4`, "private-exp4"): every observed loss is forwarded to
+robust EXP4 with Laplace(1 / epsilon) noise (Agarwal & Singh's Algorithm 4,
+:mod:`dponline.bandits.private_reduction`: each loss used once, the exact sensitivity 1 of a
+loss in [0, 1]), epsilon-DP; sigma^2 = 1 + 2 / epsilon^2, so the bound above is
+O(sqrt(K T log N) / epsilon). The paper's second algorithm is a private EXP4 with regret
+O(sqrt(K T log N) log(KT) / epsilon) (its abstract); its exact noise and step sizes could not
+be checked against its text: this is our reading (Laplace on each loss), with our bound.
+
+**Batched EXP4** (:class:`BatchedEXP4`, "batched-exp4"): the batched conversion
+(:mod:`dponline.bandits.batched`) around robust EXP3 over the N experts: each batch the base
+picks an expert J_b, each round of the batch plays I_t ~ xi_t^{J_b}, and the base receives
+(sum of the batch's losses) / tau + Laplace(1 / (epsilon tau)). Given J_b, the batch value's
+mean is the expert's batch loss, so the base faces an N-armed bandit with those losses: regret
+O(sqrt(N T log N / epsilon)) at tau = ceil(1 / epsilon) (our bound; the paper's first algorithm
+has O(sqrt(N T / epsilon)) with its heavy-tailed base). The arms I_t are drawn from public advice
+with the learner's own randomness: post-processing, the privacy derivation of the conversion
+holds unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dponline.bandits.batched import BatchedPrivateBandit, batched_exp3_regret_bound
+from dponline.bandits.exp3 import (
+    DEFAULT_THRESHOLD,
+    EXP3,
+    exp3_parameters,
+    laplace_second_moment,
+    robust_exp3_parameters,
+    sample_rows,
+    skip_constant,
+)
+from dponline.bandits.private_reduction import PrivateBanditReduction
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_generator,
+    checked_int_array,
+    checked_nonnegative_int,
+    checked_positive,
+    checked_real_array,
+    saved_field,
+)
+from dponline.privacy.bounds import Box, check_finite
+from dponline.privacy.budget import PrivacyBudget
+from dponline.protocol import FeedbackKind, checked_count
+from dponline.registry import (
+    AuditCase,
+    LearnerEntry,
+    LearnerTestCase,
+    non_private_entry,
+    register_learner,
+)
+from dponline.rng import RngLike, generator_state
+
+__all__ = [
+    "EXP4",
+    "BatchedEXP4",
+    "PrivateEXP4",
+    "arm_experts",
+    "checked_advice",
+    "exp4_parameters",
+    "exp4_regret_bound",
+    "random_advice",
+    "robust_exp4_parameters",
+    "robust_exp4_regret_bound",
+]
+
+#: how far a row of advice may sum from 1
+ADVICE_TOLERANCE = 1e-9
+
+
+def checked_advice(
+    advice: Any, horizon: int | None = None, n_arms: int | None = None
+) -> np.ndarray:
+    """``advice`` as a float array (T, N, K) of distributions over the K arms (finite,
+    nonnegative, each row summing to 1 within 1e-9), with T = ``horizon`` and K = ``n_arms``
+    when given; N >= 1 experts, K >= 2 arms."""
+    a = check_finite(advice, "advice")
+    if a.ndim != 3 or min(a.shape) < 1 or a.shape[2] < 2:
+        raise ValueError(f"advice must be a (T, N, K) array with K >= 2 arms, got shape {a.shape}")
+    if horizon is not None and a.shape[0] != horizon:
+        raise ValueError(f"advice covers {a.shape[0]} rounds, expected the horizon {horizon}")
+    if n_arms is not None and a.shape[2] != n_arms:
+        raise ValueError(f"advice is over {a.shape[2]} arms, expected {n_arms}")
+    if a.min() < 0:
+        t, j, i = np.unravel_index(int(np.argmin(a)), a.shape)
+        raise ValueError(f"advice must be nonnegative, got {a[t, j, i]!r} at round {t}, expert {j}")
+    sums = a.sum(axis=2)
+    if np.abs(sums - 1.0).max() > ADVICE_TOLERANCE:
+        t, j = np.unravel_index(int(np.argmax(np.abs(sums - 1.0))), sums.shape)
+        raise ValueError(f"advice rows must sum to 1, got {sums[t, j]!r} at round {t}, expert {j}")
+    return a
+
+
+def arm_experts(horizon: int, n_arms: int) -> np.ndarray:
+    """K experts, expert j always advising arm j: a read-only (T, K, K) view of the identity
+    (EXP4 over them is EXP3)."""
+    t, k = checked_count("horizon", horizon), checked_count("n_arms", n_arms)
+    return np.broadcast_to(np.eye(k), (t, k, k))
+
+
+def random_advice(horizon: int, n_experts: int, n_arms: int, seed: int = 0) -> np.ndarray:
+    """N experts whose advice in every round is drawn from Dirichlet(1, ..., 1) over the K arms,
+    up front from ``seed`` (fixed before the first round, independent of the losses)."""
+    t = checked_count("horizon", horizon)
+    n, k = checked_count("n_experts", n_experts), checked_count("n_arms", n_arms)
+    gen = np.random.default_rng(checked_nonnegative_int("advice_seed", seed))
+    return gen.dirichlet(np.ones(k), size=(t, n))
+
+
+def exp4_parameters(n_experts: int, n_arms: int, horizon: int) -> float:
+    """eta = sqrt(2 log N / (n K)) (Lattimore & Szepesvari 2020, Theorem 18.1); for a single
+    expert any rate does (there is nothing to learn): 1 / sqrt(n K)."""
+    n_exp, k = checked_count("n_experts", n_experts), checked_count("n_arms", n_arms)
+    n = checked_count("horizon", horizon)
+    return math.sqrt(max(2.0 * math.log(n_exp), 1.0) / (n * k))
+
+
+def exp4_regret_bound(n_experts: int, n_arms: int, horizon: int) -> float:
+    """sqrt(2 n K log N): EXP4's regret bound at :func:`exp4_parameters` (Theorem 18.1)."""
+    return math.sqrt(2.0 * horizon * n_arms * math.log(n_experts))
+
+
+def robust_exp4_parameters(
+    n_experts: int,
+    n_arms: int,
+    horizon: int,
+    second_moment: float,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> float:
+    """eta = sqrt(log N / (n K sigma^2 h(c))), the minimiser of
+    :func:`robust_exp4_regret_bound` (ours; module docstring); 1 / sqrt(n K sigma^2 h(c)) for
+    a single expert."""
+    n_exp, k = checked_count("n_experts", n_experts), checked_count("n_arms", n_arms)
+    n = checked_count("horizon", horizon)
+    s2 = checked_positive("second_moment", second_moment)
+    return math.sqrt(max(math.log(n_exp), 1.0) / (n * k * s2 * skip_constant(threshold)))
+
+
+def robust_exp4_regret_bound(
+    n_experts: int,
+    n_arms: int,
+    horizon: int,
+    second_moment: float,
+    threshold: float = DEFAULT_THRESHOLD,
+    eta: float | None = None,
+) -> float:
+    """log N / eta + n eta K sigma^2 h(c): robust EXP4's regret bound (ours; module
+    docstring)."""
+    if eta is None:
+        eta = robust_exp4_parameters(n_experts, n_arms, horizon, second_moment, threshold)
+    eta = checked_positive("eta", eta)
+    s2 = checked_positive("second_moment", second_moment)
+    return math.log(n_experts) / eta + horizon * eta * n_arms * s2 * skip_constant(threshold)
+
+
+class EXP4:
+    """EXP4 over the experts of ``advice`` (T, N, K), vectorised over ``replicas``, with the
+    optional skipping rule of robust EXP4 (module docstring). A bandit algorithm for the
+    wrappers (:class:`~dponline.bandits.private_reduction.BanditAlgorithm`): it plays arms,
+    reading advice row s in its own round s (``step``, advanced by ``learn``)."""
+
+    one_hot: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        advice: np.ndarray,
+        *,
+        eta: float,
+        replicas: int,
+        rng: np.random.Generator,
+        threshold: float | None = None,
+    ) -> None:
+        self.advice = checked_advice(advice)
+        self.horizon, self.n_experts, self.n_arms = self.advice.shape
+        self.dim = self.n_arms
+        self.eta = checked_positive("eta", eta)
+        self.threshold = None if threshold is None else checked_positive("threshold", threshold)
+        self.replicas = checked_count("replicas", replicas)
+        self.rng = rng
+        self.step = 0
+        self._log_q = np.zeros((self.replicas, self.n_experts))
+        self._chosen = np.zeros(self.replicas, dtype=np.int64)
+        self._rows = np.arange(self.replicas)
+
+    def weights(self) -> np.ndarray:
+        """q_t over the experts, shape (replicas, N)."""
+        z = np.exp(self._log_q - self._log_q.max(axis=1, keepdims=True))
+        return z / z.sum(axis=1, keepdims=True)
+
+    def _row(self) -> np.ndarray:
+        return self.advice[min(self.step, self.horizon - 1)]
+
+    def probabilities(self) -> np.ndarray:
+        """p_t = sum_j q_t(j) xi_t^j over the arms, shape (replicas, K)."""
+        return self.weights() @ self._row()
+
+    def act(self) -> np.ndarray:
+        """Draw I_t ~ p_t per replica; returns the arms, shape (replicas,)."""
+        u = self.rng.random(self.replicas)
+        self._chosen = sample_rows(self.probabilities(), u)
+        return self._chosen.copy()
+
+    def played_arms(self) -> np.ndarray:
+        return self._chosen
+
+    def played(self) -> np.ndarray:
+        return np.eye(self.n_arms)[self._chosen]
+
+    def learn(self, values: np.ndarray) -> None:
+        """y~_t(j) = xi_t^j(I_t) y_t / p_t(I_t) (0 where skipped) added to every expert."""
+        values = np.asarray(values, dtype=float)
+        xi = self._row()
+        p = self.probabilities()[self._rows, self._chosen]
+        coef = values / p
+        if self.threshold is not None:
+            coef = np.where(np.abs(values) * self.eta <= self.threshold * p, coef, 0.0)
+        self._log_q -= self.eta * coef[:, None] * xi[:, self._chosen].T
+        self._log_q -= self._log_q.max(axis=1, keepdims=True)
+        self.step += 1
+
+    def _config(self) -> dict[str, Any]:
+        return {
+            "shape": [self.horizon, self.n_experts, self.n_arms],
+            "eta": self.eta,
+            "threshold": self.threshold,
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "config": self._config(),
+            "step": self.step,
+            "log_q": self._log_q.copy(),
+            "chosen": self._chosen.copy(),
+            "rng": generator_state(self.rng),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from :meth:`state_dict`; a corrupt state raises and changes nothing."""
+        self.prepare_load(state)()
+
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check the whole state (configuration, round, weights, arms, RNG) and return the
+        function that installs it."""
+        if saved_field(state, "config") != self._config():
+            raise ArgumentError("state was saved from an EXP4 with other advice or step sizes")
+        step = saved_field(state, "step")
+        if isinstance(step, bool) or not isinstance(step, int | np.integer):
+            raise ArgumentError(f"saved step must be an integer, got {step!r}")
+        if not 0 <= step <= self.horizon:
+            raise ArgumentError(f"saved step must lie in [0, {self.horizon}], got {step!r}")
+        shape = (self.replicas, self.n_experts)
+        log_q = np.array(checked_real_array("saved log_q", saved_field(state, "log_q"), shape))
+        chosen = checked_int_array(
+            "saved chosen", saved_field(state, "chosen"), (self.replicas,), 0, self.n_arms
+        )
+        rng = checked_generator("saved rng", saved_field(state, "rng"))
+
+        def install() -> None:
+            self.step, self._log_q, self._chosen, self.rng = int(step), log_q, chosen, rng
+
+        return install
+
+
+class PrivateEXP4(PrivateBanditReduction):
+    """Private EXP4: Laplace(1 / epsilon) on every observed loss, forwarded to robust EXP4
+    (module docstring; Agarwal & Singh's Algorithm 4 around EXP4, bound ours).
+
+    Parameters
+    ----------
+    advice:
+        (T, N, K) distributions over the arms, one per round and expert (T is the horizon).
+    budget:
+        Pure-DP budget; ``None`` runs EXP4 (eta = sqrt(2 log N / (T K)), no skipping).
+    eta, threshold:
+        Override the learning rate (default :func:`robust_exp4_parameters` at
+        sigma^2 = 1 + 2 lambda^2) and the skipping threshold (default 1.6).
+    """
+
+    paper: ClassVar[str] = "Asi, Raman & Talwar (2025), private EXP4 (Laplace on each loss)"
+
+    def __init__(
+        self,
+        advice: np.ndarray,
+        *,
+        budget: PrivacyBudget | None,
+        eta: float | None = None,
+        threshold: float | None = None,
+        replicas: int = 1,
+        rng: RngLike = None,
+        clip: bool = False,
+    ) -> None:
+        advice = checked_advice(advice)
+        horizon, n_exp, k = advice.shape
+        self.n_arms, self.n_experts = k, n_exp
+        c = DEFAULT_THRESHOLD if threshold is None else float(threshold)
+
+        def make(lam: float, gen: np.random.Generator) -> EXP4:
+            if lam == 0.0:
+                rate = exp4_parameters(n_exp, k, horizon) if eta is None else eta
+                return EXP4(advice, eta=rate, replicas=replicas, rng=gen, threshold=threshold)
+            s2 = laplace_second_moment(lam)
+            rate = robust_exp4_parameters(n_exp, k, horizon, s2, c) if eta is None else eta
+            return EXP4(advice, eta=rate, replicas=replicas, rng=gen, threshold=c)
+
+        super().__init__(
+            make,
+            horizon,
+            budget=budget,
+            loss_bounds=Box(0.0, 1.0, dim=k),
+            sensitivity=1.0,
+            paper_numerator=1.0,
+            paper_source="Asi, Raman & Talwar (2025), private EXP4 (Laplace(1 / epsilon))",
+            replicas=replicas,
+            rng=rng,
+            clip=clip,
+        )
+
+    def weights(self) -> np.ndarray:
+        """EXP4's weights over the experts, shape (replicas, N)."""
+        return self.algorithm.weights()  # type: ignore[attr-defined, no-any-return]
+
+    def probabilities(self) -> np.ndarray:
+        """EXP4's distribution over the arms this round, shape (replicas, K)."""
+        return self.algorithm.probabilities()  # type: ignore[attr-defined, no-any-return]
+
+
+class BatchedEXP4(BatchedPrivateBandit):
+    """The batched conversion around robust EXP3 over the N experts of ``advice`` (module
+    docstring): one expert per batch, each round's arm drawn from that expert's advice.
+
+    Parameters
+    ----------
+    advice:
+        (T, N, K) distributions over the arms (T is the horizon); N >= 2 experts.
+    budget, batch, eta, threshold:
+        As :class:`~dponline.bandits.batched.BatchedEXP3`, with the experts as its arms.
+    """
+
+    paper: ClassVar[str] = "Asi, Raman & Talwar (2025), batched conversion over the experts"
+
+    def __init__(
+        self,
+        advice: np.ndarray,
+        *,
+        budget: PrivacyBudget | None,
+        batch: int | None = None,
+        eta: float | None = None,
+        threshold: float | None = None,
+        replicas: int = 1,
+        rng: RngLike = None,
+        clip: bool = False,
+    ) -> None:
+        self.advice = checked_advice(advice)
+        horizon, n_exp, k = self.advice.shape
+        if n_exp < 2:
+            raise ValueError(f"the batched conversion needs at least 2 experts, got {n_exp}")
+        self.n_arms, self.n_experts, self.dim = k, n_exp, k
+        c = DEFAULT_THRESHOLD if threshold is None else float(threshold)
+
+        def bound(tau: int, b: float) -> float:
+            return batched_exp3_regret_bound(n_exp, horizon, tau, b, c)
+
+        def make(b: float, n: int, gen: np.random.Generator) -> EXP3:
+            if b == 0.0:
+                rate = exp3_parameters(n_exp, n) if eta is None else eta
+                return EXP3(n_exp, eta=rate, replicas=replicas, rng=gen, threshold=threshold)
+            s2 = laplace_second_moment(b)
+            rate = robust_exp3_parameters(n_exp, n, s2, c) if eta is None else eta
+            return EXP3(n_exp, eta=rate, replicas=replicas, rng=gen, threshold=c)
+
+        super().__init__(
+            make,
+            horizon,
+            budget=budget,
+            width=1.0,
+            bound=bound,
+            batch=batch,
+            replicas=replicas,
+            rng=rng,
+            clip=clip,
+        )
+
+    def weights(self) -> np.ndarray:
+        """The base's distribution over the experts, shape (replicas, N)."""
+        return self.algorithm.probabilities()  # type: ignore[attr-defined, no-any-return]
+
+    def _play(self, choice: np.ndarray, t: int) -> np.ndarray:
+        """I_t ~ xi_t^{J_b} per replica, J_b the batch's expert."""
+        rows = self.advice[min(t, self.horizon - 1)][choice]
+        return sample_rows(rows, self._rng.random(self.replicas))
+
+    def _checked_choice(self, value: Any) -> np.ndarray | None:
+        if value is None:
+            return None
+        return checked_int_array("saved choice", value, (self.replicas,), 0, self.n_experts)
+
+
+# --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
+
+
+def _advice_of(env: Any, experts: str | None, n_experts: int | None, advice_seed: int) -> Any:
+    """The advice a factory builds its learner with: the environment's when it has one and
+    ``experts`` is not given, else ``experts="arms"`` (one expert per arm) or ``"random"``
+    (``n_experts`` Dirichlet experts, default 2K, from ``advice_seed``)."""
+    if experts is None:
+        advice = getattr(env, "advice", None)
+        if advice is not None:
+            return advice
+        experts = "arms"
+    if experts == "arms":
+        return arm_experts(env.horizon, env.dim)
+    if experts == "random":
+        n = 2 * env.dim if n_experts is None else n_experts
+        return random_advice(env.horizon, n, env.dim, advice_seed)
+    raise ValueError(f"experts must be 'arms' or 'random', got {experts!r}")
+
+
+def _private_exp4(
+    env: Any,
+    *,
+    budget: PrivacyBudget | None,
+    experts: str | None = None,
+    n_experts: int | None = None,
+    advice_seed: int = 0,
+    **kw: Any,
+) -> PrivateEXP4:
+    """Private EXP4 over ``env``'s arms and horizon with its advice (or the ``experts``)."""
+    return PrivateEXP4(_advice_of(env, experts, n_experts, advice_seed), budget=budget, **kw)
+
+
+def _batched_exp4(
+    env: Any,
+    *,
+    budget: PrivacyBudget | None,
+    experts: str | None = None,
+    n_experts: int | None = None,
+    advice_seed: int = 0,
+    **kw: Any,
+) -> BatchedEXP4:
+    """The batched conversion over ``env``'s experts (or the ``experts``)."""
+    return BatchedEXP4(_advice_of(env, experts, n_experts, advice_seed), budget=budget, **kw)
+
+
+def _same_arm(outputs: np.ndarray) -> np.ndarray:
+    """1 where round 2 repeats round 1's arm, outputs (n, 2)."""
+    return (outputs[:, 0] == outputs[:, 1]).astype(float)
+
+
+_SETTING = "bandit with expert advice (advice fixed in advance, public)"
+_ADVICE_OPTIONS = {
+    "experts": "'arms' | 'random' (default: the environment's advice, else 'arms')",
+    "n_experts": "experts for 'random' (default 2K)",
+    "advice_seed": "seed of the 'random' advice",
+}
+_RANDOM = {"experts": "random", "n_experts": 4}
+# the audit's two rounds on two arms with the arm experts (EXP4 is then EXP3): round 1's loss is
+# 0 or 1 for both arms, round 2's 1/2; a large step and a threshold that keeps the values, so that
+# one value visibly moves the next arm (a tenth of the noise is then caught)
+_AUDIT = {
+    "horizon": 2,
+    "values": (0.0, 1.0),
+    "rest": 0.5,
+    "coordinates": "all",
+    "environment": "bernoulli_bandit",
+    "environment_options": {"n_arms": 2},
+    "statistic": _same_arm,
+    "trials": 40_000,
+    "pilot_trials": 10_000,
+}
+
+_PRIVATE_EXP4_ENTRY = register_learner(
+    LearnerEntry(
+        "private-exp4",
+        _private_exp4,
+        paper="Asi, Raman & Talwar (2025), private EXP4 for bandits with expert advice: "
+        "Laplace(1 / epsilon) on each observed loss around EXP4 with a skipping rule (bound ours)",
+        setting=_SETTING,
+        guarantee="event-level epsilon-DP over loss sequences differing in one round (losses "
+        "in [0, 1]): Laplace(1 / epsilon) on each observed loss, used once (Lemma 4.2 of "
+        "Agarwal & Singh 2017)",
+        calibrations=("paper", "tight"),
+        private=True,
+        feedback_kind=FeedbackKind.BANDIT,
+        action_space="arms",
+        test_cases=(
+            LearnerTestCase(
+                "bernoulli_bandit",
+                environment_options={"n_arms": 3},
+                learner_options=_RANDOM,
+                audit=AuditCase(
+                    **_AUDIT,
+                    learner_options={"experts": "arms", "eta": 1.5, "threshold": 5.0},
+                    seed=7,
+                ),
+            ),
+        ),
+        options={
+            **_ADVICE_OPTIONS,
+            "eta": "learning rate (default: robust EXP4's, ours)",
+            "threshold": "skipping threshold c (default 1.6)",
+        },
+        default_delta=0.0,
+    )
+)
+
+register_learner(
+    LearnerEntry(
+        "batched-exp4",
+        _batched_exp4,
+        paper="Asi, Raman & Talwar (2025), the batched conversion over the experts (one expert "
+        "per batch, arms drawn from its advice) around EXP3 with a skipping rule (bound ours)",
+        setting=_SETTING,
+        guarantee="event-level epsilon-DP over loss sequences differing in one round (losses "
+        "in [0, 1]): Laplace(1 / (epsilon tau)) on each batch's loss sum / tau, each round in "
+        "one batch",
+        calibrations=("paper", "tight"),
+        private=True,
+        feedback_kind=FeedbackKind.BANDIT,
+        action_space="arms",
+        test_cases=(
+            LearnerTestCase(
+                "bernoulli_bandit",
+                environment_options={"n_arms": 3},
+                learner_options=_RANDOM,
+                audit=AuditCase(
+                    **_AUDIT,
+                    learner_options={"experts": "arms", "batch": 1, "eta": 1.5, "threshold": 5.0},
+                    seed=8,
+                ),
+            ),
+        ),
+        options={
+            **_ADVICE_OPTIONS,
+            "batch": "batch length tau (default: paper ceil(1 / epsilon), tight the bound's "
+            "minimiser)",
+            "eta": "base learning rate (default: robust EXP3's over the experts, ours)",
+            "threshold": "skipping threshold c (default 1.6)",
+        },
+        default_delta=0.0,
+    )
+)
+
+register_learner(
+    non_private_entry(
+        _PRIVATE_EXP4_ENTRY,
+        "exp4",
+        paper="EXP4 (Auer et al. 2002; Lattimore & Szepesvari 2020, Theorem 18.1); the "
+        "non-private counterpart of private-exp4 and batched-exp4",
+        test_cases=(
+            LearnerTestCase(
+                "stock_bandit",
+                environment_options={"dataset": "djia"},
+                learner_options={"experts": "random", "n_experts": 8},
+                randomised=True,
+            ),
+        ),
+        options={**_ADVICE_OPTIONS, "eta": "learning rate (default: Theorem 18.1's)"},
+        extra_counterpart_of=("batched-exp4",),
+    )
+)
