@@ -179,6 +179,7 @@ def main() -> None:
     out["best_private"] = best
     print("\nratios:", json.dumps(out["ratios"], indent=1))
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1))
 
 
