@@ -210,3 +210,19 @@ def test_the_options_are_checked() -> None:
         DPSE(3, 10, budget=PrivacyBudget(1.0, 1e-6))
     g = DPSE(3, 10, budget=PrivacyBudget(2.0)).privacy
     assert g.epsilon == 2.0 and g.delta == 0.0 and "Sajed & Sheffet" in g.derivation
+
+
+@pytest.mark.parametrize("name", ["successive-elimination", "dp-se"])
+def test_act_after_the_horizon_once_one_arm_is_left(name):
+    """A replica down to its last arm commits to it until T; act() after round T (allowed:
+    post-processing) must not ask for an empty commitment."""
+    from dponline.environments.k_armed import KArmedBandit
+    from dponline.experiments.rounds import play
+    from dponline.registry import build_learner
+
+    env = KArmedBandit(means=[0.0, 1.0], horizon=4000, rng=0)
+    eps = 5.0 if name == "dp-se" else None
+    learner = build_learner(name, env, epsilon=eps, rng=0)
+    play(env, learner, range(4000), keep=False, blocks=True)
+    assert learner._size[0] == 1  # eliminated down to one arm before T
+    assert learner.act()[0] == 1

@@ -272,3 +272,21 @@ def test_fast_path_has_the_distribution_of_round_by_round_play():
     z = (a.mean() - b.mean()) / np.sqrt(a.var() / a.size + b.var() / b.size)
     assert abs(z) < 4.5
     np.testing.assert_array_equal(fast.pulls, slow.pulls)
+
+
+def test_a_state_saved_after_scale_noise_does_not_load_into_a_calibrated_learner():
+    """An audit's learner (a tenth of the noise, privacy void) saves a state; loaded into a
+    calibrated learner it would draw a tenth of the noise while claiming epsilon = 1."""
+    from dponline.environments.k_armed import KArmedBandit
+    from dponline.registry import build_learner
+
+    env = KArmedBandit(means=[0.2, 0.8], horizon=10, rng=0)
+    for name in ("adap-ucb", "dp-imed", "dp-se", "lazy-dp-ts", "dp-ucb"):
+        weak = build_learner(name, env, epsilon=1.0, rng=0, calibration="paper")
+        weak.scale_noise(0.1)
+        calibrated = build_learner(name, env, epsilon=1.0, rng=0, calibration="paper")
+        before = calibrated.state_dict()
+        with pytest.raises(ValueError, match=r"noise multiplier|noise_multiplier"):
+            calibrated.load_state_dict(weak.state_dict())
+        assert calibrated.noise_multiplier == 1.0 and calibrated.privacy.epsilon == 1.0
+        assert calibrated.state_dict()["noise_multiplier"] == before["noise_multiplier"]

@@ -352,10 +352,11 @@ class BatchedPrivateBandit(NoiseHandle, RoundDiscipline):
         }
 
     def _checked_choice(self, value: Any) -> np.ndarray | None:
-        """A saved base action (an index per replica), or None."""
+        """A saved base action (an index per replica), or None; the base's actions are the
+        arms unless a subclass says otherwise (EXP2 over an action set, EXP4's experts)."""
         if value is None:
             return None
-        return checked_int_array("saved choice", value, (self.replicas,), 0)
+        return checked_int_array("saved choice", value, (self.replicas,), 0, self.n_arms)
 
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
         """Check the configuration, the round counter, the batch's running sum, the batch's
@@ -374,7 +375,7 @@ class BatchedPrivateBandit(NoiseHandle, RoundDiscipline):
         choice = self._checked_choice(saved_field(state, "choice"))
         arm = saved_field(state, "arm")
         if arm is not None:
-            arm = checked_int_array("saved arm", arm, (self.replicas,), 0)
+            arm = checked_int_array("saved arm", arm, (self.replicas,), 0, self.n_arms)
         install_algorithm = self.algorithm.prepare_load(saved_field(state, "algorithm"))
 
         def install() -> None:

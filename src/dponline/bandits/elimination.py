@@ -196,10 +196,11 @@ class RoundRobinEpochs(KArmedLearner):
         return self._order[rows, slots % self._size[rows]]
 
     def _commit(self, rows: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The next slot of the epoch for one round, or the last arm to the horizon."""
+        """The next slot of the epoch for one round, or the last arm to the horizon (for one
+        round when asked at the horizon: ``act()`` after round T is post-processing)."""
         size = self._size[rows]
         arms = self._slot_arms(rows, self.position[rows])
-        lengths = np.where(size == 1, self.horizon - t, 1)
+        lengths = np.where(size == 1, np.maximum(self.horizon - t, 1), 1)
         return arms, lengths
 
     def _conclude(

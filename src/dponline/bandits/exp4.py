@@ -519,8 +519,9 @@ _PRIVATE_EXP4_ENTRY = register_learner(
     LearnerEntry(
         "private-exp4",
         _private_exp4,
-        paper="Asi, Raman & Talwar (2025), private EXP4 for bandits with expert advice: "
-        "Laplace(1 / epsilon) on each observed loss around EXP4 with a skipping rule (bound ours)",
+        paper="private EXP4 for bandits with expert advice after Asi, Raman & Talwar (2025), "
+        "our reading: Algorithm 4 of Agarwal & Singh (Laplace(1 / epsilon) on each observed "
+        "loss) around EXP4 with a skipping rule (noise placement and bound ours)",
         setting=_SETTING,
         guarantee="event-level epsilon-DP over loss sequences differing in one round (losses "
         "in [0, 1]): Laplace(1 / epsilon) on each observed loss, used once (Lemma 4.2 of "

@@ -41,6 +41,8 @@ draws, from ``self._generators[r]``: each replica has its own ``numpy.random.Gen
 spawned from the learner's ``rng``, so a replica's draws happen in its own order whatever the
 grouping of rounds into calls (round by round or :meth:`play_stochastic`) and whatever the
 number of replicas (replica j draws the same numbers in a learner of 3 or of 100 replicas).
+(DP-UCB's ``tight`` calibration is the exception: its one continual counter draws for all
+replicas at once, in the same order on both paths, so the paths still agree.)
 A subclass with more state implements ``_extra_config()`` (what its state depends on: the
 noise it was calibrated to, its parameters), ``_extra_state()`` (arrays, copied) and
 ``_prepare_extra(state) -> install`` (checks everything, then installs; must not fail once
@@ -279,7 +281,9 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
 
         Returns each replica's pseudo-regret over these rounds and its pulls of each arm in
         them. The rounds must lie within the horizon; the call may start after ``act()`` (the
-        decision already made is the one played). Reward sums outside [0, count] are refused
+        decision already made is the one played). Only a commitment's reward sum is seen
+        here, so the bound every single reward must meet (in [0, 1]) rests on the
+        environment's promise (``StochasticArms``). Reward sums outside [0, count] are refused
         (``ValueError``) and leave the learner as it was before the call."""
         if not isinstance(env, StochasticArms):
             raise TypeError(
@@ -346,10 +350,14 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
     # --- state ----------------------------------------------------------------------------------
 
     def _config(self) -> dict[str, Any]:
+        # the noise multiplier belongs to what the guarantee depends on: a state saved after
+        # scale_noise (an audit's) must not load into a calibrated learner, whose privacy
+        # would then claim the calibrated epsilon with a fraction of its noise
         return {
             "n_arms": self.n_arms,
             "horizon": self.horizon,
             "replicas": self.replicas,
+            "noise_multiplier": self.noise_multiplier,
             **self._extra_config(),
         }
 
@@ -378,7 +386,7 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
             saved_field(state, "config"),
             self._config(),
             who,
-            "number of arms, horizon, replicas or calibration",
+            "number of arms, horizon, replicas, calibration or noise multiplier",
         )
         t, acted = self._checked_rounds(state)
         multiplier = self._saved_multiplier(state)
