@@ -91,6 +91,7 @@ __all__ = [
     "DPKLUCB",
     "GeometricPhases",
     "RewardSumCalibrator",
+    "calibrate_reward_sums",
     "next_phase_end",
 ]
 
@@ -130,7 +131,7 @@ class RewardSumCalibrator:
             f"past releases (parallel composition, {self.source}); decisions are "
             "post-processing"
         )
-        g = budget.prove(budget.epsilon, 0.0, how, stacklevel=6)
+        g = budget.prove(budget.epsilon, 0.0, how, stacklevel=7)
         return Calibration(LaplaceNoise(1.0 / budget.epsilon), g, calibration, "laplace sums")
 
     def paper(self, budget: PrivacyBudget) -> Calibration:
@@ -138,6 +139,23 @@ class RewardSumCalibrator:
 
     def tight(self, budget: PrivacyBudget) -> Calibration:
         return self._calibrate(budget, "tight")
+
+
+def calibrate_reward_sums(learner: KArmedLearner, budget: Any, what: str, source: str) -> None:
+    """Calibrate ``learner`` (a K-armed learner releasing Laplace-noised reward sums) from
+    ``budget`` through :class:`RewardSumCalibrator`: sets its ``privacy``, ``epsilon``,
+    ``unit_scale`` (the Laplace scale of a released sum) and ``calibration_name``; ``None``
+    runs the non-private counterpart (no noise, epsilon = inf)."""
+    budget = checked_budget(budget)
+    if budget is None:
+        learner.privacy = None
+        learner.epsilon, learner.unit_scale, learner.calibration_name = math.inf, 0.0, "none"
+        return
+    cal = calibrate(RewardSumCalibrator(what, source), budget)
+    learner.privacy = cal.guarantee
+    learner.epsilon = budget.epsilon
+    learner.unit_scale = float(cal.noise.scale)
+    learner.calibration_name = cal.calibration
 
 
 class GeometricPhases(KArmedLearner):
@@ -173,22 +191,12 @@ class GeometricPhases(KArmedLearner):
         if not a > 1.0:
             raise ArgumentError(f"alpha (the phase ratio) must be greater than 1, got {alpha!r}")
         self.alpha = a
-        budget = checked_budget(budget)
-        if budget is None:
-            self.privacy = None
-            self.epsilon, self.unit_scale, self.calibration_name = math.inf, 0.0, "none"
-        else:
-            cal = calibrate(
-                RewardSumCalibrator(
-                    "the reward sum of each phase of each arm",
-                    "Azize et al. 2025, Proposition 2",
-                ),
-                budget,
-            )
-            self.privacy = cal.guarantee
-            self.epsilon = budget.epsilon
-            self.unit_scale = float(cal.noise.scale)
-            self.calibration_name = cal.calibration
+        calibrate_reward_sums(
+            self,
+            budget,
+            "the reward sum of each phase of each arm",
+            "Azize et al. 2025, Proposition 2",
+        )
         r, k = self.replicas, self.n_arms
         #: S~_i: every reward of the completed phases plus one Laplace term per phase
         self.noisy_sum = np.zeros((r, k))

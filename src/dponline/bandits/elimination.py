@@ -68,19 +68,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.bandits.dp_phases import RewardSumCalibrator
+from dponline.bandits.dp_phases import calibrate_reward_sums
 from dponline.bandits.k_armed import KArmedLearner, StochasticArms, StochasticRounds
 from dponline.privacy.arguments import (
     ArgumentError,
     checked_int_array,
-    checked_nonnegative_int,
     checked_probability,
     checked_real_array,
     saved_field,
 )
 from dponline.privacy.budget import PrivacyBudget
-from dponline.privacy.calibration import calibrate
-from dponline.protocol import FeedbackKind, checked_budget, past_horizon_error
+from dponline.protocol import FeedbackKind
 from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, register_learner
 from dponline.rng import RngLike
 
@@ -233,23 +231,12 @@ class RoundRobinEpochs(KArmedLearner):
         pseudo-regret and pulls over these rounds, as
         :meth:`~dponline.bandits.k_armed.KArmedLearner.play_stochastic` does; a refused reward
         sum leaves the learner as it was before the call."""
-        if not isinstance(env, StochasticArms):
-            raise TypeError(
-                f"play_stochastic needs a stochastic K-armed environment (means and "
-                f"reward_sums(arms, counts)), got {type(env).__name__}"
-            )
-        n = checked_nonnegative_int("rounds", rounds)
-        means = checked_real_array("environment means", env.means, (self.n_arms,))
-        if np.any((means < 0.0) | (means > 1.0)):
-            raise ValueError(f"environment means must lie in [0, 1], got {means.tolist()}")
-        if self.t + n > self.horizon:
-            raise past_horizon_error(type(self).__name__, self.horizon, self.horizon)
+        n, gap = self._stochastic_call(env, rounds)
         r, k = self.replicas, self.n_arms
         regret = np.zeros(r)
         pulls = np.zeros((r, k), dtype=np.int64)
         if n == 0:
             return StochasticRounds(regret, pulls)
-        gap = means.max() - means
         snapshot = self.state_dict()
         start = self.t
         played = np.zeros(r, dtype=np.int64)
@@ -517,22 +504,12 @@ class DPSE(RoundRobinEpochs):
         super().__init__(n_arms, horizon, replicas=replicas, rng=rng, clip=clip)
         default = min(1.0 / self.horizon, 0.5)
         self.beta = default if beta is None else checked_probability("beta", beta)
-        budget = checked_budget(budget)
-        if budget is None:
-            self.privacy = None
-            self.epsilon, self.unit_scale, self.calibration_name = math.inf, 0.0, "none"
-        else:
-            cal = calibrate(
-                RewardSumCalibrator(
-                    "the reward sum of each arm's epoch (fresh rewards only)",
-                    "Sajed & Sheffet 2019; Azize & Basu 2022, Lemma 1",
-                ),
-                budget,
-            )
-            self.privacy = cal.guarantee
-            self.epsilon = budget.epsilon
-            self.unit_scale = float(cal.noise.scale)
-            self.calibration_name = cal.calibration
+        calibrate_reward_sums(
+            self,
+            budget,
+            "the reward sum of each arm's epoch (fresh rewards only)",
+            "Sajed & Sheffet 2019; Azize & Basu 2022, Lemma 1",
+        )
         self._start_epochs(np.arange(self.replicas))
 
     def constants(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -275,16 +275,10 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
 
     # --- the fast path --------------------------------------------------------------------------
 
-    def play_stochastic(self, env: StochasticArms, rounds: int) -> StochasticRounds:
-        """Play ``rounds`` rounds of the stochastic environment ``env`` with every replica,
-        a commitment (or what is left of it) per vectorised iteration (module docstring).
-
-        Returns each replica's pseudo-regret over these rounds and its pulls of each arm in
-        them. The rounds must lie within the horizon; the call may start after ``act()`` (the
-        decision already made is the one played). Only a commitment's reward sum is seen
-        here, so the bound every single reward must meet (in [0, 1]) rests on the
-        environment's promise (``StochasticArms``). Reward sums outside [0, count] are refused
-        (``ValueError``) and leave the learner as it was before the call."""
+    def _stochastic_call(self, env: StochasticArms, rounds: Any) -> tuple[int, np.ndarray]:
+        """The checks of a :meth:`play_stochastic` call (a stochastic K-armed environment,
+        means in [0, 1], rounds within the horizon): the number of rounds and each arm's gap
+        mu* - mu_a."""
         if not isinstance(env, StochasticArms):
             raise TypeError(
                 f"play_stochastic needs a stochastic K-armed environment (means and "
@@ -296,12 +290,24 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
             raise ValueError(f"environment means must lie in [0, 1], got {means.tolist()}")
         if self.t + n > self.horizon:
             raise past_horizon_error(type(self).__name__, self.horizon, self.horizon)
+        return n, means.max() - means
+
+    def play_stochastic(self, env: StochasticArms, rounds: int) -> StochasticRounds:
+        """Play ``rounds`` rounds of the stochastic environment ``env`` with every replica,
+        a commitment (or what is left of it) per vectorised iteration (module docstring).
+
+        Returns each replica's pseudo-regret over these rounds and its pulls of each arm in
+        them. The rounds must lie within the horizon; the call may start after ``act()`` (the
+        decision already made is the one played). Only a commitment's reward sum is seen
+        here, so the bound every single reward must meet (in [0, 1]) rests on the
+        environment's promise (``StochasticArms``). Reward sums outside [0, count] are refused
+        (``ValueError``) and leave the learner as it was before the call."""
+        n, gap = self._stochastic_call(env, rounds)
         r, k = self.replicas, self.n_arms
         regret = np.zeros(r)
         pulls = np.zeros((r, k), dtype=np.int64)
         if n == 0:
             return StochasticRounds(regret, pulls)
-        gap = means.max() - means
         snapshot = self.state_dict()
         start = self.t
         played = np.zeros(r, dtype=np.int64)

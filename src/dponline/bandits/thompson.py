@@ -57,7 +57,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.bandits.dp_phases import RewardSumCalibrator
+from dponline.bandits.dp_phases import calibrate_reward_sums
 from dponline.bandits.k_armed import KArmedLearner
 from dponline.privacy.arguments import (
     ArgumentError,
@@ -67,8 +67,7 @@ from dponline.privacy.arguments import (
     saved_field,
 )
 from dponline.privacy.budget import PrivacyBudget
-from dponline.privacy.calibration import calibrate
-from dponline.protocol import FeedbackKind, checked_budget
+from dponline.protocol import FeedbackKind
 from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, register_learner
 from dponline.rng import RngLike
 
@@ -194,22 +193,12 @@ class LazyDPTS(_PosteriorDraws):
     ) -> None:
         super().__init__(n_arms, horizon, replicas=replicas, rng=rng, clip=clip)
         self.c = checked_nonnegative("c", c)
-        budget = checked_budget(budget)
-        if budget is None:
-            self.privacy = None
-            self.epsilon, self.unit_scale, self.calibration_name = math.inf, 0.0, "none"
-        else:
-            cal = calibrate(
-                RewardSumCalibrator(
-                    "the reward sum of each arm's lazy epoch (fresh rewards, then dropped)",
-                    "Hu & Hegde 2022, Theorem 3",
-                ),
-                budget,
-            )
-            self.privacy = cal.guarantee
-            self.epsilon = budget.epsilon
-            self.unit_scale = float(cal.noise.scale)
-            self.calibration_name = cal.calibration
+        calibrate_reward_sums(
+            self,
+            budget,
+            "the reward sum of each arm's lazy epoch (fresh rewards, then dropped)",
+            "Hu & Hegde 2022, Theorem 3",
+        )
         r, k = self.replicas, self.n_arms
         #: the fresh rewards of the current epoch: their sum and number
         self.buffer_sum = np.zeros((r, k))
