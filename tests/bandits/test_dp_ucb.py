@@ -84,7 +84,7 @@ def test_the_laplace_tail_bound_holds_and_is_not_loose_by_much() -> None:
 
 def test_the_tight_learner_runs_the_best_counter_with_its_exact_widening() -> None:
     learner = DPUCB(3, 500, budget=PrivacyBudget(1.0), rng=0)
-    assert learner.mechanism == "honaker" and learner.counter is not None
+    assert learner.mechanism == "kary_tree" and learner.counter is not None
     assert learner.privacy.epsilon == 1.0 and learner.privacy.delta == 0.0
     assert "sensitivity" in learner.privacy.derivation
     t = np.array([100])
@@ -92,7 +92,7 @@ def test_the_tight_learner_runs_the_best_counter_with_its_exact_widening() -> No
     want = sigma * (4.0 * math.log(100) + math.log(2.0))
     assert learner.widening(np.array([0]), t)[0, 0] == pytest.approx(want)
     gauss = DPUCB(3, 500, budget=PrivacyBudget(1.0, 1e-6), noise="gaussian", rng=0)
-    assert gauss.mechanism == "sqrt_factorization" and gauss.privacy.delta == 1e-6
+    assert gauss.mechanism == "scaled_sqrt" and gauss.privacy.delta == 1e-6
     sigma = math.sqrt(gauss.counter.variance(100))
     want = sigma * math.sqrt(2.0 * 4.0 * math.log(100))
     assert gauss.widening(np.array([0]), t)[0, 0] == pytest.approx(want)

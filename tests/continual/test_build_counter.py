@@ -61,8 +61,8 @@ def test_exact_sums_keep_the_private_counters_input_contract():
 def test_a_budget_gets_the_runs_mechanism_calibrated():
     bounds = Box(0.0, 1.0, dim=3)
     for budget, noise, name in (
-        (PrivacyBudget(1.0, 1e-6), "gaussian", "sqrt_factorization"),
-        (PrivacyBudget(1.0), "laplace", "honaker"),
+        (PrivacyBudget(1.0, 1e-6), "gaussian", "scaled_sqrt"),
+        (PrivacyBudget(1.0), "laplace", "kary_tree"),
         (PrivacyBudget(1.0, 1e-6, "paper"), "gaussian", "padded_tree"),
     ):
         counter = build_counter(budget, horizon=16, bounds=bounds, noise=noise, rng=4)
@@ -106,11 +106,11 @@ def test_the_choice_is_the_runs_not_the_number_of_replicas(monkeypatch):
     against 5.71 at unit sensitivity), so a simulation with more seeds ran another mechanism."""
     assert state_bytes("sqrt_factorization", 64, 64) == 65 * 64 * 8
     assert state_bytes("blt", 64, 64, replicas=100_000) > MEMORY_BUDGET  # what the old rule saw
-    assert best_mechanism(64, 64, "gaussian") == "sqrt_factorization"
+    assert best_mechanism(64, 64, "gaussian") == "scaled_sqrt"
     budget = PrivacyBudget(1.0, 1e-6)
     # one real build at a moderate number of replicas
     built = DPFTRL(64, 64, budget=budget, noise="gaussian", replicas=256, rng=0)
-    assert built.counter.name == "sqrt_factorization" and built.counter.replicas == 256
+    assert built.counter.name == "scaled_sqrt" and built.counter.replicas == 256
 
     # 1 and 100,000 replicas: stop every counter's constructor before it allocates
     def stop(self, horizon, dim, noise, **kw):
@@ -121,7 +121,7 @@ def test_the_choice_is_the_runs_not_the_number_of_replicas(monkeypatch):
     for replicas in (1, 100_000):
         with pytest.raises(_Stop) as info:
             DPFTRL(64, 64, budget=budget, noise="gaussian", replicas=replicas, rng=0)
-        assert info.value.args == ("sqrt_factorization", replicas)
+        assert info.value.args == ("scaled_sqrt", replicas)
 
 
 @pytest.mark.parametrize(

@@ -198,7 +198,7 @@ def test_tight_picks_the_counter_whose_noisiest_release_is_smallest():
     ball = LpBall(5, 1.5)
     budget = PrivacyBudget(1.0, 1e-3)
     lr = PrivateStreamingFrankWolfe(ball, 1000, x_bound=1.0, y_bound=1.25, budget=budget)
-    assert lr.counter.name == "sqrt_factorization"
+    assert lr.counter.name == "scaled_sqrt"
     assert lr.privacy.epsilon <= 1.0 + 1e-9 and lr.privacy.delta <= 1e-3
     cal = lr.calibrator
     b = cal._neighbours(budget)

@@ -6,8 +6,11 @@ from dponline.continual.base import ContinualCounter
 from dponline.continual.binary_tree import BinaryTreeCounter
 from dponline.continual.blt import BLTCounter
 from dponline.continual.honaker import HonakerCounter
+from dponline.continual.kary_tree import KaryTreeCounter
 from dponline.continual.matrix_factorization import SqrtFactorizationCounter
 from dponline.continual.padded_tree import PaddedTreeCounter
+from dponline.continual.scaled_sqrt import ScaledSqrtCounter
+from dponline.continual.smooth_binary import SmoothBinaryCounter
 
 __all__ = ["MECHANISMS", "get_mechanism"]
 
@@ -19,6 +22,9 @@ MECHANISMS: dict[str, type[ContinualCounter]] = {
         HonakerCounter,
         SqrtFactorizationCounter,
         BLTCounter,
+        KaryTreeCounter,
+        ScaledSqrtCounter,
+        SmoothBinaryCounter,
     )
 }
 

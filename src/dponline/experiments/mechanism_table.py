@@ -9,12 +9,13 @@ from typing import Any
 from dponline.continual.calibration import calibrate_counter
 from dponline.continual.registry import MECHANISMS
 from dponline.privacy.accounting import zcdp_sigma
+from dponline.privacy.arguments import checked_positive
 from dponline.privacy.bounds import Box
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyWarning
-from dponline.privacy.noise import GaussianNoise
+from dponline.privacy.noise import GaussianNoise, LaplaceNoise
 
-__all__ = ["calibration_table", "mechanism_table"]
+__all__ = ["calibration_table", "laplace_table", "mechanism_table"]
 
 
 def mechanism_table(horizon: int, rho: float = 0.5) -> list[dict[str, Any]]:
@@ -41,6 +42,38 @@ def mechanism_table(horizon: int, rho: float = 0.5) -> list[dict[str, Any]]:
     base = next(r for r in rows if r["mechanism"] == "binary_tree")
     for r in rows:
         r["max_variance_vs_binary_tree"] = r["max_variance"] / base["max_variance"]
+    return rows
+
+
+def laplace_table(horizon: int, epsilon: float = 1.0) -> list[dict[str, Any]]:
+    """Max and mean release variance of every mechanism with Laplace noise at epsilon-DP.
+
+    One round's value has l1 sensitivity 1; each mechanism's Laplace scale is its own l1 column
+    norm over epsilon (b = l1 factor / epsilon: the Laplace mechanism on everything it
+    releases), so the rows are directly comparable; ``max_variance_vs_honaker`` is the ratio of
+    largest variances to Honaker's estimator, the best pure-DP tree before the k-ary tree.
+    """
+    eps = checked_positive("epsilon", epsilon)
+    rows = []
+    for name, cls in MECHANISMS.items():
+        if "laplace" not in cls.supported_noise:
+            continue
+        l1, _ = cls.sensitivity_factors(horizon)
+        var = cls.release_variances(horizon, LaplaceNoise(l1 / eps), 1)
+        rows.append(
+            {
+                "mechanism": name,
+                "description": cls.summary,
+                "l1_sensitivity_factor": l1,
+                "laplace_scale": l1 / eps,
+                "max_variance": float(var.max()),
+                "mean_variance": float(var.mean()),
+            }
+        )
+    base = next(r for r in rows if r["mechanism"] == "honaker")
+    for r in rows:
+        r["max_variance_vs_honaker"] = r["max_variance"] / base["max_variance"]
+        r["mean_variance_vs_honaker"] = r["mean_variance"] / base["mean_variance"]
     return rows
 
 

@@ -1,0 +1,568 @@
+"""Anytime (horizon-free) Toeplitz factorisations of the prefix-sum matrix, Gaussian noise.
+
+Jacobsen & Fawaz (NeurIPS 2025, arXiv 2506.15018), Algorithm 1: with M the lower-triangular
+all-ones matrix and LTToep(f) the lower-triangular Toeplitz matrix of f's Taylor coefficients,
+choose a power series r(z) with r_0 = 1 and sum_k r_k^2 < infinity, and
+
+    R = LTToep(r),   L = LTToep(l),   l(z) = 1 / ((1 - z) r(z)),
+
+so that L R = M at *every* size n (the leading n x n blocks of lower-triangular Toeplitz
+matrices multiply as the series do). The mechanism releases S_t + (L z)_t, z ~ N(0, s^2 I) per
+coordinate: the first n releases are L_n (R_n x + z_n), a post-processing of the Gaussian
+mechanism R_n x + z_n, whose l2 sensitivity to one round is at most
+
+    Delta = (sum_{k >= 0} r_k^2)^(1/2)      (every column of R_n is a truncation of the first),
+
+for every n at once. So s = Delta x (the input set's l2 diameter) / mu(epsilon, delta) gives
+(epsilon, delta)-DP for every prefix length (Jacobsen & Fawaz, Theorem 1 and Corollary 1; the
+analytic Gaussian mechanism, Balle & Wang 2018, for the least s; adaptively chosen inputs are
+covered because a lower-triangular invertible factorisation with Gaussian noise is private
+under adaptive continual release, Denisov et al. 2022, Theorem 2.1). The variance of release t
+is s^2 sum_{k<t} l_k^2.
+
+Streaming (Algorithm 1): at t = 2^m the counter draws z_{2^m} .. z_{2^(m+1)-1}, extends l to
+2^(m+1) coefficients and computes that chunk of L z by one FFT convolution (O(t log t), so
+O(log t) amortised per step); memory O(t d) per replica.
+
+Two choices of r (:class:`AnytimeStrategy`):
+
+* :class:`JacobsenFawaz` (the paper's Equation 1): r(z) = f(z; gamma, delta),
+  f(z; gamma, delta) = (1 - z)^(-1/2) lam(z)^gamma ((2/z) ln lam(z))^delta,
+  lam(z) = (1/z) ln(1/(1 - z)), and l(z) = f(z; -gamma, -delta). Delta is finite iff
+  gamma < -1/2; it is computed by Parseval from |f(e^{i theta})|^2 (:func:`jf_sensitivity`).
+* :class:`TaperedSqrt` (ours): the square root's coefficients c_k = binom(2k, k)/4^k tapered
+  by a weight, r_k = c_k w(ln(1 + k))^(1/2) with w = 1, then a/u, then a power tail in
+  u = ln(1 + k) (see its docstring: the weight, the bound on Delta and its proof). Tuned so
+  that its variance is within 1.4x of a square-root factorisation built for the true horizon
+  at every t = 2^10 .. 2^20 (``dponline.experiments.anytime_table``).
+
+Note (ours, checked in tests/continual/test_anytime_factorization.py): for gamma = -0.51,
+delta = 0 the coefficients decay like r_k^2 ~ 1 / (pi k ln(k)^1.02), whose tail beyond k = 2^20
+still holds about 15 of the total Delta^2 = 16.59 (Delta = 4.07); a quadrature of |f|^2 that
+does not resolve theta down to exp(-exp(60)) misses it and reports Delta near 1.36.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy import integrate, signal
+
+from dponline.continual import power_series as ps
+from dponline.continual.anytime import AnytimeCounter
+from dponline.continual.matrix_factorization import sqrt_coefficients
+from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma, zcdp_rho
+from dponline.privacy.arguments import checked_count
+from dponline.privacy.bounds import InputBounds
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.calibration import Calibration
+from dponline.privacy.noise import GaussianNoise, NoiseDistribution
+from dponline.rng import RngLike
+
+__all__ = [
+    "AnytimeFactorizationCounter",
+    "AnytimeStrategy",
+    "JacobsenFawaz",
+    "TaperedSqrt",
+    "calibrate_anytime",
+    "jf_sensitivity",
+    "make_anytime_counter",
+    "make_anytime_factorization",
+]
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+class AnytimeStrategy(ABC):
+    """A series r(z) (r_0 = 1, square-summable) and its companion l(z) = 1/((1 - z) r(z)).
+
+    Coefficients are computed for the next power of two and cached, so the streaming counter
+    extends them in O(n log n) per doubling.
+    """
+
+    #: short name of the family
+    family: ClassVar[str]
+
+    def __init__(self) -> None:
+        self._l = np.zeros(0)
+        self._cum_l2 = np.zeros(0)
+
+    @abstractmethod
+    def config(self) -> dict[str, Any]:
+        """The parameters (part of a counter's saved configuration)."""
+
+    @abstractmethod
+    def _r_series(self, n: int) -> np.ndarray:
+        """r_0..r_{n-1}."""
+
+    def _l_series(self, n: int) -> np.ndarray:
+        """l_0..l_{n-1} (default: the inverse of r, summed)."""
+        return np.cumsum(ps.inverse(self._r_series(n), n))
+
+    @abstractmethod
+    def sensitivity(self) -> float:
+        """An upper bound (exact up to the stated relative error) on (sum_k r_k^2)^(1/2)."""
+
+    def r_coefficients(self, n: int) -> np.ndarray:
+        return self._r_series(checked_count("n", n))
+
+    def l_coefficients(self, n: int) -> np.ndarray:
+        """l_0..l_{n-1}, cached."""
+        n = checked_count("n", n)
+        if self._l.size < n:
+            m = _pow2_at_least(n)
+            self._l = self._l_series(m)
+            self._cum_l2 = np.cumsum(self._l**2)
+        return self._l[:n]
+
+    def release_factors(self, n: int) -> np.ndarray:
+        """sum_{k<t} l_k^2 for t = 1..n (Var(release t) / s^2)."""
+        self.l_coefficients(n)
+        return self._cum_l2[:n]
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items() if k != "family")
+        return f"{type(self).__name__}({args})"
+
+
+# --------------------------------------------------------------------------- Jacobsen & Fawaz
+def _jf_log_terms(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """log lam(z) and log((2/z) log lam(z)) to n terms, lam(z) = sum_m z^m / (m + 1)."""
+    lam = 1.0 / np.arange(1, n + 2, dtype=float)
+    log_lam = ps.log(lam, n + 1)  # constant term 0, z-coefficient 1/2
+    q = 2.0 * log_lam[1:]  # (2/z) log lam(z), q_0 = 1
+    return log_lam[:n], ps.log(q, n)
+
+
+def _jf_series(n: int, gamma: float, delta: float) -> np.ndarray:
+    """Coefficients of f(z; gamma, delta) (module docstring) to n terms."""
+    log_lam, log_q = _jf_log_terms(n)
+    exponent = gamma * log_lam + delta * log_q
+    return ps.multiply(sqrt_coefficients(n), ps.exp(exponent, n), n)
+
+
+def _jf_modulus_sq(theta: np.ndarray | float, gamma: float, delta: float) -> np.ndarray:
+    """|f(e^{i theta}; gamma, delta)|^2 for 0 < theta <= pi, in a form without cancellation:
+    1 - e^{i theta} = 2 sin(theta/2) e^{i (theta - pi)/2}, so ln(1/(1 - z)) = L with
+    L = -ln(2 sin(theta/2)) + i (pi - theta)/2, lam = L e^{-i theta}, |lam| = |L| and
+    ln lam = ln|L| + i (arg L - theta) (Re lam > 0 on the disc: lam(z) = int_0^1 dt/(1 - t z))."""
+    th = np.asarray(theta, dtype=float)
+    two_sin = 2.0 * np.sin(th / 2.0)
+    re, im = -np.log(two_sin), (np.pi - th) / 2.0
+    abs_l2 = re * re + im * im
+    out = abs_l2**gamma / two_sin
+    if delta != 0.0:
+        arg = np.arctan2(im, re) - th
+        log_abs = 0.5 * np.log(abs_l2)
+        out = out * (4.0 * (log_abs**2 + arg**2)) ** delta
+    return out
+
+
+def _jf_tail_integrand(s: np.ndarray | float, gamma: float, delta: float) -> np.ndarray:
+    """|f|^2 dtheta written in s = ln ln(1/theta) (theta = exp(-e^s)), for e^s >= 700: there
+    theta < 1e-304 and theta / (2 sin(theta/2)) = 1, ln(1/(2 sin(theta/2))) = v, arg terms of
+    order theta vanish in float64, so the integrand is v |v + i pi/2|^(2 gamma)
+    |2 ln(v + i pi/2)|^(2 delta) with v = e^s, computed without forming v where it overflows."""
+    s = np.asarray(s, dtype=float)
+    eps = np.exp(-s)  # pi / (2 v) below is (pi/2) eps
+    log_abs = 0.5 * np.log1p((np.pi / 2.0 * eps) ** 2)  # ln|1 + i pi/(2v)|
+    out = np.exp((1.0 + 2.0 * gamma) * s + 2.0 * gamma * log_abs)
+    if delta != 0.0:
+        # ln(v + i pi/2) = s + ln|1 + i pi/(2v)| + i atan(pi/(2v))
+        re = s + log_abs
+        im = np.arctan(np.pi / 2.0 * eps)
+        out = out * (4.0 * (re * re + im * im)) ** delta
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def jf_sensitivity(gamma: float, delta: float) -> float:
+    """Delta = (sum_k [z^k] f(z; gamma, delta)^2)^(1/2) for gamma < -1/2 (Parseval):
+
+        Delta^2 = (1/pi) int_0^pi |f(e^{i theta})|^2 dtheta.
+
+    The integrand behaves like 1 / (theta ln(1/theta)^(-2 gamma)) at 0, so most of the mass can
+    sit at astronomically small theta; the integral is split as theta in [e^{-1}, pi] (direct),
+    theta = exp(-e^s) for s in [0, ln 700] (exact integrand times theta e^s), and s >= ln 700
+    (:func:`_jf_tail_integrand`, to s = 60 by quadrature, then
+    int e^{(1 + 2 gamma) s} (2 s)^(2 delta) ds, whose neglected factors differ from 1 by less
+    than 1e-25). Checked against the coefficient sums (damped and undamped) in the tests.
+    """
+    g, d = float(gamma), float(delta)
+    if not g < -0.5:
+        raise ValueError(f"the series is square-summable only for gamma < -1/2, got {gamma!r}")
+    opts = {"limit": 500, "epsabs": 0.0, "epsrel": 1e-12}
+    part1, _ = integrate.quad(
+        lambda th: float(_jf_modulus_sq(th, g, d)), math.exp(-1.0), math.pi, **opts
+    )
+
+    def mid(s: float) -> float:
+        v = math.exp(s)
+        th = math.exp(-v)
+        return float(_jf_modulus_sq(th, g, d)) * th * v
+
+    s1 = math.log(700.0)
+    part2, _ = integrate.quad(mid, 0.0, s1, **opts)
+    s2 = 60.0
+    a = -(1.0 + 2.0 * g)
+    breaks = [s1, *[x for x in (5.0, 10.0, 20.0, 40.0) if s1 < x < s2], s2]
+    part3 = sum(
+        integrate.quad(lambda s: float(_jf_tail_integrand(s, g, d)), lo, hi, **opts)[0]
+        for lo, hi in itertools.pairwise(breaks)
+    )
+    # beyond s2 the factors dropped from the tail integrand are 1 + O(e^{-2 s2}):
+    # int_{s2}^inf e^{-a s} (2 s)^(2d) ds, in closed form for d = 0
+    if d == 0.0:
+        part4 = math.exp(-a * s2) / a
+    else:
+        part4, _ = integrate.quad(
+            lambda s: math.exp(-a * s) * (2.0 * s) ** (2.0 * d), s2, math.inf, **opts
+        )
+    return math.sqrt((part1 + part2 + part3 + part4) / math.pi)
+
+
+class JacobsenFawaz(AnytimeStrategy):
+    """r = f(z; gamma, delta), l = f(z; -gamma, -delta): Jacobsen & Fawaz (2025), Equation 1
+    and Algorithm 1. ``gamma = -1/2 - a`` with a > 0 (the paper recommends a = 0.01); ``delta``
+    in {0, -gamma, -6 gamma / 5} in the paper's experiments."""
+
+    family: ClassVar[str] = "jacobsen_fawaz"
+
+    def __init__(self, gamma: float = -0.51, delta: float = 0.0) -> None:
+        super().__init__()
+        g, d = float(gamma), float(delta)
+        if not (math.isfinite(g) and math.isfinite(d)):
+            raise ValueError(f"gamma and delta must be finite, got {gamma!r}, {delta!r}")
+        if not g < -0.5:
+            raise ValueError(f"gamma must be < -1/2 for a finite sensitivity, got {gamma!r}")
+        self.gamma, self.delta = g, d
+
+    def config(self) -> dict[str, Any]:
+        return {"family": self.family, "gamma": self.gamma, "delta": self.delta}
+
+    def _r_series(self, n: int) -> np.ndarray:
+        return _jf_series(n, self.gamma, self.delta)
+
+    def _l_series(self, n: int) -> np.ndarray:
+        return _jf_series(n, -self.gamma, -self.delta)
+
+    def sensitivity(self) -> float:
+        return jf_sensitivity(self.gamma, self.delta)
+
+
+# --------------------------------------------------------------------------- tapered sqrt
+#: at least this many coefficients are summed exactly before the tail bound takes over
+TAPER_EXACT_TERMS = 2**20
+
+
+class TaperedSqrt(AnytimeStrategy):
+    """r_k = c_k w(ln(1 + k))^(1/2), c_k = binom(2k, k)/4^k, with the weight (ours)
+
+        w(u) = 1                         for u <= a,
+               (a/u)^p                   for a <= u <= b,
+               (a/b)^p (b/u)^(1 + q)     for u >= b,
+
+    and l = cumsum of 1/r (l(z) = 1/((1 - z) r(z)), by Newton's inversion).
+
+    Why this shape (ours, heuristic): where w varies slowly, r_k^2 ~ w/(pi k) and
+    l_k^2 ~ 1/(w pi k), so Delta^2 ~ (1/pi) int w du and Var(t)/s^2 ~ (1/pi) int_0^{ln t} du/w,
+    while the square root built for horizon t has (ln(t)/pi + 1.07)^2. Making the ratio
+    Delta^2 Var(t) / (sum_{k<t} c_k^2)^2 equal on a range of t leads to w constant, then
+    proportional to 1/u, then as small as the tail allows; q sets the tail: Var(t) grows like
+    ln(t)^(2 + q) beyond e^b. The defaults (a, p, b, q) = (4.69, 1.007, 9.565, 2) minimise the
+    largest ratio over t = 2^10, 2^12, ..., 2^20 (1.40; ``dponline.experiments.anytime_table``).
+
+    Sensitivity (ours, proved here). Let K >= max(2^20, e^b) and V = ln(1 + K) >= b. Then
+
+        S_K + W / pi  <=  sum_k r_k^2  <=  S_K + f(K) + (1 + 1/K) W / pi,
+
+    with S_K = sum_{k<K} r_k^2 (summed exactly), f(x) = w(ln(1 + x)) / (pi x), and
+    W = int_V^inf w(v) dv = (a/b)^p b^(1+q) V^(-q) / q. Proof: for k >= 1,
+    1/(pi (k + 1/2)) <= c_k^2 <= 1/(pi (k + 1/4)) (Wallis' bounds on the central binomial
+    coefficient), so c_k^2 <= 1/(pi k) and f is decreasing (w is non-increasing): the sum over
+    k >= K of f(k) is at most f(K) + int_K^inf f(x) dx. Substituting v = ln(1 + x),
+    int_K^inf f dx = (1/pi) int_V^inf w(v) e^v / (e^v - 1) dv <= (1 + 1/K) W / pi. For the lower
+    bound, c_k^2 >= 1/(pi (k + 1/2)) >= 1/(pi (k + 1)) and w(ln(1 + x))/(x + 1) is decreasing,
+    so the sum is at least int_K^inf w(ln(1+x))/(pi (1 + x)) dx = W / pi. The counter is
+    calibrated to the upper bound (the gap is below 1e-6 relative; the tests check it).
+    """
+
+    family: ClassVar[str] = "tapered_sqrt"
+
+    def __init__(self, a: float = 4.69, p: float = 1.007, b: float = 9.565, q: float = 2.0) -> None:
+        super().__init__()
+        vals = [float(v) for v in (a, p, b, q)]
+        if not all(math.isfinite(v) for v in vals):
+            raise ValueError(f"a, p, b, q must be finite, got {(a, p, b, q)!r}")
+        a, p, b, q = vals
+        if not (0.0 < a <= b <= 16.0 and p >= 0.0 and q > 0.0):
+            raise ValueError(
+                f"need 0 < a <= b <= 16, p >= 0 and q > 0 (a square-summable tail), got "
+                f"a={a!r}, p={p!r}, b={b!r}, q={q!r}"
+            )
+        self.a, self.p, self.b, self.q = a, p, b, q
+
+    def config(self) -> dict[str, Any]:
+        return {"family": self.family, "a": self.a, "p": self.p, "b": self.b, "q": self.q}
+
+    def weight(self, u: np.ndarray) -> np.ndarray:
+        """w(u) (class docstring)."""
+        u = np.asarray(u, dtype=float)
+        safe = np.maximum(u, self.a)
+        mid = (self.a / safe) ** self.p
+        tail = (self.a / self.b) ** self.p * (self.b / np.maximum(u, self.b)) ** (1.0 + self.q)
+        return np.where(u <= self.a, 1.0, np.where(u <= self.b, mid, tail))
+
+    def _r_series(self, n: int) -> np.ndarray:
+        u = np.log1p(np.arange(n, dtype=float))
+        return sqrt_coefficients(n) * np.sqrt(self.weight(u))
+
+    def sensitivity_bounds(self) -> tuple[float, float]:
+        """(lower, upper) bounds on sum_k r_k^2 (class docstring)."""
+        k_exact = max(TAPER_EXACT_TERMS, math.ceil(math.exp(self.b)))
+        s_k = float(np.sum(self._r_series(k_exact) ** 2))
+        v = math.log1p(k_exact)
+        w_tail = (self.a / self.b) ** self.p * self.b ** (1.0 + self.q) * v ** (-self.q) / self.q
+        f_k = float(self.weight(np.array([v]))[0]) / (math.pi * k_exact)
+        lower = s_k + w_tail / math.pi
+        upper = s_k + f_k + (1.0 + 1.0 / k_exact) * w_tail / math.pi
+        return lower, upper
+
+    def sensitivity(self) -> float:
+        return math.sqrt(self.sensitivity_bounds()[1])
+
+
+@functools.lru_cache(maxsize=16)
+def _strategy_sensitivity(strategy_key: tuple) -> float:
+    return _make_strategy(dict(strategy_key)).sensitivity()
+
+
+def _make_strategy(config: dict[str, Any]) -> AnytimeStrategy:
+    cfg = dict(config)
+    family = cfg.pop("family")
+    if family == JacobsenFawaz.family:
+        return JacobsenFawaz(**cfg)
+    if family == TaperedSqrt.family:
+        return TaperedSqrt(**cfg)
+    raise ValueError(f"unknown anytime strategy family {family!r}")
+
+
+def strategy_sensitivity(strategy: AnytimeStrategy) -> float:
+    """The strategy's Delta, cached by its parameters."""
+    return _strategy_sensitivity(tuple(sorted(strategy.config().items())))
+
+
+# --------------------------------------------------------------------------- the counter
+class AnytimeFactorizationCounter(AnytimeCounter):
+    """Prefix sums over an unknown horizon by an anytime factorisation L R = M, released as
+    S_t + (L z)_t with z drawn in doubling chunks (module docstring; Jacobsen & Fawaz 2025,
+    Algorithm 1). ``strategy`` chooses r (default :class:`TaperedSqrt`)."""
+
+    name: ClassVar[str] = "anytime_factorization"
+    summary: ClassVar[str] = "anytime Toeplitz factorisation L R = M, no horizon (Gaussian)"
+
+    def __init__(
+        self,
+        dim: int,
+        noise: NoiseDistribution,
+        *,
+        strategy: AnytimeStrategy | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if not isinstance(noise, GaussianNoise):
+            raise TypeError(
+                f"{type(self).__name__} supports Gaussian noise only, got {type(noise).__name__}"
+            )
+        super().__init__(dim, noise, **kwargs)
+        self.strategy = strategy if strategy is not None else TaperedSqrt()
+        if not isinstance(self.strategy, AnytimeStrategy):
+            raise TypeError(f"strategy must be an AnytimeStrategy, got {self.strategy!r}")
+        shape = (self.replicas, self.dim)
+        self._prefix = np.zeros(shape)
+        self._noise = np.zeros((0, *shape))  # z_1 .. z_drawn
+        self._correlated = np.zeros((0, *shape))  # (L z)_s for s in the current chunk
+
+    # ---- chunks: after t >= 1 steps, z_1..z_{2^(m+1)-1} are drawn, m = floor(log2 t), and the
+    # current chunk is s = 2^m .. 2^(m+1) - 1
+    @staticmethod
+    def _drawn_for(t: int) -> int:
+        return 0 if t == 0 else 2 ** (int(t).bit_length()) - 1
+
+    def _extend(self) -> None:
+        """Draw the next chunk z_{2^m} .. z_{2^(m+1)-1} and its part of L z (Algorithm 1)."""
+        start = self._noise.shape[0] + 1  # 2^m
+        end = 2 * start - 1
+        z = self._noise_draw(start)
+        self._noise = np.concatenate([self._noise, z], axis=0)
+        l_coef = self.strategy.l_coefficients(end)
+        full = signal.fftconvolve(self._noise, l_coef[:, None, None], mode="full", axes=0)
+        self._correlated = full[start - 1 : end].copy()
+
+    def _noise_draw(self, count: int) -> np.ndarray:
+        return self.noise.sample(self._rng, (count, self.replicas, self.dim))
+
+    def _step(self, x: np.ndarray) -> np.ndarray:
+        if self.t > self._noise.shape[0]:
+            self._extend()
+        self._prefix = self._prefix + x
+        chunk_start = (self._noise.shape[0] + 1) // 2
+        return self._prefix + self._correlated[self.t - chunk_start]
+
+    def _step_block(self, xs: np.ndarray, out: np.ndarray) -> None:
+        """Chunk by chunk: the draws happen at the same rounds as for single steps, and the
+        running sums are accumulated in the same order, so the releases are bit-identical."""
+        pos, b = 0, xs.shape[0]
+        while pos < b:
+            if self.t + 1 > self._noise.shape[0]:
+                self._extend()
+            chunk_start = (self._noise.shape[0] + 1) // 2
+            take = min(b - pos, self._noise.shape[0] - self.t)
+            rows = xs[pos : pos + take]
+            rows = np.broadcast_to(
+                rows if rows.ndim == 3 else rows[:, None], (take, self.replicas, self.dim)
+            )
+            sums = np.cumsum(np.concatenate([self._prefix[None], rows], axis=0), axis=0)[1:]
+            first = self.t + 1 - chunk_start
+            np.add(sums, self._correlated[first : first + take], out=out[pos : pos + take])
+            self._prefix = sums[-1].copy()
+            self.t += take
+            pos += take
+
+    # ---- variances
+    @property
+    def sensitivity_factor(self) -> float:
+        """Delta: the l2 norm of R's column (all of its infinitely many coefficients)."""
+        return strategy_sensitivity(self.strategy)
+
+    def variance(self, t: int) -> float:
+        t = self._check_t(t)
+        if t == 0:
+            return 0.0
+        return float(self.strategy.release_factors(t)[-1]) * self.noise.coordinate_variance(
+            self.dim
+        )
+
+    def variances(self, n: int) -> np.ndarray:
+        return self.strategy.release_factors(checked_count("n", n)) * (
+            self.noise.coordinate_variance(self.dim)
+        )
+
+    # ---- state
+    def _config(self) -> dict[str, Any]:
+        return {**super()._config(), "strategy": self.strategy.config()}
+
+    def _state_shapes(self, t: int) -> dict[str, tuple[int, ...]]:
+        shape = (self.replicas, self.dim)
+        drawn = self._drawn_for(t)
+        return {
+            "prefix": shape,
+            "noise": (drawn, *shape),
+            "correlated": ((drawn + 1) // 2, *shape),
+        }
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return {"prefix": self._prefix, "noise": self._noise, "correlated": self._correlated}
+
+    def _set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        self._prefix = arrays["prefix"]
+        self._noise = arrays["noise"]
+        self._correlated = arrays["correlated"]
+
+
+# --------------------------------------------------------------------------- calibration
+def calibrate_anytime(
+    strategy: AnytimeStrategy, bounds: InputBounds, budget: PrivacyBudget
+) -> Calibration:
+    """The least Gaussian sigma for which every prefix of the anytime counter is
+    (epsilon, delta)-DP for inputs in ``bounds`` (``tight`` only: the paper states its noise
+    as O(sqrt(log(1/delta))/epsilon) Delta, not as a formula to reproduce).
+
+    The first n releases are a post-processing of R_n x + z_n, a Gaussian mechanism of l2
+    sensitivity at most Delta x diam_2 for every n (module docstring), so the analytic Gaussian
+    mechanism's sigma for that sensitivity holds at every prefix length at once.
+    """
+    if not isinstance(budget, PrivacyBudget):
+        raise TypeError(f"budget must be a PrivacyBudget, got {type(budget).__name__}")
+    if budget.calibration != "tight":
+        raise ValueError(
+            "calibration='paper' is not defined for the anytime factorisation (the paper "
+            "gives its noise up to constants); use calibration='tight'"
+        )
+    budget.require_delta("the anytime factorisation's Gaussian noise")
+    diam = bounds.diameter(2)
+    if diam == 0:
+        raise ValueError(
+            "the input set has zero diameter: every stream is the same, so there is nothing "
+            "to protect; declare the set the inputs really range over"
+        )
+    factor = strategy_sensitivity(strategy)
+    total = factor * diam
+    sigma = gaussian_sigma(total, budget.epsilon, budget.delta)
+    how = (
+        f"anytime factorisation L R = M ({strategy!r}; Jacobsen & Fawaz 2025, Algorithm 1): "
+        "for every prefix length n the releases are L_n (R_n x + z_n), a post-processing of "
+        f"one Gaussian mechanism whose l2 sensitivity is at most Delta = {factor:.8g} (the "
+        f"norm of all of R's coefficients) x l2 diameter {diam:.6g}; least sigma {sigma:.6g} "
+        "by the analytic Gaussian mechanism (Balle & Wang 2018); the guarantee holds for "
+        "every prefix length at once"
+    )
+    g = budget.prove(
+        gaussian_epsilon(budget.delta, total / sigma),
+        budget.delta,
+        how,
+        rho=zcdp_rho(total, sigma),
+        stacklevel=3,
+    )
+    return Calibration(GaussianNoise(sigma), g, "tight", AnytimeFactorizationCounter.name)
+
+
+def make_anytime_counter(
+    bounds: InputBounds,
+    budget: PrivacyBudget,
+    *,
+    strategy: AnytimeStrategy | None = None,
+    replicas: int = 1,
+    rng: RngLike = None,
+    clip: bool = False,
+) -> AnytimeFactorizationCounter:
+    """An anytime factorisation counter for inputs in ``bounds``, calibrated to ``budget``
+    (:func:`calibrate_anytime`); ``strategy`` defaults to :class:`TaperedSqrt`."""
+    strategy = strategy if strategy is not None else TaperedSqrt()
+    cal = calibrate_anytime(strategy, bounds, budget)
+    return AnytimeFactorizationCounter(
+        bounds.dim,
+        cal.noise,
+        strategy=strategy,
+        replicas=replicas,
+        rng=rng,
+        bounds=bounds,
+        clip=clip,
+        privacy=cal.guarantee,
+    )
+
+
+def make_anytime_factorization(
+    bounds: InputBounds,
+    budget: PrivacyBudget,
+    replicas: int = 1,
+    rng: RngLike = None,
+    clip: bool = False,
+    gamma: float = -0.51,
+    delta: float = 0.0,
+) -> AnytimeFactorizationCounter:
+    """Jacobsen & Fawaz's Algorithm 1 with f(z; gamma, delta), calibrated to ``budget``."""
+    return make_anytime_counter(
+        bounds,
+        budget,
+        strategy=JacobsenFawaz(gamma, delta),
+        replicas=replicas,
+        rng=rng,
+        clip=clip,
+    )

@@ -1,0 +1,208 @@
+"""The smooth binary mechanism (Andersson & Pagh, NeurIPS 2023, arXiv 2306.09666).
+
+A binary tree of even depth d, the smallest with binom(d, d/2) > T, whose leaves are used
+*only* where the leaf index has exactly d/2 one-bits: l_0 < l_1 < ... < l_T are the d-bit
+integers with d/2 one-bits in increasing order. Round s's value sits at tree position
+p_s = l_{s-1}; release t is the sum of the tree positions [0, l_t), i.e. of the nodes given by
+the one-bits of l_t: for a one-bit b, the node of level b whose positions share l_t's bits above
+b and have bit b = 0 (the dyadic decomposition of the binary mechanism). Every release is the
+sum of exactly d/2 noisy nodes, so every release has the same variance
+
+    Var(release t) = (d/2) Var(one node),     d = log2 T + (1/2) log2 log2 T + O(1),
+
+about four times below the binary tree's largest variance at equal privacy (the paper's
+abstract). Only the nodes that some release 1..T uses carry noise.
+
+Privacy (the strategy matrix C: one 0/1 row per used node, column s = the used nodes that
+contain p_s; the releases are B (C x + z) with B the 0/1 release-by-node matrix, B C = M, the
+prefix-sum matrix): one round enters at most d/2 used nodes (p_s has d/2 zero bits), the number
+that public code charges. We calibrate to the exact largest column norm of C (computed for the
+horizon, :func:`smooth_binary_node_counts`): the number of zero bits b of p_s such that some
+used leaf shares p_s's bits above b and has bit b set; it is below d/2 for short streams.
+Gaussian noise: l2 sensitivity sqrt(count); Laplace noise: l1 sensitivity count (the nodes are
+released only through post-processing, each node's noise is drawn when a release first uses it,
+after every round inside it, so adaptively chosen inputs are covered). A smaller exact value
+exists for the releases themselves, (M e_j)^T (B B^T)^+ (M e_j) (a Gaussian with degenerate
+covariance), but it is O(T^3) to compute and its adaptive version is not proven here; it is not
+used.
+
+Streaming: going from l_{t-1} to l_t (the next integer with the same number of one-bits), the
+nodes at one-bits above the highest bit that changed are kept and the others are drawn anew:
+O(d) state (the current nodes and running sums), O(1) amortised draws per step.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dponline.continual.base import ContinualCounter
+from dponline.privacy.arguments import checked_count
+from dponline.privacy.noise import NoiseDistribution
+
+__all__ = [
+    "SmoothBinaryCounter",
+    "smooth_binary_depth",
+    "smooth_binary_leaves",
+    "smooth_binary_matrices",
+    "smooth_binary_node_counts",
+]
+
+
+def smooth_binary_depth(horizon: int) -> int:
+    """The smallest even d with binom(d, d/2) > T."""
+    t = checked_count("horizon", horizon)
+    d = 2
+    while math.comb(d, d // 2) <= t:
+        d += 2
+    return d
+
+
+@functools.lru_cache(maxsize=1024)
+def _leaves_all(bits: int, ones: int) -> np.ndarray:
+    """Every ``bits``-bit integer with ``ones`` one-bits, increasing (those with the top bit
+    clear, then those with it set)."""
+    if ones == 0:
+        return np.zeros(1, dtype=np.int64)
+    if ones == bits:
+        return np.array([(1 << bits) - 1], dtype=np.int64)
+    low = _leaves_all(bits - 1, ones)
+    high = _leaves_all(bits - 1, ones - 1) + (1 << (bits - 1))
+    out = np.concatenate([low, high])
+    out.flags.writeable = False  # cached: shared by every caller
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def smooth_binary_leaves(horizon: int) -> np.ndarray:
+    """l_0 .. l_T (T + 1 leaves) for the horizon's depth."""
+    d = smooth_binary_depth(horizon)
+    return _leaves_all(d, d // 2)[: int(horizon) + 1]
+
+
+def _leaf_of(index: int, d: int) -> int:
+    """l_index without the table: unrank among d-bit integers with d/2 one-bits."""
+    k, rest, leaf = d // 2, int(index), 0
+    for pos in range(d - 1, -1, -1):
+        if k == 0:
+            break
+        below = math.comb(pos, k)  # integers with this bit clear
+        if rest >= below:
+            rest -= below
+            leaf |= 1 << pos
+            k -= 1
+    return leaf
+
+
+def _next_leaf(x: int) -> int:
+    """The next integer with as many one-bits as x (x > 0)."""
+    low = x & -x
+    ripple = x + low
+    return (((ripple ^ x) >> 2) // low) | ripple
+
+
+@functools.lru_cache(maxsize=8)
+def smooth_binary_node_counts(horizon: int) -> np.ndarray:
+    """For s = 1..T, the number of used nodes round s enters (its column's squared l2 norm and
+    l1 norm in C); at most d/2.
+
+    Round s sits at p = l_{s-1} and lies in the level-b node with p's bits above b iff bit b of
+    p is 0; that node is used iff some leaf l_t (1 <= t <= T) has p's bits above b and bit b
+    set. The least d-bit integer with those bits and d/2 one-bits packs the missing one-bits at
+    the bottom; it exists iff 0 <= need <= b (need = d/2 - 1 - ones above b) and is a used leaf
+    iff it is at most l_T (every leaf exceeds l_0 <= p)."""
+    leaves = smooth_binary_leaves(horizon)
+    d = smooth_binary_depth(horizon)
+    positions, last = leaves[:-1], int(leaves[-1])
+    counts = np.zeros(positions.size, dtype=np.int64)
+    for b in range(d):
+        prefix = positions >> (b + 1)
+        need = d // 2 - 1 - np.bitwise_count(prefix).astype(np.int64)
+        ok = ((positions >> b) & 1 == 0) & (need >= 0) & (need <= b)
+        least = (prefix << (b + 1)) | (1 << b) | ((1 << np.clip(need, 0, b)) - 1)
+        counts += ok & (least <= last)
+    return counts
+
+
+def smooth_binary_matrices(horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """(B, C): the release-by-node and node-by-round 0/1 matrices (T x N and N x T), B C = M."""
+    t = checked_count("horizon", horizon)
+    leaves = smooth_binary_leaves(t)
+    d = smooth_binary_depth(t)
+    nodes: dict[tuple[int, int], int] = {}
+    rows: list[list[int]] = []
+    for leaf in leaves[1:]:
+        mine = []
+        for b in range(d):
+            if (int(leaf) >> b) & 1:
+                key = (b, int(leaf) >> (b + 1))
+                mine.append(nodes.setdefault(key, len(nodes)))
+        rows.append(mine)
+    big_b = np.zeros((t, len(nodes)))
+    for i, mine in enumerate(rows):
+        big_b[i, mine] = 1.0
+    big_c = np.zeros((len(nodes), t))
+    for (b, key), row in nodes.items():
+        pos = leaves[:-1]
+        big_c[row] = ((pos >> (b + 1)) == key) & ((pos >> b) & 1 == 0)
+    return big_b, big_c
+
+
+class SmoothBinaryCounter(ContinualCounter):
+    """The smooth binary mechanism (module docstring; Andersson & Pagh 2023)."""
+
+    name: ClassVar[str] = "smooth_binary"
+    summary: ClassVar[str] = "smooth binary mechanism, equal variance at every step (A&P 2023)"
+    state_arrays: ClassVar[tuple[str, ...]] = ("prefix", "nodes")
+    supported_noise: ClassVar[frozenset[str]] = frozenset({"gaussian", "laplace"})
+
+    def __init__(self, horizon: int, dim: int, noise: NoiseDistribution, **kwargs: Any) -> None:
+        super().__init__(horizon, dim, noise, **kwargs)
+        self.depth = smooth_binary_depth(self.horizon)
+        self._prefix = np.zeros((self.replicas, self.dim))
+        # the noise of the node at each one-bit of the current leaf (zero at its other bits)
+        self._nodes = np.zeros((self.depth, self.replicas, self.dim))
+        self._leaf = _leaf_of(0, self.depth)
+
+    @classmethod
+    def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
+        k = int(smooth_binary_node_counts(int(horizon)).max())
+        return float(k), math.sqrt(k)
+
+    @classmethod
+    def strategy_matrix(cls, horizon: int) -> np.ndarray:
+        """C: one 0/1 row per used node (in order of first use), column s = round s's nodes."""
+        return smooth_binary_matrices(horizon)[1]
+
+    def variance(self, t: int) -> float:
+        t = self._check_t(t)
+        return 0.0 if t == 0 else self.depth // 2 * self.noise.coordinate_variance(self.dim)
+
+    @classmethod
+    def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
+        d = smooth_binary_depth(horizon)
+        return np.full(int(horizon), d // 2 * noise.coordinate_variance(dim))
+
+    def _step(self, x: np.ndarray) -> np.ndarray:
+        new = _next_leaf(self._leaf)
+        high = (new ^ self._leaf).bit_length()  # bits below `high` changed or may have
+        fresh = [b for b in range(high) if (new >> b) & 1]
+        self._nodes[:high] = 0.0
+        if fresh:
+            self._nodes[fresh] = self._draw(len(fresh))
+        self._leaf = new
+        self._prefix = self._prefix + x
+        return self._prefix + self._nodes.sum(axis=0)
+
+    def prepare_load(self, state: dict[str, Any]):  # type: ignore[no-untyped-def]
+        """The base checks, then the current leaf from the round counter (unranked)."""
+        install = super().prepare_load(state)
+
+        def install_all() -> None:
+            install()
+            self._leaf = _leaf_of(self.t, self.depth)
+
+        return install_all

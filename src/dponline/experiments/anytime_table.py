@@ -1,0 +1,143 @@
+"""The price of not knowing the horizon: anytime counters against the square root built for it.
+
+For each anytime mechanism and each t, ``ratio_to_fixed_horizon_sqrt[t]`` is
+
+    max_{s <= t} Var(release s)  /  max variance of a square-root factorisation built for t,
+
+at the same rho-zCDP (each mechanism's Gaussian noise scaled to its own l2 sensitivity,
+sigma^2 = sens^2 / (2 rho); the square root's largest variance at horizon t is
+(sum_{k<t} c_k^2)^2 / (2 rho)). Every variance is exact, from coefficient sums (no simulation):
+
+* ``tapered_sqrt`` and ``jacobsen_fawaz(gamma, delta)``: Delta^2 sum_{k<s} l_k^2
+  (:mod:`dponline.continual.anytime_factorization`);
+* ``doubling(mech, ratio)``: blocks of lengths round(ratio^j) (j = 0, 1, ...), each a
+  fixed-horizon mechanism at the full budget (Chan, Shi & Song 2011); Var(release s) = the
+  finished blocks' final variances + the current block's variance at its own step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from dponline.continual.anytime_factorization import (
+    AnytimeStrategy,
+    JacobsenFawaz,
+    TaperedSqrt,
+    strategy_sensitivity,
+)
+from dponline.continual.matrix_factorization import sqrt_coefficients
+from dponline.continual.smooth_binary import smooth_binary_depth, smooth_binary_node_counts
+
+__all__ = ["anytime_table", "block_lengths", "doubling_variances"]
+
+GOLDEN_SQUARE = (3.0 + math.sqrt(5.0)) / 2.0
+
+
+def block_lengths(ratio: float, total: int) -> list[int]:
+    """round(ratio^j) for j = 0, 1, ... (at least 1 each) until they cover ``total`` rounds."""
+    lengths, j = [], 0
+    while sum(lengths) < total:
+        lengths.append(max(1, round(ratio**j)))
+        j += 1
+    return lengths
+
+
+def doubling_variances(
+    block_variances: Callable[[int], np.ndarray], ratio: float, total: int
+) -> np.ndarray:
+    """Var(release s) for s = 1..total of doubling blocks (module docstring);
+    ``block_variances(n)`` gives a block of length n's variances at positions 1..n."""
+    out = np.empty(total)
+    pos, carried = 0, 0.0
+    for n in block_lengths(ratio, total):
+        v = block_variances(n)
+        take = min(n, total - pos)
+        out[pos : pos + take] = carried + v[:take]
+        carried += float(v[-1])
+        pos += take
+    return out
+
+
+def _sqrt_block(cum: np.ndarray) -> Callable[[int], np.ndarray]:
+    # a square root over n rounds at rho = 1/2: sigma^2 = sum_{k<n} c_k^2, Var_i = sigma^2 S_i
+    return lambda n: cum[n - 1] * cum[:n]
+
+
+def _smooth_binary_block(n: int) -> np.ndarray:
+    k = int(smooth_binary_node_counts(n).max())
+    return np.full(n, k * (smooth_binary_depth(n) // 2), dtype=float)
+
+
+def _factorisation_variances(strategy: AnytimeStrategy, total: int) -> np.ndarray:
+    return strategy_sensitivity(strategy) ** 2 * strategy.release_factors(total)
+
+
+def anytime_table(
+    exponents: Iterable[int] = range(10, 21, 2),
+    rho: float = 0.5,
+    *,
+    jacobsen_fawaz: Iterable[tuple[float, float]] = ((-0.51, 0.0),),
+) -> list[dict[str, Any]]:
+    """One row per anytime mechanism: ``mechanism``, ``sensitivity`` (its l2 factor),
+    ``ratio_to_fixed_horizon_sqrt`` {t: ratio} for t = 2^e, and ``worst_ratio`` (module
+    docstring). ``jacobsen_fawaz`` lists the (gamma, delta) of the paper's family to include."""
+    ts = [2 ** int(e) for e in exponents]
+    if not ts:
+        return []
+    total = max(ts)
+    cum = np.cumsum(sqrt_coefficients(total) ** 2)
+    scale = 1.0 / (2.0 * float(rho))  # variances below are at rho = 1/2
+    fixed = {t: cum[t - 1] ** 2 for t in ts}
+
+    candidates: list[tuple[str, float, Callable[[], np.ndarray]]] = []
+    tapered = TaperedSqrt()
+    candidates.append(
+        (
+            f"tapered_sqrt ({tapered!r}, ours)",
+            strategy_sensitivity(tapered),
+            lambda: _factorisation_variances(tapered, total),
+        )
+    )
+    for gamma, delta in jacobsen_fawaz:
+        jf = JacobsenFawaz(gamma, delta)
+        candidates.append(
+            (
+                f"jacobsen_fawaz (gamma={gamma}, delta={delta})",
+                strategy_sensitivity(jf),
+                lambda jf=jf: _factorisation_variances(jf, total),
+            )
+        )
+    for ratio, label in ((2.0, "2"), (GOLDEN_SQUARE, "phi^2")):
+        candidates.append(
+            (
+                f"doubling(sqrt_factorization, ratio {label})",
+                math.nan,
+                lambda ratio=ratio: doubling_variances(_sqrt_block(cum), ratio, total),
+            )
+        )
+    candidates.append(
+        (
+            "doubling(smooth_binary, ratio 2)",
+            math.nan,
+            lambda: doubling_variances(_smooth_binary_block, 2.0, total),
+        )
+    )
+    rows = []
+    for name, sens, variances in candidates:
+        running_max = np.maximum.accumulate(variances())
+        ratios = {t: float(running_max[t - 1] / fixed[t]) for t in ts}
+        rows.append(
+            {
+                "mechanism": name,
+                "sensitivity": sens,
+                "max_variance": {t: float(running_max[t - 1]) * scale for t in ts},
+                "fixed_horizon_sqrt_variance": {t: float(fixed[t]) * scale for t in ts},
+                "ratio_to_fixed_horizon_sqrt": ratios,
+                "worst_ratio": max(ratios.values()),
+            }
+        )
+    return rows
