@@ -9,16 +9,31 @@ Every counter reports the exact per-coordinate variance of every release (``vari
 the factors by which one round's sensitivity is multiplied in l1 and l2 over everything the
 mechanism releases (``sensitivity_factors``), from which :mod:`dponline.privacy.calibration`
 derives its noise. A fixed-horizon counter refuses step T+1.
+
+User-level privacy (one person, at most k rounds at least b apart): a counter states its
+*strategy matrix* (``strategy_matrix(horizon)``, shape (noise draws per coordinate, T): column j
+is what round j's value enters before noise, the mechanism releasing B (C x + z) with B C the
+prefix-sum matrix), and ``participation_sensitivity_factors(horizon, k, b)`` gives its l1 and l2
+factors under the pattern (:mod:`dponline.continual.participation`): from the strategy matrix by
+default, by a formula of the structure where a class has one (the trees, Toeplitz strategies).
 """
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
+from dponline.continual.participation import (
+    STRATEGY_LIMIT,
+    ParticipationSensitivity,
+    check_pattern,
+    strategy_participation,
+    triangle_bound,
+)
 from dponline.privacy.arguments import (
     ArgumentError,
     checked_count,
@@ -123,6 +138,52 @@ class ContinualCounter(ABC):
         """How many noise draws one step's value enters (for per-draw composition)."""
         l1, _ = cls.sensitivity_factors(horizon)
         return round(l1)
+
+    @classmethod
+    def strategy_matrix(cls, horizon: int) -> np.ndarray:
+        """The strategy matrix C, shape (noise draws per coordinate, horizon): column j is what
+        step j's value (a scalar of sensitivity 1) enters before noise; the mechanism releases
+        B (C x + z) with B C the prefix-sum matrix. A mechanism that does not state it has no
+        user-level sensitivity (NotImplementedError)."""
+        raise NotImplementedError(
+            f"{cls.__name__} states no strategy_matrix(horizon): its sensitivity when one "
+            "person contributes to several steps is unknown"
+        )
+
+    @classmethod
+    def participation_strategy_matrix(
+        cls, horizon: int, participations: int, min_separation: int
+    ) -> np.ndarray:
+        """The strategy matrix of the counter built for the pattern: :meth:`strategy_matrix`,
+        unless the mechanism chooses its structure for the pattern (the BLT)."""
+        return cls.strategy_matrix(horizon)
+
+    @classmethod
+    def participation_sensitivity_factors(
+        cls, horizon: int, participations: int, min_separation: int
+    ) -> ParticipationSensitivity:
+        """The (l1, l2) factors when one person contributes to at most ``participations``
+        steps, any two at least ``min_separation`` apart (|i - j| >= b; b = 1 allows
+        consecutive steps), with exactness flags and the method
+        (:class:`~dponline.continual.participation.ParticipationSensitivity`). By default from
+        :meth:`strategy_matrix` (:func:`~dponline.continual.participation.
+        strategy_participation`; past ``STRATEGY_LIMIT`` rounds k_eff times one round's
+        factors, flagged as an upper bound); ValueError if the class states no strategy
+        matrix."""
+        return _participation_from_strategy(cls, int(horizon), participations, min_separation)
+
+    @classmethod
+    def participation_release_variances(
+        cls,
+        horizon: int,
+        noise: NoiseDistribution,
+        dim: int,
+        participations: int,
+        min_separation: int,
+    ) -> np.ndarray:
+        """:meth:`release_variances` of the counter built for the pattern (the same, unless the
+        mechanism chooses its structure for the pattern, as the BLT does)."""
+        return cls.release_variances(horizon, noise, dim)
 
     @abstractmethod
     def variance(self, t: int) -> float:
@@ -351,6 +412,21 @@ class ContinualCounter(ABC):
             f"{type(self).__name__}(horizon={self.horizon}, dim={self.dim}, "
             f"replicas={self.replicas}, noise={self.noise!r}, t={self.t})"
         )
+
+
+@functools.lru_cache(maxsize=128)
+def _participation_from_strategy(
+    cls: type[ContinualCounter], horizon: int, participations: int, min_separation: int
+) -> ParticipationSensitivity:
+    t, k, b = check_pattern(horizon, participations, min_separation)
+    if cls.strategy_matrix.__func__ is ContinualCounter.strategy_matrix.__func__:  # type: ignore[attr-defined]
+        raise ValueError(
+            f"{cls.__name__} states no strategy_matrix(horizon): its sensitivity when one "
+            "person contributes to several steps is unknown"
+        )
+    if t > STRATEGY_LIMIT:
+        return triangle_bound(cls.sensitivity_factors(t), t, k, b)
+    return strategy_participation(cls.participation_strategy_matrix(t, k, b), k, b)
 
 
 def _noise_family(noise: NoiseDistribution) -> str | None:

@@ -22,6 +22,11 @@ import numpy as np
 
 from dponline.continual.base import ContinualCounter
 from dponline.continual.dyadic_blocks import AlignedBlocks, place_level
+from dponline.continual.participation import (
+    ParticipationSensitivity,
+    tree_node_matrix,
+    tree_participation,
+)
 from dponline.privacy.noise import NoiseDistribution
 
 __all__ = ["BinaryTreeCounter", "levels", "trailing_zeros", "tree_sensitivity_factors"]
@@ -65,6 +70,19 @@ class BinaryTreeCounter(AlignedBlocks, ContinualCounter):
     @classmethod
     def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
         return tree_sensitivity_factors(horizon)
+
+    @classmethod
+    def strategy_matrix(cls, horizon: int) -> np.ndarray:
+        """One 0/1 row per dyadic node inside [1, T]: the nodes each round enters."""
+        return tree_node_matrix(horizon)
+
+    @classmethod
+    def participation_sensitivity_factors(
+        cls, horizon: int, participations: int, min_separation: int
+    ) -> ParticipationSensitivity:
+        """Exact, by the tree recursion (:func:`~dponline.continual.participation.
+        tree_participation`): the sum over nodes of the squared participations inside."""
+        return tree_participation(horizon, participations, min_separation)
 
     def variance(self, t: int) -> float:
         t = self._check_t(t)

@@ -11,6 +11,17 @@ sensitivity of one round (the input set's diameter times the mechanism's column 
 (analytic) Gaussian privacy profile, and the generalized Gaussian with the exact number of nodes
 a round enters and the least regularity constant.
 
+User level (a budget with ``participations=k, min_separation=b``: one person, at most k rounds at
+least b apart): ``tight`` answers it with the mechanism's exact factors under the pattern
+(``participation_sensitivity_factors``, :mod:`dponline.continual.participation`; an upper bound
+where no exact routine applies, which the derivation then says): Gaussian noise through the l2
+factor under the pattern (every contribution of the person enters one Gaussian mechanism of that
+sensitivity), Laplace noise through the l1 factor under the pattern (at most k times the single
+l1 factor; the proof is in :mod:`dponline.continual.participation`). The generalized Gaussian is
+refused: Han et al.'s per-node composition (Lemma 2.7 over the k nodes a round enters) is not
+proven for several rounds of one person in one node. ``paper`` refuses user-level budgets: the
+papers' formulas are event-level.
+
 Either way the guarantee is what the noise actually used proves (:meth:`PrivacyBudget.prove`): a
 paper formula that under-noises (losses in [-1, 1]^N, whose sensitivity is twice ||Y||_1, or a
 tree deeper than log2 T) has a larger epsilon, refused unless the budget allows it.
@@ -20,8 +31,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from dponline.continual.base import ContinualCounter
+from dponline.continual.participation import ParticipationSensitivity
 from dponline.continual.registry import get_mechanism
 from dponline.privacy.accounting import (
     gaussian_epsilon,
@@ -90,7 +103,13 @@ class CounterCalibrator:
     ``noise``: "laplace" (pure DP: the budget's delta must be 0), "gaussian" or
     "generalized_gaussian" (delta > 0; ``regular_norm`` q names the l_q norm the sensitivity is
     measured in, and the noise uses the smooth norm of Han et al. Lemmas 3.9/3.10).
+
+    It answers user-level budgets (``supports_participation``): ``tight`` with the factors
+    under the budget's participation pattern, for Laplace and Gaussian noise (module docstring).
     """
+
+    #: the tight calibration proves one person's guarantee under a participation pattern
+    supports_participation: ClassVar[bool] = True
 
     mechanism: type[ContinualCounter]
     horizon: int
@@ -123,14 +142,44 @@ class CounterCalibrator:
             budget.require_pure("Laplace noise")
         else:
             budget.require_delta(f"{self.noise} noise")
+        if budget.is_user_level and self.noise == "generalized_gaussian":
+            raise ValueError(
+                f"generalized_gaussian noise on {self.mechanism.name!r} is calibrated per tree "
+                "node by composition over the nodes one round enters (Han et al. Thm 3.1), which "
+                f"is not proven for one person's several rounds ({budget.unit}); use Gaussian "
+                "or Laplace noise for a user-level budget"
+            )
+
+    def participation(self, budget: PrivacyBudget) -> ParticipationSensitivity | None:
+        """The mechanism's factors under the budget's participation pattern (None for one
+        round)."""
+        if not budget.is_user_level:
+            return None
+        return self.mechanism.participation_sensitivity_factors(
+            self.horizon, budget.participations, budget.min_separation
+        )
+
+    def _factors(self, budget: PrivacyBudget) -> tuple[float, float]:
+        """(l1, l2) factors of the budget's unit: one round's, or one person's."""
+        pattern = self.participation(budget)
+        if pattern is None:
+            return self.mechanism.sensitivity_factors(self.horizon)
+        return pattern.factors
 
     def _result(self, noise, guarantee, calibration: str) -> Calibration:  # type: ignore[no-untyped-def]
         return Calibration(noise, guarantee, calibration, self.mechanism.name)
 
     def paper(self, budget: PrivacyBudget) -> Calibration:
-        """Agarwal & Singh Theorem 3.1 / A.1, or Han et al. Theorem 3.1 (tree mechanisms)."""
+        """Agarwal & Singh Theorem 3.1 / A.1, or Han et al. Theorem 3.1 (tree mechanisms);
+        event-level budgets only (the papers' formulas cover one round)."""
         self._check(budget)
         cls, horizon, bounds = self.mechanism, self.horizon, self.bounds
+        if budget.is_user_level:
+            raise ValueError(
+                f"calibration='paper' on {cls.name!r} is the papers' event-level formula; it "
+                f"does not cover {budget.unit}; use calibration='tight', which calibrates to "
+                "the mechanism's sensitivity under the participation pattern"
+            )
         if cls.name not in PAPER_MECHANISMS:
             raise ValueError(
                 f"calibration='paper' is defined only for the tree mechanisms the papers use "
@@ -150,7 +199,7 @@ class CounterCalibrator:
         if self.noise == "gaussian":
             total = l2f * bounds.diameter(2)
             sigma = agarwal_singh_gaussian_sigma(bounds.max_norm(2), horizon, eps, delta)
-            how = "Agarwal & Singh (2017) Thm A.1 noise per node; " + self._gaussian_how(sigma)
+            how = "Agarwal & Singh (2017) Thm A.1 noise per node; " + self._gaussian_how(sigma, l2f)
             g = budget.prove(
                 gaussian_epsilon(delta, total / sigma),
                 delta,
@@ -168,7 +217,7 @@ class CounterCalibrator:
         """The noise :meth:`tight` draws for ``budget``, not yet proven: what a learner compares
         candidate counters by before it proves the one it runs (once, with :meth:`tight`)."""
         self._check(budget)
-        l1f, l2f = self.mechanism.sensitivity_factors(self.horizon)
+        l1f, l2f = self._factors(budget)
         eps, delta = budget.epsilon, budget.delta
         if self.noise == "laplace":
             return LaplaceNoise(l1f * self.bounds.diameter(1) / eps)
@@ -179,16 +228,20 @@ class CounterCalibrator:
     def tight(self, budget: PrivacyBudget) -> Calibration:
         """The least noise proven for the budget on this mechanism (module docstring)."""
         noise = self.tight_noise(budget)
-        cls, horizon, bounds = self.mechanism, self.horizon, self.bounds
-        l1f, l2f = cls.sensitivity_factors(horizon)
+        bounds = self.bounds
+        pattern = self.participation(budget)
+        l1f, l2f = self._factors(budget)
         eps, delta = budget.epsilon, budget.delta
+        person = "" if pattern is None else f"; {pattern.describe()}"
+        per_person = pattern is not None
         if self.noise == "laplace":
             d1 = bounds.diameter(1)
+            unit = "draws per round" if pattern is None else "l1 factor of one person's rounds"
             how = (
-                f"Laplace mechanism on {l1f:g} draws per round x exact l1 diameter {d1:g} "
-                f"of the input set: scale = {l1f:g} * {d1:g} / epsilon"
+                f"Laplace mechanism on {l1f:g} {unit} x exact l1 diameter {d1:g} "
+                f"of the input set: scale = {l1f:g} * {d1:g} / epsilon{person}"
             )
-            g = budget.prove(eps, 0.0, how, stacklevel=5)
+            g = budget.prove(eps, 0.0, how, per_person=per_person, stacklevel=5)
             return self._result(noise, g, "tight")
         if self.noise == "gaussian":
             total = l2f * bounds.diameter(2)
@@ -197,8 +250,9 @@ class CounterCalibrator:
             g = budget.prove(
                 gaussian_epsilon(delta, total / sigma),
                 delta,
-                how + self._gaussian_how(sigma),
+                how + self._gaussian_how(sigma, l2f) + person,
                 rho=zcdp_rho(total, sigma),
+                per_person=per_person,
                 stacklevel=5,
             )
             return self._result(noise, g, "tight")
@@ -217,11 +271,10 @@ class CounterCalibrator:
         kappa = exact_kappa(reg.q, reg.d, reg.r) if reg.norm_scale == 1.0 else reg.kappa
         return k, kappa
 
-    def _gaussian_how(self, sigma: float) -> str:
-        _, l2f = self.mechanism.sensitivity_factors(self.horizon)
+    def _gaussian_how(self, sigma: float, l2f: float) -> str:
         return (
             f"accounted exactly as one Gaussian mechanism of l2 sensitivity {l2f:.6g} x "
-            f"{self.bounds.diameter(2):.6g} (column norm x l2 diameter) at sigma {sigma:.6g}"
+            f"{self.bounds.diameter(2):.6g} (l2 factor x l2 diameter) at sigma {sigma:.6g}"
         )
 
     def _generalized(

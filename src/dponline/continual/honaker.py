@@ -25,6 +25,11 @@ import numpy as np
 from dponline.continual.base import ContinualCounter
 from dponline.continual.binary_tree import levels, trailing_zeros, tree_sensitivity_factors
 from dponline.continual.dyadic_blocks import AlignedBlocks, place_level
+from dponline.continual.participation import (
+    ParticipationSensitivity,
+    tree_node_matrix,
+    tree_participation,
+)
 from dponline.privacy.noise import NoiseDistribution
 
 __all__ = ["HonakerCounter", "honaker_node_variances"]
@@ -55,6 +60,18 @@ class HonakerCounter(AlignedBlocks, ContinualCounter):
     @classmethod
     def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
         return tree_sensitivity_factors(horizon)
+
+    @classmethod
+    def strategy_matrix(cls, horizon: int) -> np.ndarray:
+        """The binary tree's nodes (the estimates are post-processing of the noisy nodes)."""
+        return tree_node_matrix(horizon)
+
+    @classmethod
+    def participation_sensitivity_factors(
+        cls, horizon: int, participations: int, min_separation: int
+    ) -> ParticipationSensitivity:
+        """The binary tree's (the same noisy nodes): exact, by the tree recursion."""
+        return tree_participation(horizon, participations, min_separation)
 
     def variance(self, t: int) -> float:
         t = self._check_t(t)

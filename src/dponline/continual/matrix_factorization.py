@@ -22,21 +22,71 @@ mechanism's output distribution.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy import signal
 
 from dponline.continual.base import ContinualCounter
+from dponline.continual.participation import (
+    ParticipationSensitivity,
+    best_separated_sum,
+    check_pattern,
+    effective_participations,
+    toeplitz_participation_sq,
+)
 from dponline.privacy.noise import NoiseDistribution
 
-__all__ = ["SqrtFactorizationCounter", "sqrt_coefficients"]
+__all__ = [
+    "SqrtFactorizationCounter",
+    "sqrt_coefficients",
+    "toeplitz_matrix",
+    "toeplitz_participation",
+]
 
 
 def sqrt_coefficients(n: int) -> np.ndarray:
     """c_0..c_{n-1} with c_k = binom(2k, k) / 4^k, by the exact ratio recurrence."""
     k = np.arange(1, n, dtype=float)
     return np.concatenate([[1.0], np.cumprod((2.0 * k - 1.0) / (2.0 * k))])[:n]
+
+
+def toeplitz_matrix(coefficients: np.ndarray) -> np.ndarray:
+    """The lower-triangular Toeplitz matrix with first column ``coefficients``."""
+    c = np.asarray(coefficients, dtype=float)
+    i = np.arange(c.size)
+    diff = i[:, None] - i[None, :]
+    return np.where(diff >= 0, c[np.clip(diff, 0, None)], 0.0)
+
+
+def toeplitz_participation(
+    coefficients: Callable[[int], np.ndarray],
+    horizon: int,
+    participations: int,
+    min_separation: int,
+    *,
+    what: str = "",
+) -> ParticipationSensitivity:
+    """The factors of the Toeplitz strategy with coefficients ``coefficients(T)`` under the
+    pattern: l2 by the Toeplitz rule (exact for nonnegative non-increasing coefficients, else
+    the upper bound of their reverse running maximum, flagged), l1 the best separated sum of
+    column l1 norms (column j's is sum_{m < T - j} |c_m|; exact when c >= 0)."""
+    t, k, b = check_pattern(horizon, participations, min_separation)
+    c = np.asarray(coefficients(t), dtype=float)
+    keff = effective_participations(t, k, b)
+    sq, exact = toeplitz_participation_sq(c, keff, b)
+    col_l1 = np.cumsum(np.abs(c))[::-1]  # column j (0-indexed) holds c_0..c_{T-1-j}
+    l1 = float(best_separated_sum(col_l1, keff, b))
+    how = (
+        "Toeplitz rule, participations exactly b apart from round 1 (Kalinin & Lampert 2024, Thm 2)"
+        if exact
+        else "Toeplitz rule on the reverse running maximum of |c| (coefficients not "
+        "nonnegative non-increasing: an upper bound)"
+    )
+    return ParticipationSensitivity(
+        t, k, b, keff, l1, float(np.sqrt(sq)), bool(np.all(c >= 0)), exact, what + how
+    )
 
 
 class SqrtFactorizationCounter(ContinualCounter):
@@ -69,6 +119,21 @@ class SqrtFactorizationCounter(ContinualCounter):
     @classmethod
     def draws_per_step(cls, horizon: int) -> int:
         return int(horizon)
+
+    @classmethod
+    def strategy_matrix(cls, horizon: int) -> np.ndarray:
+        """C: lower-triangular Toeplitz, C[i, j] = c_{i - j}."""
+        return toeplitz_matrix(sqrt_coefficients(int(horizon)))
+
+    @classmethod
+    def participation_sensitivity_factors(
+        cls, horizon: int, participations: int, min_separation: int
+    ) -> ParticipationSensitivity:
+        """Exact: the coefficients are positive and decreasing, so the Toeplitz rule holds
+        (participations exactly b apart from round 1, :func:`~dponline.continual.
+        participation.toeplitz_participation_sq`); the l1 factor is the best separated sum of
+        column l1 norms (C >= 0)."""
+        return toeplitz_participation(sqrt_coefficients, horizon, participations, min_separation)
 
     def variance(self, t: int) -> float:
         t = self._check_t(t)

@@ -10,7 +10,8 @@ independent noise draws (Algorithm 2, lines 4-6: r_t = ceil(log T) - |S_t| extra
 initial release L~_0 is the sum of P draws (Algorithm 1, lines 2-3). Since popcount(t) <=
 floor(log2(T+1)) <= ceil(log2 T) for T >= 2, the padding is never negative; the ``max(1, .)``
 covers T = 1. The extra draws are independent of the data, so the privacy of the tree is
-unchanged (post-processing). Every release has variance P * Var(one draw): identically
+unchanged (post-processing): the strategy matrix and the sensitivity under any participation
+pattern are the binary tree's (inherited). Every release has variance P * Var(one draw): identically
 distributed noise is what the regret analysis of 002 Theorem 3.4 uses. The padding is drawn with
 ``NoiseDistribution.sample_sum``: one N(0, k sigma^2) draw for k Gaussian draws, k draws otherwise.
 """

@@ -7,6 +7,14 @@ A budget is one frozen value, validated once, that every private learner takes:
   ``"paper"`` (a paper's own noise formula, for reproduction);
 * ``neighbouring``: the relation the guarantee is over (what a learner states; a learner whose
   relation differs, such as joint DP over users, records its own);
+* ``participations`` and ``min_separation``: the unit of privacy. The default (1) is one round
+  (event level). ``participations=k, min_separation=b`` asks to protect one person who
+  contributes to at most k rounds, any two of them at least b rounds apart (|i - j| >= b for
+  rounds i, j of one person; b = 1 allows consecutive rounds; the convention of jax_privacy,
+  one more than TensorFlow Privacy's ``min_separation``). Only a calibration that declares it
+  (``supports_participation``, see :func:`dponline.privacy.calibration.calibrate`) answers such
+  a budget; :meth:`PrivacyBudget.prove` refuses to state a person-level guarantee from a proof
+  that did not say it covers the person (``per_person=True``);
 * ``allow_weaker``: a ``paper`` formula can prove *less* than it claims (a sensitivity it
   under-counts, a tree deeper than its ``log T``). Such a calibration raises
   :class:`WeakerGuaranteeError` unless the caller opts in with ``allow_weaker=True`` (to reproduce
@@ -29,6 +37,8 @@ from dponline.privacy.guarantee import (
     PrivacyGuarantee,
     PrivacyNotion,
     PrivacyWarning,
+    check_participation,
+    unit_text,
 )
 
 __all__ = [
@@ -36,6 +46,7 @@ __all__ = [
     "PrivacyBudget",
     "WeakerGuaranteeError",
     "check_calibration",
+    "group_privacy_hint",
 ]
 
 #: The two calibration families (docs/design.md, "What dponline is").
@@ -72,6 +83,8 @@ class PrivacyBudget:
     calibration: str = "tight"
     neighbouring: Neighbouring = Neighbouring.ONE_ROUND
     allow_weaker: bool = False
+    participations: int = 1
+    min_separation: int = 1
 
     def __post_init__(self) -> None:
         eps = _real("epsilon", self.epsilon)
@@ -87,13 +100,47 @@ class PrivacyBudget:
         object.__setattr__(self, "delta", delta)
         if not isinstance(self.allow_weaker, bool):
             raise TypeError(f"allow_weaker must be True or False, got {self.allow_weaker!r}")
+        k, b = check_participation(self.participations, self.min_separation)
+        if k > 1 and self.neighbouring is not Neighbouring.ONE_ROUND:
+            raise ValueError(
+                f"participations={k} protects one person's rounds of a stream; it is defined "
+                f"over neighbouring {Neighbouring.ONE_ROUND.name}, not {self.neighbouring.name} "
+                f"({self.neighbouring.value})"
+            )
+        object.__setattr__(self, "participations", k)
+        object.__setattr__(self, "min_separation", b)
 
     def __repr__(self) -> str:
+        unit = (
+            f", participations={self.participations}, min_separation={self.min_separation}"
+            if self.is_user_level
+            else ""
+        )
         return (
             f"PrivacyBudget(epsilon={self.epsilon!r}, delta={self.delta!r}, "
             f"calibration={self.calibration!r}, neighbouring={self.neighbouring.name}, "
-            f"allow_weaker={self.allow_weaker!r})"
+            f"allow_weaker={self.allow_weaker!r}{unit})"
         )
+
+    @property
+    def is_user_level(self) -> bool:
+        """True when the budget protects one person with several rounds (participations > 1)."""
+        return self.participations > 1
+
+    @property
+    def unit(self) -> str:
+        """The unit of privacy in words: "one person: at most k rounds, at least b apart", or
+        the neighbouring relation of one round."""
+        return unit_text(self.participations, self.min_separation, self.neighbouring)
+
+    def require_event_level(self, what: str) -> PrivacyBudget:
+        """Self, or ValueError when the budget is user-level and ``what`` (a learner, a
+        calibrator) proves event-level privacy only. The message names the way out: group
+        privacy (an (e, d)-DP mechanism is (k e, k e^((k-1) e) d)-DP for k changed rounds,
+        Dwork & Roth 2014, Theorem 2.2 and its (e, d) form)."""
+        if not self.is_user_level:
+            return self
+        raise ValueError(group_privacy_hint(what, self))
 
     @property
     def is_pure(self) -> bool:
@@ -126,6 +173,7 @@ class PrivacyBudget:
         rho: float | None = None,
         neighbouring: Neighbouring | None = None,
         notion: PrivacyNotion = PrivacyNotion.EVENT_LEVEL_DP,
+        per_person: bool = False,
         stacklevel: int = 3,
     ) -> PrivacyGuarantee:
         """The guarantee that a calibration's noise proves, checked against this budget.
@@ -135,7 +183,16 @@ class PrivacyBudget:
         ``allow_weaker=True``, which warns (:class:`PrivacyWarning`) and returns the weaker
         guarantee with the request recorded beside it. A ``tight`` calibration that proves less
         than asked is a bug in dponline and always raises.
+
+        The guarantee's unit is the budget's. A user-level budget (``participations > 1``) needs
+        ``per_person=True``: the caller's derivation covers one person's rounds; without it the
+        proof is taken as event-level and refused (ValueError), so that no calibration states a
+        person-level guarantee it did not prove.
         """
+        if self.is_user_level and not per_person:
+            raise ValueError(group_privacy_hint(f"the proof {derivation!r}", self))
+        if self.is_user_level and notion is PrivacyNotion.EVENT_LEVEL_DP:
+            notion = PrivacyNotion.USER_LEVEL_DP
         g = PrivacyGuarantee(
             epsilon=float(epsilon),
             delta=float(delta),
@@ -145,6 +202,8 @@ class PrivacyBudget:
             rho=rho,
             requested_epsilon=self.epsilon,
             requested_delta=self.delta,
+            participations=self.participations,
+            min_separation=self.min_separation,
         )
         if g.meets_request:
             return g
@@ -163,3 +222,21 @@ class PrivacyBudget:
             else ""
         )
         raise WeakerGuaranteeError(message + hint)
+
+
+def group_privacy_hint(what: str, budget: PrivacyBudget) -> str:
+    """The refusal of a user-level ``budget`` by ``what``, which proves event-level privacy only,
+    with the group-privacy way out: an (e, d)-DP mechanism over one round is
+    (k e, k e^((k-1) e) d)-DP over k changed rounds (Dwork & Roth 2014, Theorem 2.2 for pure DP;
+    the (e, d) form by induction over the rounds), so asking the event-level calibration for
+    (epsilon / k, delta / (k e^((k-1) epsilon / k))) protects the person at (epsilon, delta)."""
+    k = budget.participations
+    eps_k = budget.epsilon / k
+    delta_k = budget.delta / (k * math.exp((k - 1) * eps_k))
+    return (
+        f"{what} proves event-level privacy (one round) only and does not support a user-level "
+        f"budget ({budget.unit}); use a calibration that supports persons (the continual "
+        "counters' 'tight' calibration), or rely on group privacy: an event-level budget "
+        f"PrivacyBudget({eps_k:.6g}, {delta_k:.3g}) protects a person's {k} rounds at "
+        f"({budget.epsilon:.6g}, {budget.delta:.3g})"
+    )

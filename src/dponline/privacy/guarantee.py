@@ -4,16 +4,33 @@ A guarantee names the privacy parameters, the neighbouring relation they are ove
 privacy (event-level DP, joint DP, ...) and how it was derived (which lemma or which accountant).
 It is a value: frozen, comparable, printable, and serialisable with
 :meth:`PrivacyGuarantee.to_dict`.
+
+The unit of privacy: by default one round (event level: neighbouring streams differ in the input
+of one round). A user-level guarantee protects one person who contributes to at most
+``participations`` = k rounds, any two of them at least ``min_separation`` = b rounds apart
+(rounds i and j of one person satisfy |i - j| >= b; b = 1 allows consecutive rounds: the
+min-separation convention of Choquette-Choo et al. 2023 and jax_privacy, whose b is one more than
+TensorFlow Privacy's ``min_separation``, the count of rounds strictly between). Neighbouring
+streams then differ in the inputs of those k rounds, each within the input set.
+:func:`unit_text` says it in words: "one person: at most k rounds, at least b apart".
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Neighbouring", "PrivacyGuarantee", "PrivacyNotion", "PrivacyWarning"]
+__all__ = [
+    "Neighbouring",
+    "PrivacyGuarantee",
+    "PrivacyNotion",
+    "PrivacyWarning",
+    "check_participation",
+    "unit_text",
+]
 
 
 class PrivacyWarning(UserWarning):
@@ -34,10 +51,40 @@ class Neighbouring(StrEnum):
     ONE_USER = "streams differing in one user's context and rewards"
 
 
+def check_participation(participations: Any, min_separation: Any) -> tuple[int, int]:
+    """``(k, b)`` validated: integers with k >= 1 and b >= 1 (bools refused), else an error
+    naming the value. With one participation the separation means nothing and is returned as 1,
+    so that every event-level unit is the same value."""
+    for name, value in (("participations", participations), ("min_separation", min_separation)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be an integer, got {value!r}")
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value!r}")
+    k, b = int(participations), int(min_separation)
+    return (k, b) if k > 1 else (1, 1)
+
+
+def unit_text(
+    participations: int, min_separation: int, neighbouring: Neighbouring | None = None
+) -> str:
+    """The unit of privacy in words: the neighbouring relation's own text for one round
+    (``neighbouring``, default one round), "one person: at most k rounds, at least b apart"
+    otherwise."""
+    k, b = check_participation(participations, min_separation)
+    if k == 1:
+        return (Neighbouring.ONE_ROUND if neighbouring is None else neighbouring).value
+    return (
+        f"one person: at most {k} rounds, at least {b} apart (streams differing in the inputs "
+        "of those rounds)"
+    )
+
+
 class PrivacyNotion(StrEnum):
     """The notion of privacy a guarantee is stated in."""
 
     EVENT_LEVEL_DP = "event-level differential privacy under continual observation"
+    #: Neighbours differ in one person's rounds (at most k, at least b apart).
+    USER_LEVEL_DP = "user-level differential privacy under continual observation"
     JOINT_DP = "joint differential privacy under continual observation"
 
 
@@ -61,6 +108,9 @@ class PrivacyGuarantee:
         What the user asked for (set by every calibration, through
         :meth:`dponline.privacy.budget.PrivacyBudget.prove`), beside what is proven: a paper's
         calibration can prove less than it claims (see :class:`PrivacyWarning`) or more.
+    participations, min_separation:
+        The unit of privacy (module docstring): one round (1, 1, the default) or one person with
+        at most ``participations`` rounds, any two at least ``min_separation`` apart.
     """
 
     epsilon: float
@@ -71,8 +121,13 @@ class PrivacyGuarantee:
     rho: float | None = None
     requested_epsilon: float | None = None
     requested_delta: float | None = None
+    participations: int = 1
+    min_separation: int = 1
 
     def __post_init__(self) -> None:
+        k, b = check_participation(self.participations, self.min_separation)
+        object.__setattr__(self, "participations", k)
+        object.__setattr__(self, "min_separation", b)
         if not (isinstance(self.epsilon, (int, float)) and self.epsilon >= 0):
             raise ValueError(f"epsilon must be a non-negative number, got {self.epsilon!r}")
         if math.isnan(self.epsilon):
@@ -88,6 +143,16 @@ class PrivacyGuarantee:
         return self.delta == 0.0
 
     @property
+    def is_user_level(self) -> bool:
+        """True when the unit of privacy is one person with several rounds."""
+        return self.participations > 1
+
+    @property
+    def unit(self) -> str:
+        """The unit of privacy in words (:func:`unit_text`)."""
+        return unit_text(self.participations, self.min_separation, self.neighbouring)
+
+    @property
     def meets_request(self) -> bool:
         """True when the proven parameters are at least as strong as the requested ones."""
         eps_ok = self.requested_epsilon is None or self.epsilon <= self.requested_epsilon * (
@@ -101,6 +166,7 @@ class PrivacyGuarantee:
         out = asdict(self)
         out["neighbouring"] = self.neighbouring.value
         out["notion"] = self.notion.value
+        out["unit"] = self.unit
         return out
 
     def __str__(self) -> str:
@@ -111,4 +177,4 @@ class PrivacyGuarantee:
         )
         if self.rho is not None:
             core += f", {self.rho:.4g}-zCDP"
-        return f"{core}; {self.notion.value}; neighbours: {self.neighbouring.value}"
+        return f"{core}; {self.notion.value}; neighbours: {self.unit}"

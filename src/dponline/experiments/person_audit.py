@@ -1,0 +1,111 @@
+"""Empirical audit of a learner's privacy for one person (user-level neighbours).
+
+One person contributes to at most k rounds, any two at least b apart (the unit of a user-level
+:class:`~dponline.privacy.budget.PrivacyBudget`). Two neighbouring streams then differ in the
+person's rounds: :func:`person_rounds` places k rounds exactly b apart (the worst case of the
+Toeplitz strategies and, for the tree, among the worst), and :func:`person_streams` writes the
+two streams, equal everywhere else. The learner is built by its registry factory with the budget
+given (so a learner calibrated for one round and one calibrated for the person can be compared),
+plays each stream as a fixed-stream environment through the round loop
+(:func:`dponline.experiments.learner_audit.stream_runner`), and
+:func:`dponline.privacy.audit.audit` compares what it released on the two streams. A learner
+whose guarantee truly covers the person is refuted with probability at most ``alpha``; one
+calibrated for a single round is refuted when its claimed epsilon is read as the person's.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from dponline.environments.catalogue import build_environment
+from dponline.experiments.learner_audit import stream_runner
+from dponline.privacy.audit import AuditResult, audit, learner_sampler
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
+from dponline.registry import LearnerEntry, learners
+
+__all__ = ["audit_person", "person_rounds", "person_streams"]
+
+
+def person_rounds(
+    horizon: int, participations: int, min_separation: int, first: int = 0
+) -> tuple[int, ...]:
+    """The rounds (0-indexed) first, first + b, ..., first + (k - 1) b, all inside the horizon,
+    else ValueError."""
+    rounds = tuple(first + m * min_separation for m in range(participations))
+    if first < 0 or min_separation < 1 or participations < 1 or rounds[-1] >= horizon:
+        raise ValueError(
+            f"{participations} rounds {min_separation} apart from round {first} do not fit in "
+            f"{horizon} rounds"
+        )
+    return rounds
+
+
+def person_streams(
+    horizon: int,
+    rounds: Sequence[int],
+    value_a: Sequence[float],
+    value_b: Sequence[float],
+    rest: Sequence[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Streams A and B of ``horizon`` rows: ``rest`` (default zeros) everywhere, ``value_a``
+    (A) or ``value_b`` (B) in the person's ``rounds``."""
+    va, vb = np.asarray(value_a, dtype=float), np.asarray(value_b, dtype=float)
+    if va.shape != vb.shape or va.ndim != 1:
+        raise ValueError(f"values must be two rows of one length, got {va.shape}, {vb.shape}")
+    row = np.zeros_like(va) if rest is None else np.asarray(rest, dtype=float)
+    a = np.tile(row, (horizon, 1))
+    b = a.copy()
+    a[list(rounds)], b[list(rounds)] = va, vb
+    return a, b
+
+
+def audit_person(
+    learner: str | LearnerEntry,
+    *,
+    budget: PrivacyBudget,
+    environment: str,
+    horizon: int,
+    rounds: Sequence[int],
+    value_a: Sequence[float],
+    value_b: Sequence[float],
+    claim: PrivacyGuarantee | tuple[float, float] | None = None,
+    environment_options: dict[str, Any] | None = None,
+    learner_options: dict[str, Any] | None = None,
+    release: Callable[[Any], np.ndarray] | None = None,
+    trials: int = 20_000,
+    pilot_trials: int = 5_000,
+    alpha: float = 1e-3,
+    seed: int = 0,
+) -> AuditResult:
+    """Audit ``learner`` built with ``budget`` on streams that differ in one person's
+    ``rounds`` (module docstring). ``claim`` defaults to the learner's own (epsilon, delta),
+    tested as a guarantee for the person."""
+    entry = learner if isinstance(learner, LearnerEntry) else learners()[learner]
+    if not entry.private:
+        raise ValueError(f"learner {entry.name!r} is non-private: there is no claim to audit")
+    env = build_environment(
+        environment, horizon, np.random.default_rng(0), **(environment_options or {})
+    )
+    options = dict(learner_options or {})
+
+    def factory(replicas: int, rng: np.random.Generator) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyWarning)
+            return entry.factory(env, budget=budget, replicas=replicas, rng=rng, **options)
+
+    privacy = factory(1, np.random.default_rng(0)).privacy
+    if claim is None:
+        if not isinstance(privacy, PrivacyGuarantee):
+            raise TypeError(f"learner {entry.name!r} declares no PrivacyGuarantee")
+        claim = (privacy.epsilon, privacy.delta)
+    a, b = person_streams(horizon, rounds, value_a, value_b)
+    dim = int(env.dim)
+    sampler = learner_sampler(factory, stream_runner(entry.feedback_kind, dim, release))
+    return audit(
+        sampler, a, b, claim=claim, trials=trials, pilot_trials=pilot_trials, alpha=alpha, rng=seed
+    )

@@ -1,0 +1,314 @@
+"""User-level sensitivity of every counter (dponline.continual.participation): exact values
+checked against brute force over every allowed participation set and sign, for every registered
+mechanism (new ones are covered by the registry loop), golden values, and the calibration."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from dponline.continual import participation as P
+from dponline.continual.base import ContinualCounter
+from dponline.continual.blt import BLTCounter, optimise_blt
+from dponline.continual.calibration import CounterCalibrator, calibrate_counter
+from dponline.continual.factory import build_counter
+from dponline.continual.registry import MECHANISMS
+from dponline.privacy.accounting import gaussian_sigma
+from dponline.privacy.bounds import Box
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.guarantee import PrivacyNotion
+
+
+def brute_force(strategy: np.ndarray, k: int, b: int) -> tuple[float, float]:
+    """(max ||C s||_2^2, max ||C s||_1) over every allowed set and every sign vector s of
+    scalar contributions in [-1, 1] (extreme points suffice: both norms are convex)."""
+    c = np.asarray(strategy, dtype=float)
+    t = c.shape[1]
+    best2 = best1 = 0.0
+    for pattern in P.allowed_patterns(t, k, b):
+        cols = c[:, list(pattern)]
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=len(pattern))))
+        v = cols @ signs.T  # (draws, 2^m)
+        best2 = max(best2, float((v * v).sum(axis=0).max()))
+        best1 = max(best1, float(np.abs(v).sum(axis=0).max()))
+    return best2, best1
+
+
+def patterns_by_brute_force(t: int, k: int, b: int) -> set[tuple[int, ...]]:
+    return {
+        s
+        for m in range(1, k + 1)
+        for s in itertools.combinations(range(t), m)
+        if all(y - x >= b for x, y in itertools.pairwise(s))
+    }
+
+
+@pytest.mark.parametrize(("t", "k", "b"), [(7, 3, 2), (9, 2, 1), (10, 4, 3), (5, 9, 1), (6, 2, 6)])
+def test_allowed_patterns_are_exactly_the_min_separated_sets(t, k, b):
+    got = list(P.allowed_patterns(t, k, b))
+    assert len(got) == len(set(got)) == P.count_patterns(t, k, b)
+    assert set(got) == patterns_by_brute_force(t, k, b)
+
+
+def test_effective_participations_and_validation():
+    assert P.effective_participations(1024, 4, 256) == 4
+    assert P.effective_participations(1024, 5, 256) == 4
+    assert P.effective_participations(1025, 5, 256) == 5
+    assert P.effective_participations(10, 3, 20) == 1
+    for bad, err in [(0, ValueError), (-1, ValueError), (True, TypeError), (1.5, TypeError)]:
+        with pytest.raises(err, match="participations"):
+            P.check_pattern(10, bad, 1)
+        with pytest.raises(err, match="min_separation"):
+            P.check_pattern(10, 2, bad)
+
+
+# TensorFlow Privacy's single-tree accountant tests, (k, s, steps) -> sens^2, with its
+# min_separation s = b - 1 (rounds strictly between two participations).
+@pytest.mark.parametrize(
+    ("k", "s", "steps", "expected"),
+    [
+        (1, 7, 8, 4),
+        (3, 3, 9, 11),
+        (3, 2, 7, 9),
+        (8, 2, 24, 88),
+        (8, 0, 8, 120),  # every round: 2^d (2^(d+1) - 1) per one-bit d of T
+        (9, 0, 9, 121),
+        (2, 0, 8, 2 + 4 * 3),  # two consecutive rounds: 2 + 4 floor(log2 T)
+        (2, 0, 1000, 2 + 4 * 9),
+    ],
+)
+def test_tree_golden_values(k, s, steps, expected):
+    assert P.tree_participation_sq(steps, k, s + 1) == expected
+
+
+def test_tree_recursion_matches_exhaustive_search_on_the_node_matrix():
+    for t in range(1, 13):
+        x = P.tree_node_matrix(t).T @ P.tree_node_matrix(t)
+        for k in range(1, 5):
+            for b in (1, 2, 3, 5, t):
+                assert P.tree_participation_sq(t, k, b) == round(
+                    P.quadratic_participation_sq(x, k, b)
+                ), (t, k, b)
+
+
+def test_tree_level_bound_is_an_upper_bound_and_flagged(monkeypatch):
+    for t, k, b in [(64, 4, 5), (100, 3, 7), (37, 6, 1)]:
+        assert P._tree_level_bound_sq(t, k, b) >= P.tree_participation_sq(t, k, b)
+    monkeypatch.setattr(P, "TREE_WORK_LIMIT", 0)
+    got = P.tree_participation(64, 4, 5)
+    assert not got.l2_exact and got.l2**2 >= P.tree_participation_sq(64, 4, 5)
+    assert "on its own" in got.method
+
+
+# Brute force over every allowed set and sign for every registered mechanism: a mechanism
+# added to the registry is checked here without any change to this file. A BLT optimisation
+# per horizon and pattern costs about a second, so the grid is split: one fast corner (whose
+# optimisations the other fast tests reuse) and a slow sweep.
+FAST_GRID = [(8, 2, 3)]
+SLOW_GRID = [(t, k, b) for t in (5, 9, 12) for k in (2, 3, 4) for b in (1, 2, 4)]
+
+
+def check_mechanism(cls: type[ContinualCounter], t: int, k: int, b: int) -> None:
+    got = cls.participation_sensitivity_factors(t, k, b)
+    strategy = cls.participation_strategy_matrix(t, k, b)
+    assert strategy.shape[1] == t
+    sq, l1 = brute_force(strategy, k, b)
+    assert got.effective_participations == P.effective_participations(t, k, b)
+    if got.l2_exact:
+        assert got.l2**2 == pytest.approx(sq, rel=1e-9), (cls.name, t, k, b)
+    else:
+        assert got.l2**2 >= sq * (1 - 1e-12), (cls.name, t, k, b)
+    if got.l1_exact:
+        assert got.l1 == pytest.approx(l1, rel=1e-9), (cls.name, t, k, b)
+    else:
+        assert got.l1 >= l1 * (1 - 1e-12)
+    # l1: at most k_eff times the single l1 factor (module docstring's proof)
+    single_l1 = np.abs(strategy).sum(axis=0).max()
+    assert got.l1 <= got.effective_participations * single_l1 * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+@pytest.mark.parametrize(("t", "k", "b"), FAST_GRID)
+def test_every_mechanism_matches_brute_force(name, t, k, b):
+    check_mechanism(MECHANISMS[name], t, k, b)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_every_mechanism_matches_brute_force_sweep(name):
+    for t, k, b in SLOW_GRID:
+        check_mechanism(MECHANISMS[name], t, k, b)
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_strategy_matrix_agrees_with_single_participation_factors(name):
+    cls = MECHANISMS[name]
+    for t in (1, 8):
+        c = cls.strategy_matrix(t)
+        l1, l2 = cls.sensitivity_factors(t)
+        assert np.abs(c).sum(axis=0).max() == pytest.approx(l1, rel=1e-9)
+        assert np.sqrt((c * c).sum(axis=0)).max() == pytest.approx(l2, rel=1e-9)
+        one = cls.participation_sensitivity_factors(t, 1, 1)
+        assert one.l2 == pytest.approx(l2, rel=1e-9) and one.l1 == pytest.approx(l1, rel=1e-9)
+
+
+def test_tree_mechanisms_share_the_node_matrix_and_its_sensitivity():
+    for name in ("binary_tree", "padded_tree", "honaker"):
+        cls = MECHANISMS[name]
+        assert np.array_equal(cls.strategy_matrix(11), P.tree_node_matrix(11))
+        got = cls.participation_sensitivity_factors(1024, 4, 256)
+        # rounds 0, 256, 512, 768: 9 levels alone, two pairs at 512, all four at 1024
+        assert got.l2**2 == pytest.approx(4 * 9 + 2 * 4 + 16) and got.l2_exact
+        assert got.l1 == 4 * 11  # every column enters 11 nodes: k times the single l1
+
+
+def test_toeplitz_rule_and_its_upper_bound():
+    c = np.array([1.0, 0.6, 0.5, 0.2, 0.1, 0.05])
+    sq, exact = P.toeplitz_participation_sq(c, 2, 2)
+    assert exact
+    s = c.copy()
+    s[2:] += c[:4]
+    assert sq == pytest.approx(float(s @ s))
+    assert sq == pytest.approx(brute_force(P_toeplitz(c), 2, 2)[0])
+    bumpy = np.array([1.0, -0.2, 0.5, 0.1, 0.3, 0.0])
+    up, exact = P.toeplitz_participation_sq(bumpy, 3, 2)
+    assert not exact and up >= brute_force(P_toeplitz(bumpy), 3, 2)[0]
+
+
+def P_toeplitz(c: np.ndarray) -> np.ndarray:
+    i = np.arange(c.size)
+    d = i[:, None] - i[None, :]
+    return np.where(d >= 0, c[np.clip(d, 0, None)], 0.0)
+
+
+def test_generic_routine_branches():
+    # orthogonal columns (not Toeplitz): the best separated sum of squared norms
+    scales = np.array([1.0, 3.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 2.0, 1.0])
+    got = P.strategy_participation(np.diag(scales), 3, 4)
+    assert got.l2**2 == pytest.approx(9 + 4) and got.l2_exact and "orthogonal" in got.method
+    assert got.l2**2 == pytest.approx(brute_force(np.diag(scales), 3, 4)[0])
+    # a nonnegative non-Toeplitz strategy: exhaustive search, exact
+    rng = np.random.default_rng(0)
+    c = rng.random((7, 9))
+    got = P.strategy_participation(c, 3, 2)
+    assert got.l2_exact and "exhaustive" in got.method
+    assert got.l2**2 == pytest.approx(brute_force(c, 3, 2)[0])
+    # the same with the search forbidden: VecSens, an upper bound, flagged
+    up = P.strategy_participation(c, 3, 2, exhaustive_limit=0)
+    assert not up.l2_exact and "VecSens" in up.method and up.l2 >= got.l2
+    # mixed signs: an upper bound, flagged, above the brute force over signs
+    mixed = rng.standard_normal((6, 8))
+    got = P.strategy_participation(mixed, 3, 2)
+    sq, l1 = brute_force(mixed, 3, 2)
+    assert not got.l2_exact and got.l2**2 >= sq and not got.l1_exact and got.l1 >= l1
+
+
+def test_a_mechanism_without_strategy_matrix_has_no_user_level_sensitivity():
+    class Opaque(ContinualCounter):
+        name = "opaque"
+
+        @classmethod
+        def sensitivity_factors(cls, horizon):
+            return 1.0, 1.0
+
+        @classmethod
+        def release_variances(cls, horizon, noise, dim):
+            return np.ones(horizon)
+
+        def variance(self, t):
+            return 1.0
+
+        def _step(self, x):
+            return x
+
+    with pytest.raises(ValueError, match="Opaque states no strategy_matrix"):
+        Opaque.participation_sensitivity_factors(8, 2, 1)
+
+
+def test_blt_for_the_pattern():
+    t, k, b = 8, 2, 3
+    # one participation: exactly the single-participation optimisation
+    assert optimise_blt(t, 4, 1, 1) is optimise_blt(t)
+    assert optimise_blt(t, 4, 3, 8) is optimise_blt(t)  # b >= T: one round fits
+    single, person = optimise_blt(t), optimise_blt(t, 4, k, b)
+    assert person.participation_max_variance(t, k, b) <= single.participation_max_variance(t, k, b)
+    got = BLTCounter.participation_sensitivity_factors(t, k, b)
+    sq, exact = person.participation_sensitivity_sq(t, k, b)
+    assert got.l2 == pytest.approx(math.sqrt(sq)) and got.l2_exact == exact
+    # the counter a user-level calibration builds uses those parameters
+    budget = PrivacyBudget(1.0, 1e-6, participations=k, min_separation=b)
+    counter = build_counter(budget, horizon=t, bounds=Box(0, 1, dim=2), mechanism="blt")
+    assert counter.parameters is person
+    assert counter.privacy.participations == k
+    sigma = gaussian_sigma(got.l2 * math.sqrt(2), 1.0, 1e-6)
+    assert counter.noise.sigma == pytest.approx(sigma)
+    assert np.allclose(
+        counter.variances(),
+        BLTCounter.participation_release_variances(t, counter.noise, 2, k, b),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_user_level_calibration_uses_the_pattern(name):
+    t, k, b = 8, 2, 3
+    cls = MECHANISMS[name]
+    bounds = Box(0, 1, dim=3)
+    pattern = cls.participation_sensitivity_factors(t, k, b)
+    person = PrivacyBudget(0.5, 1e-6, participations=k, min_separation=b)
+    cal = calibrate_counter(cls, horizon=t, bounds=bounds, budget=person)
+    assert cal.noise.sigma == pytest.approx(gaussian_sigma(pattern.l2 * math.sqrt(3), 0.5, 1e-6))
+    g = cal.guarantee
+    assert (g.participations, g.min_separation) == (k, b)
+    assert g.notion is PrivacyNotion.USER_LEVEL_DP
+    assert "one person: at most 2 rounds, at least 3 apart" in str(g)
+    assert "one person's at most 2 rounds" in g.derivation
+    # one participation is the event-level calibration, unchanged
+    single = calibrate_counter(cls, horizon=t, bounds=bounds, budget=PrivacyBudget(0.5, 1e-6))
+    one = calibrate_counter(
+        cls, horizon=t, bounds=bounds, budget=PrivacyBudget(0.5, 1e-6, participations=1)
+    )
+    assert one.noise.sigma == single.noise.sigma and one.guarantee == single.guarantee
+    assert cal.noise.sigma > single.noise.sigma
+    if "laplace" in cls.supported_noise:
+        lap = calibrate_counter(
+            cls,
+            horizon=t,
+            bounds=bounds,
+            budget=PrivacyBudget(0.5, 0.0, participations=k, min_separation=b),
+            noise="laplace",
+        )
+        assert lap.noise.b == pytest.approx(pattern.l1 * 3 / 0.5)
+        assert lap.guarantee.participations == k
+
+
+def test_user_level_refusals():
+    bounds = Box(0, 1, dim=2)
+    person = PrivacyBudget(1.0, 1e-6, participations=2, min_separation=3)
+    with pytest.raises(ValueError, match="not proven for one person's several rounds"):
+        calibrate_counter(
+            "binary_tree",
+            horizon=16,
+            bounds=bounds,
+            budget=person,
+            noise="generalized_gaussian",
+            regular_norm=2.0,
+        )
+    paper = PrivacyBudget(1.0, 0.0, "paper", participations=2, min_separation=3)
+    with pytest.raises(ValueError, match=r"event-level formula.*use calibration='tight'"):
+        calibrate_counter("padded_tree", horizon=16, bounds=bounds, budget=paper, noise="laplace")
+    assert CounterCalibrator.supports_participation is True
+
+
+def test_past_the_strategy_limit_the_triangle_inequality_bounds_the_person(monkeypatch):
+    import dponline.continual.base as base
+
+    monkeypatch.setattr(base, "STRATEGY_LIMIT", 8)
+    cls = MECHANISMS["sqrt_factorization"]  # any class with a strategy matrix
+    got = base._participation_from_strategy(cls, 11, 3, 2)
+    l1, l2 = cls.sensitivity_factors(11)
+    assert not got.l2_exact and "triangle" in got.method
+    assert got.l2 == pytest.approx(3 * l2) and got.l1 == pytest.approx(3 * l1)
+    assert got.l2 >= cls.participation_sensitivity_factors(11, 3, 2).l2
