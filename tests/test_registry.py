@@ -23,6 +23,7 @@ from dponline.registry import (
     learner_budget,
     learners,
     non_private,
+    non_private_entry,
 )
 from dponline.stochastic.batch_learner import _plan_and_warnings
 
@@ -319,3 +320,47 @@ def test_each_guarantee_is_proven_once(entry, case, monkeypatch):
             )
         assert len(derivations) == 1, derivations
         assert derivations[0] in learner.privacy.derivation
+
+
+def test_every_entry_says_whether_it_is_anytime():
+    """``dponline list --json`` rows carry ``anytime``; :func:`non_private_entry` gives the
+    counterpart its private learner's flag (it runs the same factory); the field is a bool."""
+    rows = {e.name: e.describe(ENVIRONMENTS) for e in learners().values()}
+    assert all(isinstance(r["anytime"], bool) for r in rows.values())
+    anytime = {name for name, r in rows.items() if r["anytime"]}
+    assert {"dp-ftrl", "ftrl", "dp-ftpl", "dp-ftrl-oco", "dp-dyadic-hedge"} <= anytime
+    assert not rows["dp-exp2"]["anytime"]
+    for private in (learners()["dp-ftrl"], learners()["dp-exp2"]):
+        case = learners()[private.name.removeprefix("dp-")].test_case
+        counterpart = non_private_entry(private, "x", paper="x", test_cases=(case,))
+        assert counterpart.anytime is private.anytime
+    for bad in (1, "yes", None):
+        with pytest.raises(TypeError, match="anytime must be a bool"):
+            dataclasses.replace(learners()["dp-ftrl"], anytime=bad)
+
+
+@pytest.mark.parametrize("name", [n for n, e in learners().items() if e.anytime])
+def test_an_anytime_entry_builds_without_a_horizon(name):
+    """``anytime=True`` builds the learner with ``horizon=None`` (the environment's ignored),
+    with the guarantee for every t; a non-bool option is refused."""
+    entry = learners()[name]
+    case = entry.test_case
+    env = build_environment(
+        case.environment, case.horizon, np.random.default_rng(0), **case.environment_options
+    )
+    epsilon = case.epsilon if entry.private else None
+    learner = build_learner(entry, env, epsilon=epsilon, anytime=True, **case.learner_options)
+    assert learner.horizon is None
+    if entry.private:
+        assert "anytime" in learner.privacy.derivation
+    fixed = build_learner(entry, env, epsilon=epsilon, **case.learner_options)
+    assert fixed.horizon == case.horizon
+    with pytest.raises(ValueError, match="anytime"):
+        build_learner(entry, env, epsilon=epsilon, anytime="yes", **case.learner_options)
+
+
+def test_a_learner_without_an_anytime_version_takes_no_anytime_option():
+    env = build_environment("stochastic", 8, np.random.default_rng(0), n_experts=3)
+    assert not learners()["dp-exp2"].anytime
+    with pytest.raises(ValueError, match="has no option 'anytime'"):
+        build_learner("dp-exp2", env, epsilon=1.0, anytime=True)

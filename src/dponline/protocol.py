@@ -43,6 +43,7 @@ from dponline.privacy.arguments import (
     ArgumentError,
     checked_count,
     checked_flag,
+    checked_nonnegative_int,
     checked_positive,
     checked_real_array,
     checked_round,
@@ -270,7 +271,7 @@ def checked_bandit_loss(
     who = type(learner).__name__
     if not isinstance(feedback, BanditFeedback):
         raise TypeError(f"{who} observes BanditFeedback, got {type(feedback).__name__}")
-    if learner.t >= learner.horizon:
+    if learner.horizon is not None and learner.t >= learner.horizon:
         raise past_horizon_error(who, learner.horizon, learner.t)
     if not acted:
         raise not_acted_error(who, learner.t)
@@ -295,11 +296,12 @@ def checked_config(saved: Any, mine: dict[str, Any], who: str, what: str) -> Non
 class RoundDiscipline:
     """Mixin: the round discipline every learner keeps, in one place.
 
-    A learner is built for ``horizon`` rounds T. Each round it acts (``act()``, which may be
-    called again, and after round T too: a decision is post-processing of what was released)
-    and then observes the round's feedback once. This mixin owns the round counter ``t`` (rounds
-    whose feedback was observed), the horizon, the flag ``_acted`` and the one error for each
-    misuse:
+    A learner is built for ``horizon`` rounds T, or, if it is anytime, with ``horizon=None``
+    (its guarantee then holds for every t; see :meth:`_start_rounds`). Each round it acts
+    (``act()``, which may be called again, and after round T too: a decision is
+    post-processing of what was released) and then observes the round's feedback once. This
+    mixin owns the round counter ``t`` (rounds whose feedback was observed), the horizon, the
+    flag ``_acted`` and the one error for each misuse:
 
     * the input of round T+1: :meth:`_check_horizon` (:func:`past_horizon_error`);
     * feedback before the round's action, or a second feedback for one action:
@@ -320,20 +322,42 @@ class RoundDiscipline:
     unit: ClassVar[str] = "round"
     #: what else a round needs before its feedback, for the message (contextual bandits)
     order: ClassVar[str] = ""
-    horizon: int
+    horizon: int  # None for an anytime learner (built with horizon=None)
     t: int
     _acted: bool = False
 
-    def _start_rounds(self, horizon: Any, name: str = "horizon") -> int:
-        """Set the horizon (a positive integer) and start at round 1, not yet acted."""
-        self.horizon = checked_count(name, horizon)
+    def _start_rounds(self, horizon: Any, name: str = "horizon", *, anytime: bool = False) -> Any:
+        """Set the horizon (a positive integer) and start at round 1, not yet acted.
+
+        ``anytime=True`` (a learner whose guarantee holds at every t) also accepts
+        ``horizon=None``: no round is then refused for being late, and the rest of the
+        discipline (the round counter, observe after act, the checks of a saved state) is
+        unchanged. A learner that cannot run without a horizon leaves ``anytime`` False and
+        ``None`` is refused with the one message that says so."""
+        if horizon is None:
+            if not anytime:
+                raise ArgumentError(
+                    f"{type(self).__name__} needs a {name} (a positive integer): its noise or "
+                    f"its step sizes are set for a known number of {self.unit}s, and it has no "
+                    f"anytime version ({name}=None is for anytime learners)"
+                )
+            self.horizon = None  # type: ignore[assignment]
+        else:
+            self.horizon = checked_count(name, horizon)
         self.t = 0
         self._acted = False
         return self.horizon
 
+    @property
+    def anytime(self) -> bool:
+        """Whether the learner runs without a horizon (built with ``horizon=None``): its
+        guarantee holds for every t and no round is refused for being late."""
+        return self.horizon is None
+
     def _check_horizon(self) -> None:
-        """Refuse the input of round T+1 (past the horizon the guarantee does not hold)."""
-        if self.t >= self.horizon:
+        """Refuse the input of round T+1 (past the horizon the guarantee does not hold); an
+        anytime learner (``horizon=None``) refuses no round."""
+        if self.horizon is not None and self.t >= self.horizon:
             raise past_horizon_error(type(self).__name__, self.horizon, self.t, self.unit)
 
     def _check_round(self) -> None:
@@ -363,8 +387,12 @@ class RoundDiscipline:
         self.t += rounds
 
     def _checked_rounds(self, state: Any) -> tuple[int, bool]:
-        """The saved round counter, in [0, T], and the saved ``acted`` flag, checked."""
-        t = checked_round(saved_field(state, "t"), self.horizon)
+        """The saved round counter, in [0, T] (any non-negative integer for an anytime
+        learner), and the saved ``acted`` flag, checked."""
+        if self.horizon is None:
+            t = checked_nonnegative_int("saved round counter t", saved_field(state, "t"))
+        else:
+            t = checked_round(saved_field(state, "t"), self.horizon)
         return t, checked_flag("saved acted", saved_field(state, "acted"))
 
     def _set_rounds(self, t: int, acted: bool) -> None:

@@ -200,6 +200,10 @@ class LearnerEntry:
     #: the learner's options (``1 / env.horizon``; 0 for Laplace noise and 1e-6 for Gaussian).
     #: Read for private learners only.
     default_delta: DefaultDelta = 0.0
+    #: Whether the learner runs without a horizon: its class takes ``horizon=None`` (and its
+    #: factory the option ``anytime=True``, which ignores the environment's horizon), uses
+    #: step sizes that need no horizon, and states a guarantee that holds for every t.
+    anytime: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -227,6 +231,8 @@ class LearnerEntry:
                 f"{self.name}: a private learner has calibrations and a non-private one has "
                 f"none; got private={self.private!r}, calibrations={self.calibrations!r}"
             )
+        if not isinstance(self.anytime, bool):
+            raise TypeError(f"{self.name}: anytime must be a bool, got {self.anytime!r}")
         d = self.default_delta
         if not callable(d) and (
             isinstance(d, bool) or not isinstance(d, numbers.Real) or not 0 <= d < 1
@@ -284,6 +290,7 @@ class LearnerEntry:
             "action_space": list(self.action_spaces),
             "options": dict(self.options),
             "counterpart_of": list(self.counterpart_of),
+            "anytime": self.anytime,
             "environments": fitting,
         }
 
@@ -369,6 +376,8 @@ def build_learner(
     epsilon: float | None = None,
     calibration: str = "tight",
     allow_weaker: bool = False,
+    participations: int = 1,
+    min_separation: int = 1,
     **options: Any,
 ) -> Learner:
     """Build ``learner`` (a name in the catalogue, or an entry) for ``env``: the budget built
@@ -398,6 +407,8 @@ def build_learner(
         calibration=calibration,
         allow_weaker=allow_weaker,
         options=options,
+        participations=participations,
+        min_separation=min_separation,
     )
     if entry.private:
         options.pop("delta", None)  # it is the budget's
@@ -423,10 +434,14 @@ def learner_budget(
     calibration: str = "tight",
     allow_weaker: bool = False,
     options: Mapping[str, Any] | None = None,
+    participations: int = 1,
+    min_separation: int = 1,
 ) -> PrivacyBudget | None:
     """The budget ``entry``'s factory takes for ``env``: ``None`` for a non-private learner, and
     for a private one's non-private counterpart (``epsilon=None``); else
-    ``PrivacyBudget(epsilon, delta, calibration, allow_weaker=allow_weaker)`` with delta the
+    ``PrivacyBudget(epsilon, delta, calibration, allow_weaker=allow_weaker, participations=k,
+    min_separation=b)`` (the unit of privacy: one round, or one person's k rounds b apart) with
+    delta the
     learner's ``delta`` option when ``options`` give one, else the entry's
     :attr:`~LearnerEntry.default_delta` (evaluated on ``env`` and ``options``)."""
     if not entry.private or epsilon is None:
@@ -437,7 +452,14 @@ def learner_budget(
     else:
         default = entry.default_delta
         delta = default(env, opts) if callable(default) else default
-    return PrivacyBudget(epsilon, delta, calibration, allow_weaker=bool(allow_weaker))
+    return PrivacyBudget(
+        epsilon,
+        delta,
+        calibration,
+        allow_weaker=bool(allow_weaker),
+        participations=participations,
+        min_separation=min_separation,
+    )
 
 
 def one_over_horizon(env: Any, options: Mapping[str, Any]) -> float:
@@ -471,6 +493,7 @@ def non_private_entry(
         test_cases=test_cases,
         options=dict(options or {}),
         counterpart_of=(private.name, *extra_counterpart_of),
+        anytime=private.anytime,
     )
 
 

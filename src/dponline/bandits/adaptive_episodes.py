@@ -98,7 +98,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.bandits.k_armed import KArmedLearner
+from dponline.bandits.k_armed import KArmedLearner, arms_of, horizon_for
 from dponline.bandits.kl import kl_upper
 from dponline.privacy.accounting import gaussian_epsilon, gaussian_mu_for, laplace_epsilon
 from dponline.privacy.arguments import (
@@ -172,6 +172,7 @@ class EpisodeCalibrator:
                 "N_a / 2 rewards of arm a's last episode (Lap(2 / eps) on the single reward "
                 "after the initial pull, which proves eps / 2 there); each reward enters one "
                 "released mean (parallel composition), actions are post-processing"
+                "; no horizon enters the noise, so this holds at every round t (anytime)"
             )
             # a mean of n >= 2 rewards: sensitivity 1/n, scale 2 b_1 / (2 n); the initial
             # release: one reward (sensitivity 1) at scale 2 b_1
@@ -183,6 +184,7 @@ class EpisodeCalibrator:
                 "[0, 1]: Lap(1 / (eps n)) on each episode's mean; each reward enters one "
                 "released mean (Azize & Basu 2022, Lemma 1 / Theorem 6: parallel composition), "
                 "actions are post-processing"
+                "; no horizon enters the noise, so this holds at every round t (anytime)"
             )
             proven = laplace_epsilon(1.0, b1)
         g = budget.prove(proven, 0.0, how, stacklevel=6)
@@ -211,6 +213,7 @@ class EpisodeCalibrator:
             "sensitivity-to-sigma ratio sqrt(2 rho) is the same for every episode, so the whole "
             "run has the privacy profile of one Gaussian mechanism of that ratio (epsilon "
             "accounted exactly at delta); actions are post-processing"
+            "; no horizon enters the noise, so this holds at every round t (anytime)"
         )
         g = budget.prove(gaussian_epsilon(delta, ratio), delta, how, rho=rho, stacklevel=6)
         noise = GaussianNoise(1.0 / ratio)
@@ -245,13 +248,15 @@ class AdaptiveEpisodes(KArmedLearner):
         As for :class:`~dponline.bandits.k_armed.KArmedLearner`.
     """
 
+    anytime_capable: ClassVar[bool] = True
+
     #: the noise of the released means: "laplace" (AdaP) or "gaussian" (AdaC)
     mechanism: ClassVar[str] = "laplace"
 
     def __init__(
         self,
         n_arms: int,
-        horizon: int,
+        horizon: int | None,
         *,
         budget: PrivacyBudget | None,
         alpha: float = DEFAULT_ALPHA,
@@ -414,13 +419,11 @@ class AdaCUCB(AdaptiveEpisodes):
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _arms_of(env: Any) -> int:
-    return int(getattr(env, "n_arms", env.dim))
-
-
 def _factory(cls: type[AdaptiveEpisodes]) -> Callable[..., AdaptiveEpisodes]:
-    def build(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> AdaptiveEpisodes:
-        return cls(_arms_of(env), env.horizon, budget=budget, **kw)
+    def build(
+        env: Any, *, budget: PrivacyBudget | None, anytime: bool = False, **kw: Any
+    ) -> AdaptiveEpisodes:
+        return cls(arms_of(env), horizon_for(env, anytime), budget=budget, **kw)
 
     build.__name__ = f"_{cls.__name__.lower()}"
     return build
@@ -468,6 +471,7 @@ register_learner(
         guarantee=_GUARANTEE,
         calibrations=("paper", "tight"),
         private=True,
+        anytime=True,
         feedback_kind=FeedbackKind.BANDIT,
         action_space="arms",
         test_cases=(
@@ -489,6 +493,7 @@ register_learner(
         guarantee=_GUARANTEE,
         calibrations=("paper", "tight"),
         private=True,
+        anytime=True,
         feedback_kind=FeedbackKind.BANDIT,
         action_space="arms",
         test_cases=(
@@ -523,6 +528,7 @@ register_learner(
         ),
         calibrations=("paper", "tight"),
         private=True,
+        anytime=True,
         feedback_kind=FeedbackKind.BANDIT,
         action_space="arms",
         test_cases=(

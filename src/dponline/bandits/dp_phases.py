@@ -69,7 +69,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.bandits.k_armed import KArmedLearner
+from dponline.bandits.k_armed import KArmedLearner, arms_of, horizon_for
 from dponline.bandits.kl import d_eps, d_eps_upper
 from dponline.privacy.arguments import (
     ArgumentError,
@@ -129,7 +129,8 @@ class RewardSumCalibrator:
             "sensitivity 1; a mean of r of them gets Lap(1/(eps r)), sensitivity 1/r); "
             "each reward enters one released sum and the others do not depend on it given the "
             f"past releases (parallel composition, {self.source}); decisions are "
-            "post-processing"
+            "post-processing; no horizon enters the noise, so this holds at every round t "
+            "(anytime)"
         )
         g = budget.prove(budget.epsilon, 0.0, how, stacklevel=7)
         return Calibration(LaplaceNoise(1.0 / budget.epsilon), g, calibration, "laplace sums")
@@ -175,10 +176,12 @@ class GeometricPhases(KArmedLearner):
         As for :class:`~dponline.bandits.k_armed.KArmedLearner`.
     """
 
+    anytime_capable: ClassVar[bool] = True
+
     def __init__(
         self,
         n_arms: int,
-        horizon: int,
+        horizon: int | None,
         *,
         budget: PrivacyBudget | None,
         alpha: float = DEFAULT_RATIO,
@@ -322,13 +325,11 @@ class DPIMED(GeometricPhases):
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _arms_of(env: Any) -> int:
-    return int(getattr(env, "n_arms", env.dim))
-
-
 def _factory(cls: type[GeometricPhases]) -> Callable[..., GeometricPhases]:
-    def build(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> GeometricPhases:
-        return cls(_arms_of(env), env.horizon, budget=budget, **kw)
+    def build(
+        env: Any, *, budget: PrivacyBudget | None, anytime: bool = False, **kw: Any
+    ) -> GeometricPhases:
+        return cls(arms_of(env), horizon_for(env, anytime), budget=budget, **kw)
 
     build.__name__ = f"_{cls.__name__.lower()}"
     return build
@@ -363,6 +364,7 @@ register_learner(
         guarantee=_GUARANTEE,
         calibrations=("paper", "tight"),
         private=True,
+        anytime=True,
         feedback_kind=FeedbackKind.BANDIT,
         action_space="arms",
         test_cases=(
@@ -400,6 +402,7 @@ register_learner(
         guarantee=_GUARANTEE,
         calibrations=("paper", "tight"),
         private=True,
+        anytime=True,
         feedback_kind=FeedbackKind.BANDIT,
         action_space="arms",
         test_cases=(

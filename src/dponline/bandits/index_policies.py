@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.bandits.k_armed import KArmedLearner
+from dponline.bandits.k_armed import KArmedLearner, arms_of, horizon_for
 from dponline.bandits.kl import bernoulli_kl, kl_upper
 from dponline.privacy.arguments import checked_nonnegative
 from dponline.protocol import FeedbackKind
@@ -42,6 +42,8 @@ __all__ = ["IMED", "KLUCB", "UCB1", "IndexPolicy"]
 class IndexPolicy(KArmedLearner):
     """A round-by-round index policy: every arm once, then the arm of the best index
     (:meth:`_choose`), a commitment of one round at a time."""
+
+    anytime_capable: ClassVar[bool] = True
 
     def _commit(self, rows: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         first = self._first_unpulled(rows)
@@ -87,7 +89,7 @@ class KLUCB(IndexPolicy):
     def __init__(
         self,
         n_arms: int,
-        horizon: int,
+        horizon: int | None,
         *,
         c: float = 0.0,
         replicas: int = 1,
@@ -137,16 +139,11 @@ class IMED(IndexPolicy):
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery -------------------
 
 
-def _arms_of(env: Any) -> int:
-    """The number of arms of a K-armed environment."""
-    return int(getattr(env, "n_arms", env.dim))
-
-
 def _non_private(cls: type[IndexPolicy], name: str) -> Any:
-    def build(env: Any, *, budget: None = None, **kw: Any) -> IndexPolicy:
+    def build(env: Any, *, budget: None = None, anytime: bool = False, **kw: Any) -> IndexPolicy:
         if budget is not None:
             raise ValueError(f"{name} is not private: its budget must be None, got {budget!r}")
-        return cls(_arms_of(env), env.horizon, **kw)
+        return cls(arms_of(env), horizon_for(env, anytime), **kw)
 
     build.__name__ = f"_{name.replace('-', '_')}"
     return build
@@ -167,6 +164,7 @@ register_learner(
         guarantee="none (non-private reference)",
         calibrations=(),
         private=False,
+        anytime=True,
         feedback_kind=FeedbackKind.BANDIT,
         action_space="arms",
         test_cases=_CASES,
@@ -183,6 +181,7 @@ register_learner(
         guarantee="none (non-private reference)",
         calibrations=(),
         private=False,
+        anytime=True,
         feedback_kind=FeedbackKind.BANDIT,
         action_space="arms",
         test_cases=_CASES,
@@ -200,6 +199,7 @@ register_learner(
         guarantee="none (non-private reference)",
         calibrations=(),
         private=False,
+        anytime=True,
         feedback_kind=FeedbackKind.BANDIT,
         action_space="arms",
         test_cases=_CASES,

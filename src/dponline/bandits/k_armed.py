@@ -74,6 +74,7 @@ import numpy as np
 
 from dponline.privacy.arguments import (
     ArgumentError,
+    checked_flag,
     checked_generator,
     checked_int_array,
     checked_nonnegative_int,
@@ -100,8 +101,21 @@ __all__ = [
     "StochasticArms",
     "StochasticArmsPlayer",
     "StochasticRounds",
+    "arms_of",
+    "horizon_for",
     "replica_generators",
 ]
+
+
+def arms_of(env: Any) -> int:
+    """The number of arms of a K-armed environment (``n_arms``, else its dimension)."""
+    return int(getattr(env, "n_arms", env.dim))
+
+
+def horizon_for(env: Any, anytime: Any) -> int | None:
+    """The horizon a registry factory builds a K-armed learner for: the environment's, or
+    ``None`` (the anytime learner) when the option ``anytime`` is true."""
+    return None if checked_flag("anytime", anytime) else env.horizon
 
 
 def replica_generators(rng: RngLike, replicas: int) -> list[np.random.Generator]:
@@ -121,7 +135,9 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
     Parameters
     ----------
     n_arms, horizon:
-        K >= 2 arms and T rounds (round T+1 is refused: a guarantee covers T rounds).
+        K >= 2 arms and T rounds (round T+1 is refused: a guarantee covers T rounds), or
+        ``horizon=None`` for a learner whose decisions and noise need no horizon
+        (``anytime_capable``): it then plays on for ever, its guarantee holding at every t.
     replicas:
         Independent copies along the leading axis.
     rng:
@@ -134,11 +150,15 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
     #: the paper's algorithm the subclass implements (for messages and reports)
     paper: ClassVar[str] = ""
     privacy = None
+    #: whether the learner's decisions and noise need no horizon, so that it accepts
+    #: ``horizon=None`` (an index of log t, not log T; episodes, phases or epochs that end by
+    #: their own rule; each reward in one release)
+    anytime_capable: ClassVar[bool] = False
 
     def __init__(
         self,
         n_arms: int,
-        horizon: int,
+        horizon: int | None,
         *,
         replicas: int = 1,
         rng: RngLike = None,
@@ -148,7 +168,7 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         if k < 2:
             raise ArgumentError(f"n_arms must be at least 2, got {n_arms!r}")
         self.n_arms = k
-        self._start_rounds(horizon)
+        self._start_rounds(horizon, anytime=self.anytime_capable)
         self.replicas = r = checked_count("replicas", replicas)
         self.clip = bool(clip)
         self._generators = replica_generators(rng, r)
@@ -288,7 +308,7 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         means = checked_real_array("environment means", env.means, (self.n_arms,))
         if np.any((means < 0.0) | (means > 1.0)):
             raise ValueError(f"environment means must lie in [0, 1], got {means.tolist()}")
-        if self.t + n > self.horizon:
+        if self.horizon is not None and self.t + n > self.horizon:
             raise past_horizon_error(type(self).__name__, self.horizon, self.horizon)
         return n, means.max() - means
 

@@ -58,7 +58,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dponline.bandits.dp_phases import calibrate_reward_sums
-from dponline.bandits.k_armed import KArmedLearner
+from dponline.bandits.k_armed import KArmedLearner, arms_of, horizon_for
 from dponline.privacy.arguments import (
     ArgumentError,
     checked_int_array,
@@ -79,6 +79,8 @@ DEFAULT_SHIFT = 3.0
 
 class _PosteriorDraws(KArmedLearner):
     """One-round commitments to the argmax of per-replica Beta draws."""
+
+    anytime_capable: ClassVar[bool] = True
 
     @abstractmethod
     def _beta_params(self, rows: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -109,7 +111,7 @@ class ThompsonSampling(_PosteriorDraws):
     def __init__(
         self,
         n_arms: int,
-        horizon: int,
+        horizon: int | None,
         *,
         replicas: int = 1,
         rng: RngLike = None,
@@ -183,7 +185,7 @@ class LazyDPTS(_PosteriorDraws):
     def __init__(
         self,
         n_arms: int,
-        horizon: int,
+        horizon: int | None,
         *,
         budget: PrivacyBudget | None,
         c: float = DEFAULT_SHIFT,
@@ -307,18 +309,18 @@ class LazyDPTS(_PosteriorDraws):
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _arms_of(env: Any) -> int:
-    return int(getattr(env, "n_arms", env.dim))
-
-
-def _thompson(env: Any, *, budget: None = None, **kw: Any) -> ThompsonSampling:
+def _thompson(
+    env: Any, *, budget: None = None, anytime: bool = False, **kw: Any
+) -> ThompsonSampling:
     if budget is not None:
         raise ValueError(f"thompson is not private: its budget must be None, got {budget!r}")
-    return ThompsonSampling(_arms_of(env), env.horizon, **kw)
+    return ThompsonSampling(arms_of(env), horizon_for(env, anytime), **kw)
 
 
-def _lazy_dp_ts(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> LazyDPTS:
-    return LazyDPTS(_arms_of(env), env.horizon, budget=budget, **kw)
+def _lazy_dp_ts(
+    env: Any, *, budget: PrivacyBudget | None, anytime: bool = False, **kw: Any
+) -> LazyDPTS:
+    return LazyDPTS(arms_of(env), horizon_for(env, anytime), budget=budget, **kw)
 
 
 def arm_1_plays(outputs: np.ndarray) -> np.ndarray:
@@ -343,6 +345,7 @@ register_learner(
         ),
         calibrations=("paper", "tight"),
         private=True,
+        anytime=True,
         feedback_kind=FeedbackKind.BANDIT,
         action_space="arms",
         test_cases=(
@@ -387,6 +390,7 @@ register_learner(
         guarantee="none (non-private reference)",
         calibrations=(),
         private=False,
+        anytime=True,
         feedback_kind=FeedbackKind.BANDIT,
         action_space="arms",
         test_cases=(

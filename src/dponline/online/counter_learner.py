@@ -2,7 +2,9 @@
 it feeds each loss vector to the counter and keeps the latest noisy prefix sum (Agarwal & Singh
 2017, Algorithms 1 and 3, line 7), keeps the rounds (:class:`~dponline.protocol.RoundDiscipline`:
 rounds past its horizon and feedback before it acted are refused), and scales its counter's
-noise on request (the audit's handle)."""
+noise on request (the audit's handle). Built without a horizon (``horizon=None``), its counter is
+the anytime one of :func:`~dponline.continual.factory.build_counter` and no round is refused
+for being late."""
 
 from __future__ import annotations
 
@@ -24,11 +26,12 @@ class CounterLearner(NoiseHandle, RoundDiscipline, ABC):
     """Mixin: ``observe`` feeds the counter; ``state_dict`` saves it with the last release.
 
     Subclasses set ``self.dim``, ``self.replicas``, ``self.counter``, ``self._cumulative`` (the
-    release for t = 0 to start) and the horizon (``self._start_rounds(horizon)``), and
-    implement ``_decide`` from ``self._cumulative``.
+    release for t = 0 to start) and the horizon (``self._start_rounds(horizon)``, with
+    ``anytime=True`` for a learner that also runs with ``horizon=None``), and implement
+    ``_decide`` from ``self._cumulative``.
     """
 
-    counter: ContinualCounter
+    counter: ContinualCounter  # or an anytime counter (no horizon), with the same interface
     dim: int
     replicas: int
     _cumulative: np.ndarray
@@ -36,6 +39,13 @@ class CounterLearner(NoiseHandle, RoundDiscipline, ABC):
     @abstractmethod
     def _decide(self, cumulative: np.ndarray) -> np.ndarray:
         """The decision for each row of ``cumulative`` (noisy prefix sums, shape (k, dim))."""
+
+    def _decide_block(self, before: np.ndarray) -> np.ndarray:
+        """The decisions of rounds t+1 .. t+b from the releases before each, shape
+        (b, replicas, dim), flattened to (b * replicas, dim): :meth:`_decide` of every row
+        (a learner whose rule depends on the round, such as an anytime step size, overrides
+        it)."""
+        return self._decide(before.reshape(before.shape[0] * self.replicas, -1))
 
     def act(self) -> np.ndarray:
         """This round's decision, shape (replicas, dim): post-processing of the releases so
@@ -62,7 +72,7 @@ class CounterLearner(NoiseHandle, RoundDiscipline, ABC):
             before = np.empty_like(releases)
             before[0] = self._cumulative
             before[1:] = releases[:-1]
-            decisions = self._decide(before.reshape(b * self.replicas, -1))
+            decisions = self._decide_block(before)
         self._cumulative = releases[-1].copy()
         self._end_rounds(b)
         return decisions.reshape(b, self.replicas, -1)

@@ -20,6 +20,13 @@ The learner plays a grid point drawn from Hedge's weights (post-processing), so 
 counter's guarantee: event-level DP over loss sequences differing in one round, for losses whose
 transform lies in the counter's ball, which every G-Lipschitz loss's does (checked each round).
 
+Anytime (``horizon=None``; ours): the inner private Hedge is the anytime DP-FTRL
+(:mod:`dponline.online.ftrl`: the anytime counter, whose guarantee holds for the releases up to
+every t, and the rate eta_t = sqrt(log N / t) / (G D)); the grid cannot grow with the rounds,
+so its default depth is fixed (10 levels in one dimension, 7 in two) and the discretisation
+term T G h sqrt(d) / 2 grows linearly once T passes about 4^levels: give ``levels`` for longer
+streams.
+
 We use the grid's exact sum_x ||x - p(x)||^2 and depth, not the proof's bounds, which slip:
 in one dimension the point x = D has p(x) = 0 at distance D, so the sum is
 D^2 (1 + (1 - 2^-k) / 2) -> 1.5 D^2, not at most D^2; in two dimensions the chains have up to
@@ -36,7 +43,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dponline.domains.simplex import Simplex
-from dponline.online.ftrl import DPFTRL, EntropicRegulariser
+from dponline.online.ftrl import ANYTIME_OPTION, DPFTRL, EntropicRegulariser, horizon_of
 from dponline.privacy.arguments import (
     checked_generator,
     checked_positive,
@@ -158,7 +165,7 @@ class DyadicHedge(DPFTRL):
     lo, hi:
         The box K = [lo, hi] in R^1 or R^2 (a shape-(dim,) pair; ``dim`` from their length).
     horizon:
-        T.
+        T; ``None`` for the anytime learner (module docstring).
     lipschitz:
         G: every loss must be G-Lipschitz in the l2 norm on K (its transform is checked against
         the counter's ball, which is what the guarantee needs).
@@ -168,9 +175,11 @@ class DyadicHedge(DPFTRL):
     levels:
         k, the grid has 2^k + 1 points a side (default ceil(log2 T), the paper's, in one
         dimension; min(ceil(log2 T), 7) in two, where the paper's (2T + 1)^2 experts are out of
-        reach: a coarser grid costs at most T G h sqrt(d) / 2 of regret, h the step).
+        reach: a coarser grid costs at most T G h sqrt(d) / 2 of regret, h the step); without a
+        horizon 10 in one dimension and 7 in two.
     eta:
-        Hedge's rate (default sqrt(log N / T) / (G D), N grid points, D the box's diameter).
+        Hedge's rate (default sqrt(log N / T) / (G D), N grid points, D the box's diameter;
+        without a horizon the anytime rate sqrt(log N / t) / (G D) of round t).
     mechanism:
         The continual counter (default: ``padded_tree`` for paper; for tight the
         lowest-variance one whose noise state for one run fits 64 MiB, the square root or else
@@ -185,7 +194,7 @@ class DyadicHedge(DPFTRL):
         self,
         lo: Any,
         hi: Any,
-        horizon: int,
+        horizon: int | None,
         *,
         lipschitz: float,
         budget: PrivacyBudget | None,
@@ -196,9 +205,12 @@ class DyadicHedge(DPFTRL):
         rng: RngLike = None,
     ) -> None:
         lo = np.atleast_1d(np.asarray(lo, dtype=float))
-        horizon = checked_count("horizon", horizon)
+        if horizon is not None:
+            horizon = checked_count("horizon", horizon)
         g = checked_positive("lipschitz", lipschitz)
-        if levels is None:
+        if levels is None and horizon is None:
+            levels = 10 if len(lo) == 1 else 7
+        elif levels is None:
             levels = max(1, math.ceil(math.log2(horizon)))
             if len(lo) == 2:
                 levels = min(levels, 7)
@@ -206,7 +218,7 @@ class DyadicHedge(DPFTRL):
         self.lipschitz = g
         n = self.grid.size
         diameter = float(np.linalg.norm(self.grid.hi - self.grid.lo))
-        if eta is None:
+        if eta is None and horizon is not None:
             eta = math.sqrt(math.log(n) / horizon) / (g * diameter)
         gen = as_generator(rng)
         self._sampler = np.random.default_rng(gen.integers(2**63))
@@ -220,6 +232,7 @@ class DyadicHedge(DPFTRL):
             regulariser=EntropicRegulariser(),
             loss_bounds=NormBall(self.grid.transform_radius(g), 2, n),
             eta=eta,
+            eta_constant=math.sqrt(math.log(n)) / (g * diameter) if horizon is None else None,
             replicas=replicas,
             rng=gen,
         )
@@ -304,6 +317,11 @@ class DyadicHedge(DPFTRL):
         (Lemma 16; estimated from ``samples`` draws, padded tree only, as Theorem 15 assumes
         identically distributed releases), plus the discretisation T G h sqrt(d) / 2.
         ``losses`` may also be an iterable of row blocks (rounds in order), for long streams."""
+        if self.horizon is None:
+            raise ValueError(
+                "regret_bound evaluates the fixed-horizon bound (one rate, the padded tree); "
+                "this DyadicHedge was built without a horizon"
+            )
         blocks = [losses] if isinstance(losses, np.ndarray) else losses
         stability, rounds = 0.0, 0
         for block in blocks:
@@ -373,12 +391,15 @@ def online_to_batch(learner: DyadicHedge, losses: Any, rng: RngLike = None) -> n
 # --- catalogue entries (dponline.registry) ----------------------------------------------------
 
 
-def _dyadic_hedge(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> DyadicHedge:
+def _dyadic_hedge(
+    env: Any, *, budget: PrivacyBudget | None, anytime: bool = False, **kw: Any
+) -> DyadicHedge:
     """Theorem 14's learner on ``env``'s box, horizon and Lipschitz constant (Gaussian noise,
-    delta 1e-6 by default)."""
+    delta 1e-6 by default); ``anytime=True`` builds it without a horizon."""
     if budget is not None:
         budget.require_delta("dp-dyadic-hedge (Gaussian noise)")
-    return DyadicHedge(env.lo, env.hi, env.horizon, lipschitz=env.lipschitz, budget=budget, **kw)
+    horizon = horizon_of(env, anytime)
+    return DyadicHedge(env.lo, env.hi, horizon, lipschitz=env.lipschitz, budget=budget, **kw)
 
 
 def _dyadic_audit(environment_options: dict[str, Any], levels: int, eta: float) -> AuditCase:
@@ -408,6 +429,7 @@ _DYADIC_OPTIONS = {
     "eta": "Hedge's rate (default sqrt(log N / T) / (G D))",
     "mechanism": "continual counter (default: padded_tree for paper; for tight the "
     "lowest-variance one whose noise fits 64 MiB)",
+    "anytime": ANYTIME_OPTION,
 }
 
 _DYADIC_ENTRY = register_learner(
@@ -439,6 +461,7 @@ _DYADIC_ENTRY = register_learner(
         ),
         options=_DYADIC_OPTIONS,
         default_delta=1e-6,
+        anytime=True,
     )
 )
 
@@ -457,6 +480,6 @@ register_learner(
                 label="stocks 2d",
             ),
         ),
-        options={k: v for k, v in _DYADIC_OPTIONS.items() if k in ("levels", "eta")},
+        options={k: v for k, v in _DYADIC_OPTIONS.items() if k in ("levels", "eta", "anytime")},
     )
 )

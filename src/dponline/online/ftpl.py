@@ -19,22 +19,40 @@ replaces the privacy term by the least sigma the exact Gaussian accounting prove
 counter (:class:`FTPLCalibrator`). Either way the guarantee reported is what the sigma actually
 used proves, and a paper sigma that proves less than asked is refused unless the budget allows
 it.
+
+Anytime DP-FTPL (``horizon=None``; the construction is ours). The perturbation must grow with
+the rounds, so the counter runs doubling blocks of lengths 1, 2, 4, ...
+(:func:`~dponline.continual.factory.doubling_counter`), block n calibrated by
+:class:`FTPLCalibrator` for n rounds at the full budget (the theorem's sigma at T = n, or the
+least private sigma, whichever is larger). Every round lies in one block, so the releases up to
+every t have the weakest block's guarantee (parallel composition over disjoint rounds), and the
+decisions have it by post-processing. The release at t carries the finished blocks' final noise
+plus the current block's, so its standard deviation s_t grows like the theorem's sigma at
+T = t (up to a constant and the blocks' structure). Regret: as for anytime DP-FTRL
+(:mod:`dponline.online.ftrl`), E<l_t, x_t> depends only on the law N(0, s_{t-1}^2 I) of the
+noise of release t - 1, so the expected regret is that of FTPL with one Gaussian G scaled by
+s_{t-1} in round t: Gaussian smoothing with a varying parameter (Abernethy, Lee, Sinha & Tewari
+2014), whose regret is at most E[range of G over X] (s_T + sum_t (s_{t-1} - s_t)^+) plus the sum
+of the smoothed potential's one-step divergences, each of order ||l_t||^2 / s_{t-1}. We state
+this as the argument, without constants; the anytime DP-FTRL bound is the one we evaluate.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.continual.base import ContinualCounter
 from dponline.continual.calibration import CounterCalibrator
+from dponline.continual.factory import BlockCalibration, doubling_counter
 from dponline.continual.registry import get_mechanism
 from dponline.domains.base import ConvexDomain, checked_domain
 from dponline.domains.simplex import Simplex
 from dponline.online.counter_learner import CounterLearner
+from dponline.online.ftrl import ANYTIME_OPTION, horizon_of
 from dponline.privacy.accounting import gaussian_epsilon, zcdp_rho
 from dponline.privacy.bounds import Box, InputBounds
 from dponline.privacy.budget import PrivacyBudget
@@ -124,7 +142,8 @@ class DPFTPL(CounterLearner):
     Parameters
     ----------
     dim, horizon:
-        N and T.
+        N and T. ``horizon=None`` builds the anytime learner (module docstring): doubling
+        blocks, each calibrated for its own length; no round refused.
     budget:
         The (epsilon, delta) budget (delta > 0: Gaussian noise), calibrated by
         :class:`FTPLCalibrator`; ``None`` runs the non-private FTPL (the same Gaussian
@@ -147,7 +166,7 @@ class DPFTPL(CounterLearner):
     def __init__(
         self,
         dim: int,
-        horizon: int,
+        horizon: int | None,
         *,
         budget: PrivacyBudget | None,
         mechanism: str | None = None,
@@ -158,7 +177,7 @@ class DPFTPL(CounterLearner):
         clip: bool = False,
     ) -> None:
         self.dim = checked_count("dim", dim)
-        self._start_rounds(horizon)
+        self._start_rounds(horizon, anytime=True)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget)
         self.domain = domain = checked_domain(
@@ -173,18 +192,21 @@ class DPFTPL(CounterLearner):
             paper = self.budget is not None and self.budget.calibration == "paper"
             mechanism = "padded_tree" if paper else "honaker"
         cls = get_mechanism(mechanism)
+        if self.horizon is None:
+            self._start_anytime(cls, replicas=self.replicas, rng=rng, clip=clip)
+            return
         self.calibrator = FTPLCalibrator(cls, self.dim, self.horizon, self.bounds)
         if self.budget is None:
-            self.sigma = self.calibrator.regret_term
+            self._sigma = self.calibrator.regret_term
             self.privacy = None
         else:
             cal = calibrate(self.calibrator, self.budget)
-            self.sigma = cal.noise.sigma
+            self._sigma = cal.noise.sigma
             self.privacy = cal.guarantee
         self.counter: ContinualCounter = cls(
             self.horizon,
             self.dim,
-            GaussianNoise(self.sigma),
+            GaussianNoise(self._sigma),
             replicas=self.replicas,
             rng=rng,
             bounds=self.bounds,
@@ -192,6 +214,44 @@ class DPFTPL(CounterLearner):
             privacy=self.privacy,
         )
         self._cumulative = self.counter.initial_release()
+
+    def _start_anytime(
+        self, cls: type[ContinualCounter], *, replicas: int, rng: RngLike, clip: bool
+    ) -> None:
+        """The anytime counter: doubling blocks, block n calibrated by :class:`FTPLCalibrator`
+        for n rounds (the theorem's regret term at T = n without a budget)."""
+        budget = self.budget
+        lenient = None if budget is None else replace(budget, allow_weaker=True)
+
+        def block(length: int) -> BlockCalibration:
+            calibrator = FTPLCalibrator(cls, self.dim, length, self.bounds)
+            if lenient is None:
+                return BlockCalibration(cls, GaussianNoise(calibrator.regret_term), None)
+            cal = calibrate(calibrator, lenient)
+            return BlockCalibration(cls, cal.noise, cal.guarantee)
+
+        self.calibrator = None
+        self.counter = doubling_counter(  # type: ignore[assignment]
+            block,
+            dim=self.dim,
+            bounds=self.bounds,
+            replicas=replicas,
+            rng=rng,
+            clip=clip,
+            budget=budget,
+            name=f"ftpl-{cls.name}",
+        )
+        self.privacy = self.counter.privacy
+        self._cumulative = self.counter.initial_release()
+
+    @property
+    def sigma(self) -> float:
+        """The calibrated Gaussian sigma per draw of the counter (the current block's for the
+        anytime learner), before any :meth:`scale_noise`."""
+        if self.horizon is not None:
+            return self._sigma
+        noise = self.counter.noise
+        return float(noise.sigma) / self.counter.noise_multiplier  # type: ignore[attr-defined]
 
     def _decide(self, cumulative: np.ndarray) -> np.ndarray:
         """x_t = argmin_{x in X} <x, L~_{t-1}> by the domain's oracle, for each row of
@@ -214,9 +274,11 @@ def _ftpl_geometry(env: Any) -> dict[str, Any]:
     return out
 
 
-def _dp_ftpl(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> DPFTPL:
-    """DP-FTPL on ``env``'s dimension, horizon, decision set and loss set."""
-    return DPFTPL(env.dim, env.horizon, budget=budget, **_ftpl_geometry(env), **kw)
+def _dp_ftpl(env: Any, *, budget: PrivacyBudget | None, anytime: bool = False, **kw: Any) -> DPFTPL:
+    """DP-FTPL on ``env``'s dimension, horizon, decision set and loss set; ``anytime=True``
+    builds it without a horizon."""
+    horizon = horizon_of(env, anytime)
+    return DPFTPL(env.dim, horizon, budget=budget, **_ftpl_geometry(env), **kw)
 
 
 _FTPL_SETTING = "experts; online linear optimisation over the ball or cube"
@@ -251,8 +313,13 @@ _DP_FTPL_ENTRY = register_learner(
                 ),
             ),
         ),
-        options={"delta": "default 1e-6", "mechanism": "continual counter"},
+        options={
+            "delta": "default 1e-6",
+            "mechanism": "continual counter",
+            "anytime": ANYTIME_OPTION,
+        },
         default_delta=1e-6,
+        anytime=True,
     )
 )
 
@@ -268,5 +335,6 @@ register_learner(
                 "linear", environment_options={"dim": 3}, randomised=True, label="ball"
             ),
         ),
+        options={"anytime": ANYTIME_OPTION},
     )
 )

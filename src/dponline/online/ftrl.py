@@ -24,6 +24,35 @@ the regulariser R is not a set but acts on one (Corollary 3.2):
 What the regret bound of Theorem 3.1 needs (the range D_R of R over X, the local dual norms of
 the losses, the range of the noise over X) are methods of the regulariser, computed from the
 domain.
+
+Anytime DP-FTRL (``horizon=None``; the construction and its bound are ours). The counter is the
+anytime one of :func:`~dponline.continual.factory.build_counter`, whose guarantee holds for the
+releases up to every t, so the decisions up to every t have it (post-processing). The rate
+needs no horizon: eta_t = c / sqrt(t) in round t, with c = sqrt(D_R) by default (the fixed-horizon
+default sqrt(D_R / T) is eta_T). Regret at every T, for Gaussian noise and losses fixed in
+advance, with v_t the counter's per-coordinate variance of release t (v_0 that of the initial
+release) and s_t = sqrt(v_t):
+
+    E Regret_T <= D_R / eta_{T+1} + (1/2) sum_{t<=T} eta_t max_x ||l_t||^2_{x,*}
+                  + E[max_X <G, x> - min_X <G, x>] (s_T + sum_{t<=T} (s_{t-1} - s_t)^+),
+
+G ~ N(0, I_N). Proof (ours). E<l_t, x_t> depends on the noise Z_{t-1} of release t - 1 only
+through its law N(0, v_{t-1} I) (Gaussian mechanisms add a linear image of i.i.d. Gaussians to
+each coordinate, and the losses do not react to the decisions), so the expected regret is that
+of the coupling Z_{t-1} = s_{t-1} G with one G: FTRL with the time-varying regulariser
+psi_t(x) = (R(x) - min R) / eta_t + s_{t-1} <G, x>. Orabona's FTRL equality (A Modern
+Introduction to Online Learning, arXiv 1912.13213, Lemma 7.1) with his one-step bound for a
+psi_t that is (1/eta_t)-strongly convex (Lemma 7.8) bounds the regret by
+psi_{T+1}(u) - min psi_1 + sum_t [eta_t ||l_t||^2_* / 2 + psi_t(x_{t+1}) - psi_{t+1}(x_{t+1})].
+The R parts of psi_t - psi_{t+1} are <= 0 (eta_t does not increase); the noise parts are
+(s_{t-1} - s_t) <G, x_{t+1}>; writing <G, x> = m + r(x) with m = min_X <G, x> and
+0 <= r <= max - min, every m cancels and what is left is at most
+(max - min)(s_T + sum_t (s_{t-1} - s_t)^+). The dual norm squared of the strongly convex R is
+max_x ||l||^2_{x,*} here for both regularisers (max_i l_i^2 for the entropy, 1-strongly convex
+in l1 on the simplex; ||l||^2 / 2 for ||x||^2 with its modulus 2 in l2 folded in). With
+||l_t||^2_* <= 1 and the default c the first two terms are at most 2 sqrt(D_R (T + 1)), against
+1.5 sqrt(D_R T) for the fixed rate at its own T. :meth:`DPFTRL.regret_bound` evaluates this
+bound (it also holds with a fixed rate, on any Gaussian counter).
 """
 
 from __future__ import annotations
@@ -40,10 +69,11 @@ from dponline.continual.factory import build_counter
 from dponline.domains.base import ConvexDomain, Projectable, checked_domain
 from dponline.domains.simplex import Simplex
 from dponline.online.counter_learner import CounterLearner
-from dponline.privacy.arguments import checked_positive
+from dponline.privacy.arguments import checked_flag, checked_positive
 from dponline.privacy.bounds import Box, InputBounds
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyGuarantee
+from dponline.privacy.noise import GaussianNoise
 from dponline.protocol import FeedbackKind, checked_budget, checked_count
 from dponline.registry import (
     AuditCase,
@@ -207,7 +237,8 @@ class DPFTRL(CounterLearner):
     Parameters
     ----------
     dim, horizon:
-        Number of experts / coordinates N and rounds T.
+        Number of experts / coordinates N and rounds T. ``horizon=None`` builds the anytime
+        learner (module docstring): the anytime counter, eta_t = c / sqrt(t), no round refused.
     budget:
         The :class:`~dponline.privacy.budget.PrivacyBudget`; its calibration is "paper" (the
         paper's noise on the tree of Algorithm 2) or "tight" (least provable noise on
@@ -232,7 +263,11 @@ class DPFTRL(CounterLearner):
     loss_bounds:
         The declared loss set Y (default [0, 1]^N); inputs outside raise unless ``clip``.
     eta:
-        Learning rate; defaults to sqrt(D_R / T) for losses of sup-norm at most 1.
+        Learning rate, the same in every round; defaults to sqrt(D_R / T) for losses of
+        sup-norm at most 1, and without a horizon to the anytime rate eta_t = c / sqrt(t).
+    eta_constant:
+        c of the anytime rate (``horizon=None`` and no ``eta``); default sqrt(D_R), for local
+        dual norms of the losses at most 1.
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.LOSS_VECTOR
@@ -241,7 +276,7 @@ class DPFTRL(CounterLearner):
     def __init__(
         self,
         dim: int,
-        horizon: int,
+        horizon: int | None,
         *,
         budget: PrivacyBudget | None,
         noise: str = "laplace",
@@ -250,12 +285,13 @@ class DPFTRL(CounterLearner):
         regulariser: FTRLRegulariser | str | None = None,
         loss_bounds: InputBounds | None = None,
         eta: float | None = None,
+        eta_constant: float | None = None,
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
         self.dim = checked_count("dim", dim)
-        self._start_rounds(horizon)
+        self._start_rounds(horizon, anytime=True)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget)
         self.domain = domain = checked_domain(
@@ -265,10 +301,16 @@ class DPFTRL(CounterLearner):
         self.bounds = loss_bounds if loss_bounds is not None else Box(0.0, 1.0, dim=self.dim)
         if self.bounds.dim != self.dim:
             raise ValueError(f"loss_bounds has dimension {self.bounds.dim}, expected {self.dim}")
-        if eta is None:
-            d_r = self.regulariser.range_of_regulariser(self.domain)
-            eta = math.sqrt(max(d_r, 1e-12) / self.horizon)
-        self.eta = checked_positive("eta", eta)
+        d_r = max(self.regulariser.range_of_regulariser(self.domain), 1e-12)
+        self._eta: float | None = None  # a rate fixed for every round
+        self.eta_constant: float | None = None  # c of the anytime rate c / sqrt(t)
+        if eta is not None:
+            self._eta = checked_positive("eta", eta)
+        elif self.horizon is not None:
+            self._eta = math.sqrt(d_r / self.horizon)
+        else:
+            c = math.sqrt(d_r) if eta_constant is None else eta_constant
+            self.eta_constant = checked_positive("eta_constant", c)
         # the counter chosen for the run and calibrated (exact prefix sums without a budget: the
         # non-private FTRL, same input contract); the learner states the counter's guarantee
         self.counter: ContinualCounter = build_counter(
@@ -284,8 +326,32 @@ class DPFTRL(CounterLearner):
         self.privacy: PrivacyGuarantee | None = self.counter.privacy
         self._cumulative = self.counter.initial_release()
 
+    def rate(self, rounds: Any) -> Any:
+        """eta of round(s) ``rounds`` (1-based): the fixed rate, or c / sqrt(t) for the anytime
+        learner."""
+        if self._eta is not None:
+            return self._eta if np.ndim(rounds) == 0 else np.full(np.shape(rounds), self._eta)
+        assert self.eta_constant is not None
+        return self.eta_constant / np.sqrt(rounds)
+
+    @property
+    def eta(self) -> float:
+        """The rate of the round being played, t + 1."""
+        return float(self.rate(self.t + 1))
+
+    def _decide_block(self, before: np.ndarray) -> np.ndarray:
+        """Rounds t+1 .. t+b at once: each row with its own round's rate (the anytime one)."""
+        if self._eta is not None:
+            return super()._decide_block(before)
+        b = before.shape[0]
+        etas = np.repeat(self.rate(np.arange(self.t + 1, self.t + b + 1)), self.replicas)
+        flat = before.reshape(b * self.replicas, -1)
+        return self.regulariser.argmin(self.domain, etas[:, None], flat)  # type: ignore[arg-type]
+
     def regret_bound(self, losses: np.ndarray, *, samples: int = 20_000, seed: int = 0) -> dict:
-        """Theorem 3.1 / 3.4 of Agarwal & Singh (2017) for the loss sequence ``losses`` (T, N).
+        """Theorem 3.1 / 3.4 of Agarwal & Singh (2017) for the loss sequence ``losses`` (T, N);
+        for the anytime learner, the anytime bound of the module docstring (ours;
+        :meth:`anytime_regret_bound`).
 
         Returns ``theorem``: sqrt(D_R sum_t max_x ||l_t||*^2) + D, as the theorem states it, and
         ``explicit``: D_R / eta + 2 eta sum_t max_x ||l_t||*^2 + D, the proof's sum at this
@@ -295,6 +361,8 @@ class DPFTRL(CounterLearner):
         stated for Algorithm 2's identically distributed noise, so a private learner must run
         on the ``padded_tree``.
         """
+        if self.horizon is None:
+            return self.anytime_regret_bound(losses, samples=samples, seed=seed)
         losses = np.asarray(losses, dtype=float)
         reg, domain = self.regulariser, self.domain
         d_r = reg.range_of_regulariser(domain)
@@ -314,6 +382,40 @@ class DPFTRL(CounterLearner):
             "theorem": math.sqrt(d_r * stability) + d_noise,
             "explicit": d_r / self.eta + 2.0 * self.eta * stability + d_noise,
             "noise_term": d_noise,
+        }
+
+    def anytime_regret_bound(
+        self, losses: np.ndarray, *, samples: int = 20_000, seed: int = 0
+    ) -> dict:
+        """The bound of the module docstring (ours) for the loss sequence ``losses`` (T, N), at
+        this learner's rates (anytime or fixed) and its counter's exact variances: ``explicit``
+        = ``regulariser_term`` D_R / eta_{T+1} + ``stability`` (1/2) sum_t eta_t
+        max_x ||l_t||^2_{x,*} + ``noise_term`` E[range of G over X] (s_T + sum_t
+        (s_{t-1} - s_t)^+), the range estimated from ``samples`` draws of G ~ N(0, I) with a
+        fixed seed. Gaussian noise only (the proof couples Gaussian releases)."""
+        losses = np.asarray(losses, dtype=float)
+        horizon = len(losses)
+        reg, domain = self.regulariser, self.domain
+        etas = np.asarray(self.rate(np.arange(1, horizon + 2)), dtype=float)
+        regulariser_term = reg.range_of_regulariser(domain) / float(etas[horizon])
+        dual = reg.max_local_dual_norm_sq(domain, losses)
+        stability = 0.5 * float((etas[:horizon] * dual).sum())
+        noise_term = 0.0
+        if self.budget is not None:
+            if not isinstance(self.counter.noise, GaussianNoise):
+                raise ValueError(
+                    "the anytime regret bound is proved for Gaussian noise; this learner draws "
+                    f"{type(self.counter.noise).__name__}"
+                )
+            s = np.sqrt([self.counter.variance(k) for k in range(horizon + 1)])
+            variation = float(s[-1] + np.clip(s[:-1] - s[1:], 0.0, None).sum())
+            g = np.random.default_rng(seed).standard_normal((samples, self.dim))
+            noise_term = float(reg.noise_range(domain, g).mean()) * variation
+        return {
+            "explicit": regulariser_term + stability + noise_term,
+            "regulariser_term": regulariser_term,
+            "stability": stability,
+            "noise_term": noise_term,
         }
 
     def _decide(self, cumulative: np.ndarray) -> np.ndarray:
@@ -337,9 +439,17 @@ def _ftrl_geometry(env: Any) -> dict[str, Any]:
     return out
 
 
-def _dp_ftrl(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> DPFTRL:
-    """DP-FTRL on ``env``'s dimension, horizon and geometry (Laplace noise by default)."""
-    return DPFTRL(env.dim, env.horizon, budget=budget, **_ftrl_geometry(env), **kw)
+def horizon_of(env: Any, anytime: Any) -> int | None:
+    """The horizon a factory builds a learner for: ``env``'s, or ``None`` (the anytime learner,
+    which ignores it) when the option ``anytime`` is true."""
+    return None if checked_flag("anytime", anytime) else env.horizon
+
+
+def _dp_ftrl(env: Any, *, budget: PrivacyBudget | None, anytime: bool = False, **kw: Any) -> DPFTRL:
+    """DP-FTRL on ``env``'s dimension, horizon and geometry (Laplace noise by default);
+    ``anytime=True`` builds it without a horizon."""
+    horizon = horizon_of(env, anytime)
+    return DPFTRL(env.dim, horizon, budget=budget, **_ftrl_geometry(env), **kw)
 
 
 def noise_default_delta(default_noise: str) -> Callable[[Any, Mapping[str, Any]], float]:
@@ -366,6 +476,12 @@ def _ftrl_audit(noise: str, environment_options: dict[str, Any]) -> AuditCase:
         seed=3,
     )
 
+
+#: the ``anytime`` option of every anytime learner's factory (``dponline list``)
+ANYTIME_OPTION = (
+    "true: no horizon (the environment's is ignored): anytime counter and step sizes, the "
+    "guarantee for every t"
+)
 
 _FTRL_SETTING = "experts; online linear optimisation over the ball or cube (full information)"
 
@@ -408,8 +524,11 @@ _DP_FTRL_ENTRY = register_learner(
             "eta": "learning rate (default sqrt(D_R / T); sqrt(log N / T) on the simplex)",
             "regulariser": "entropic (simplex only) | euclidean (default: entropic on the "
             "simplex, euclidean elsewhere)",
+            "anytime": ANYTIME_OPTION,
+            "eta_constant": "c of the anytime rate c / sqrt(t) (default sqrt(D_R))",
         },
         default_delta=noise_default_delta("laplace"),
+        anytime=True,
     )
 )
 
@@ -426,6 +545,7 @@ register_learner(
         options={
             "eta": "learning rate (default sqrt(D_R / T); sqrt(log N / T) on the simplex)",
             "regulariser": "entropic (simplex only) | euclidean",
+            "anytime": ANYTIME_OPTION,
         },
     )
 )

@@ -18,6 +18,11 @@ estimator and the square-root factorisation). So the learner has the counter's g
 the counter's input bound the l2 ball of radius G, checked every round. This is the DP-FTRL
 that 003 (Agarwal, Kale, Singh & Thakurta) compares CTRL with, at the (epsilon, delta) of its
 Theorem 8.
+
+Anytime (``horizon=None``): the inner DP-FTRL is the anytime one (:mod:`dponline.online.ftrl`:
+the anytime counter, whose guarantee holds for the releases up to every t, under adaptively
+chosen inputs as above, and the rate eta_t = sqrt(D_R / t) / G); its regret bound on the
+gradients bounds the regret on the losses at every T, by the same convexity step.
 """
 
 from __future__ import annotations
@@ -31,7 +36,13 @@ import numpy as np
 from dponline.continual.base import ContinualCounter
 from dponline.domains.base import ConvexDomain, HasBarrier
 from dponline.losses import SmoothLoss
-from dponline.online.ftrl import DPFTRL, make_regulariser, noise_default_delta
+from dponline.online.ftrl import (
+    ANYTIME_OPTION,
+    DPFTRL,
+    horizon_of,
+    make_regulariser,
+    noise_default_delta,
+)
 from dponline.privacy.arguments import (
     checked_positive,
     checked_real_array,
@@ -69,7 +80,7 @@ class LinearisedFTRL(NoiseHandle, RoundDiscipline):
     domain:
         The decision set, a domain with a Euclidean projection (ball, box, polytope).
     horizon:
-        T, the number of rounds.
+        T, the number of rounds; ``None`` for the anytime learner (module docstring).
     lipschitz:
         G: every loss's gradient over the decision set has l2 norm at most G; a larger gradient
         raises (or is clipped onto the ball with ``clip=True``) before it reaches the counter.
@@ -80,7 +91,8 @@ class LinearisedFTRL(NoiseHandle, RoundDiscipline):
     eta:
         The learning rate of R(x) = ||x||^2; default sqrt(D_R / T) / G, the minimiser of
         Theorem 3.1's explicit bound D_R / eta + 2 eta sum_t ||g_t||^2_* with the local dual
-        norm ||g||^2_* = ||g||^2 / 2 of R (the noise term does not depend on eta).
+        norm ||g||^2_* = ||g||^2 / 2 of R (the noise term does not depend on eta). Without a
+        horizon, the anytime rate eta_t = sqrt(D_R / t) / G.
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.LOSS_FUNCTION
@@ -89,7 +101,7 @@ class LinearisedFTRL(NoiseHandle, RoundDiscipline):
     def __init__(
         self,
         domain: ConvexDomain,
-        horizon: int,
+        horizon: int | None,
         *,
         lipschitz: float,
         budget: PrivacyBudget | None,
@@ -101,9 +113,9 @@ class LinearisedFTRL(NoiseHandle, RoundDiscipline):
         clip: bool = False,
     ) -> None:
         self.lipschitz = g = checked_positive("lipschitz", lipschitz)
-        if eta is None:
-            d_r = make_regulariser("euclidean", domain).range_of_regulariser(domain)
-            eta = math.sqrt(max(d_r, 1e-12) / checked_count("horizon", horizon)) / g
+        d_r = max(make_regulariser("euclidean", domain).range_of_regulariser(domain), 1e-12)
+        if eta is None and horizon is not None:
+            eta = math.sqrt(d_r / checked_count("horizon", horizon)) / g
         inner = DPFTRL(
             domain.dim,
             horizon,
@@ -114,6 +126,7 @@ class LinearisedFTRL(NoiseHandle, RoundDiscipline):
             regulariser="euclidean",
             loss_bounds=NormBall(g, 2, domain.dim),
             eta=eta,
+            eta_constant=math.sqrt(d_r) / g if horizon is None else None,
             replicas=replicas,
             rng=rng,
             clip=clip,
@@ -234,10 +247,14 @@ class LinearisedFTRL(NoiseHandle, RoundDiscipline):
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _dp_ftrl_oco(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> LinearisedFTRL:
+def _dp_ftrl_oco(
+    env: Any, *, budget: PrivacyBudget | None, anytime: bool = False, **kw: Any
+) -> LinearisedFTRL:
     """DP-FTRL on ``env``'s decision set with its declared Lipschitz constant (Gaussian noise,
-    delta 1e-6, by default; Laplace noise takes delta = 0)."""
-    return LinearisedFTRL(env.domain, env.horizon, lipschitz=env.lipschitz, budget=budget, **kw)
+    delta 1e-6, by default; Laplace noise takes delta = 0); ``anytime=True`` builds it
+    without a horizon."""
+    horizon = horizon_of(env, anytime)
+    return LinearisedFTRL(env.domain, horizon, lipschitz=env.lipschitz, budget=budget, **kw)
 
 
 _OPTIONS = {
@@ -246,6 +263,7 @@ _OPTIONS = {
     "lowest-variance one whose noise fits 64 MiB)",
     "eta": "learning rate (default sqrt(D_R / T) / G)",
     "delta": "the budget's delta (default 1e-6 for Gaussian noise)",
+    "anytime": ANYTIME_OPTION,
 }
 
 _DP_FTRL_OCO = register_learner(
@@ -278,6 +296,7 @@ _DP_FTRL_OCO = register_learner(
         ),
         options=_OPTIONS,
         default_delta=noise_default_delta("gaussian"),
+        anytime=True,
     )
 )
 
@@ -290,6 +309,6 @@ register_learner(
         test_cases=(
             LearnerTestCase("smooth_convex", environment_options={"dim": 2, "losses": "huber"}),
         ),
-        options={"eta": _OPTIONS["eta"]},
+        options={"eta": _OPTIONS["eta"], "anytime": ANYTIME_OPTION},
     )
 )

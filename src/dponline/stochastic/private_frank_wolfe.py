@@ -30,6 +30,16 @@ nodes and the least regularity constant. Both go through the counters' calibrati
 (:class:`~dponline.continual.calibration.CounterCalibrator`). The guarantee is (epsilon, delta)-DP
 for the whole sequence of released iterates, over datasets that differ in one sample (continual
 release, Han et al. Section 2.2).
+
+Anytime (``horizon=None``, Algorithm 1 only; ours). The steps rho_t = 1/(t+1) need no horizon;
+the counter is the anytime one of :func:`~dponline.continual.factory.build_counter`, doubling
+blocks each calibrated by :class:`PrivateFrankWolfeCalibrator` for its own length at the full
+budget, so the iterates released up to every t have the guarantee (parallel composition over
+disjoint blocks; the increments are chosen adaptively, which each block's guarantee allows). The
+increment bound and the sensitivity do not depend on the horizon. Utility: Theorem 3.1's proof
+uses the noise of release t only through its size at t, so its bound at n = t holds with the
+anytime counter's noise at t (the counter's ``variance(t)``) in place of the fixed tree's; that
+noise is larger by the doubling blocks' carried noise (a sketch, not a checked proof).
 """
 
 from __future__ import annotations
@@ -51,6 +61,7 @@ from dponline.continual.selection import best_mechanism
 from dponline.domains.lp_ball import LpBall
 from dponline.losses import GLMLink, link_by_name, squared_loss_constants
 from dponline.privacy.arguments import (
+    checked_flag,
     checked_positive,
     checked_probability,
     checked_real_array,
@@ -239,7 +250,8 @@ class PrivateStreamingFrankWolfe(NoiseHandle, RoundDiscipline):
         iterates touch the set only through the domain contract (``lmo`` for v_t,
         ``interior_point()`` = 0 for theta_0 = theta_1).
     horizon:
-        n, the number of samples (and released iterates).
+        n, the number of samples (and released iterates); ``None`` for the anytime learner
+        (module docstring).
     x_bound, y_bound:
         X and Y of the input contract.
     budget:
@@ -274,7 +286,7 @@ class PrivateStreamingFrankWolfe(NoiseHandle, RoundDiscipline):
     def __init__(
         self,
         domain: LpBall,
-        horizon: int,
+        horizon: int | None,
         *,
         x_bound: float = 1.0,
         y_bound: float = 1.0,
@@ -298,7 +310,7 @@ class PrivateStreamingFrankWolfe(NoiseHandle, RoundDiscipline):
         x_bound = checked_positive("x_bound", x_bound)
         y_bound = checked_positive("y_bound", y_bound)
         self.domain = domain
-        self._start_rounds(horizon)
+        self._start_rounds(horizon, anytime=True)
         self.replicas = checked_count("replicas", replicas)
         self.budget = checked_budget(budget, Neighbouring.ONE_SAMPLE)
         self.dim, self.q = domain.dim, domain.q
@@ -334,17 +346,22 @@ class PrivateStreamingFrankWolfe(NoiseHandle, RoundDiscipline):
                 )
             if increment_clip < self.increment_bound:
                 self.increment_clip = self.increment_bound = float(increment_clip)
-                self.bound_from_step = self.horizon + 1  # clip every step
-        self.sensitivity = 2.0 * self.increment_bound  # l_q, of one sample's increment
-        self.calibrator = PrivateFrankWolfeCalibrator(
-            self.horizon, self.dim, self.q, self.sensitivity
-        )
+                # clip every step
+                self.bound_from_step = 2**62 if self.horizon is None else self.horizon + 1
+        self.sensitivity = s = 2.0 * self.increment_bound  # l_q, of one sample's increment
+        if self.horizon is None:  # anytime: one calibrator per doubling block's length
+            self.calibrator = None
+            calibrator: Any = lambda n: PrivateFrankWolfeCalibrator(n, self.dim, self.q, s)  # noqa: E731
+        else:
+            self.calibrator = calibrator = PrivateFrankWolfeCalibrator(
+                self.horizon, self.dim, self.q, s
+            )
         # the calibrator's counter, or exact sums without a budget (the non-private optimiser)
         self.counter = build_counter(
             self.budget,
             horizon=self.horizon,
             dim=self.dim,
-            calibrator=self.calibrator,
+            calibrator=calibrator,
             replicas=self.replicas,
             rng=rng,
         )
@@ -426,16 +443,28 @@ class PrivateStreamingFrankWolfe(NoiseHandle, RoundDiscipline):
 
 
 def _private_fw(
-    env: Any, *, budget: PrivacyBudget | None, p: float | None = None, **kw: Any
+    env: Any,
+    *,
+    budget: PrivacyBudget | None,
+    p: float | None = None,
+    anytime: bool = False,
+    **kw: Any,
 ) -> NoiseHandle:
     """Algorithm 2 (:class:`~dponline.stochastic.noisy_min_frank_wolfe.NoisyMinFrankWolfe`)
     for p = 1, Algorithm 1 otherwise, over the l_p ball of the environment's geometry
     (:func:`~dponline.stochastic.samples.sample_geometry`: the environment's p when it sets
     one, else the option, else 1.5), with the stream's input bounds (X in the dual norm, Y)
-    unless ``x_bound`` or ``y_bound`` is given."""
+    unless ``x_bound`` or ``y_bound`` is given. ``anytime=True``: Algorithm 1 without a horizon
+    (Algorithm 2 has no anytime version)."""
     p = sample_geometry(env, p, 1.5, "frank-wolfe" if budget is None else "dp-frank-wolfe")
+    horizon = None if checked_flag("anytime", anytime) else env.horizon
     kw.setdefault("y_bound", env.y_bound)
     if p == 1.0:
+        if horizon is None:
+            raise ValueError(
+                "anytime=True runs Algorithm 1 (1 < p <= inf); Algorithm 2 (p = 1) draws its "
+                "noise for a known number of samples and has no anytime version"
+            )
         if kw.get("loss", "squared") != "squared":
             raise ValueError(
                 f"loss {kw['loss']!r} needs Algorithm 1 (1 < p <= inf); Algorithm 2 (p = 1) is "
@@ -446,7 +475,7 @@ def _private_fw(
         return NoisyMinFrankWolfe(env.dim, env.horizon, budget=budget, **kw)
     ball = LpBall(env.dim, p)
     kw.setdefault("x_bound", env.x_bound(ball.q))
-    return PrivateStreamingFrankWolfe(ball, env.horizon, budget=budget, **kw)
+    return PrivateStreamingFrankWolfe(ball, horizon, budget=budget, **kw)
 
 
 AUDIT_LABEL = 100.0
@@ -476,6 +505,11 @@ def _fw_audit(p: float, **options: Any) -> AuditCase:
         seed=2,
     )
 
+
+ANYTIME_FW = (
+    "true: Algorithm 1 without a horizon (the environment's is ignored; its 1/T remains the "
+    "default delta): anytime counter, the guarantee for every t; not for p = 1"
+)
 
 _FW_SETTING = "streaming stochastic convex optimisation (squared or smooth GLM losses, l_p ball)"
 
@@ -522,8 +556,10 @@ _DP_FRANK_WOLFE_ENTRY = register_learner(
             "loss": "squared (default), logistic or huber: Algorithm 1 for a smooth GLM loss",
             "bound_from_step": "k: the squared loss's exact increment bound L + beta D / k, "
             "steps before k clipped to it (default 32 for tight, 1 = Theorem 3.1 for paper)",
+            "anytime": ANYTIME_FW,
         },
         default_delta=one_over_horizon,
+        anytime=True,
     )
 )
 
@@ -545,6 +581,7 @@ register_learner(
         options={
             "p": "the l_p ball (default: the environment's, else 1.5)",
             "loss": "squared (default), logistic or huber",
+            "anytime": ANYTIME_FW,
         },
     )
 )

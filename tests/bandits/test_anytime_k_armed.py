@@ -1,0 +1,77 @@
+"""Anytime K-armed learners (``horizon=None``): the learners whose indices read log t and whose
+episodes, phases or epochs end by their own rule need no horizon. Built without one they make
+the same decisions as with one (no horizon enters them), play on past any T, resume bit for bit,
+and their guarantee says it holds at every t; the learners that need T refuse ``None``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dponline.bandits.elimination import DPSE
+from dponline.environments.catalogue import build_environment
+from dponline.privacy.arguments import ArgumentError
+from dponline.privacy.budget import PrivacyBudget
+from dponline.registry import build_learner, learners
+from tests.bandits.stochastic_arms_helpers import play_rounds, same_state
+
+ANYTIME_K_ARMED = sorted(
+    name for name, entry in learners().items() if entry.anytime and entry.action_spaces == ("arms",)
+)
+
+
+def _build(name: str, horizon_env: int, anytime: bool, seed: int = 3):
+    env = build_environment("bernoulli_bandit", horizon_env, np.random.default_rng(0), n_arms=3)
+    epsilon = 1.0 if learners()[name].private else None
+    return build_learner(name, env, epsilon=epsilon, anytime=anytime, replicas=4, rng=seed)
+
+
+def test_at_least_six_private_k_armed_learners_are_anytime() -> None:
+    private = [n for n in ANYTIME_K_ARMED if learners()[n].private]
+    assert len(private) >= 6, private
+
+
+@pytest.mark.parametrize("name", ANYTIME_K_ARMED)
+def test_no_horizon_same_decisions_and_no_end(name: str) -> None:
+    means = np.array([1.0, 0.0, 1.0])
+    fixed = _build(name, 40, anytime=False)
+    free = _build(name, 40, anytime=True)
+    assert free.horizon is None and free.anytime
+    # no horizon enters the decisions or the noise: the same arms for the first 40 rounds
+    np.testing.assert_array_equal(play_rounds(fixed, means, 40), play_rounds(free, means, 40))
+    with pytest.raises(ValueError, match="past the horizon"):
+        fixed.act()
+        play_rounds(fixed, means, 1)
+    play_rounds(free, means, 30)  # on past the environment's horizon
+    assert free.t == 70
+    if free.privacy is not None:
+        assert "every round t" in free.privacy.derivation
+
+
+@pytest.mark.parametrize("name", ANYTIME_K_ARMED)
+def test_anytime_state_resumes_bit_for_bit(name: str) -> None:
+    means = np.array([0.0, 1.0, 1.0])
+    a = _build(name, 10, anytime=True)
+    play_rounds(a, means, 25)
+    saved = a.state_dict()
+    b = _build(name, 10, anytime=True, seed=99)
+    b.load_state_dict(saved)
+    np.testing.assert_array_equal(play_rounds(a, means, 20), play_rounds(b, means, 20))
+    assert same_state(a.state_dict(), b.state_dict())
+    fixed = _build(name, 10, anytime=False)
+    with pytest.raises(ArgumentError):
+        fixed.load_state_dict(saved)  # an anytime state is not a fixed-horizon one
+
+
+@pytest.mark.parametrize("name", ["adap-ucb", "dp-imed", "kl-ucb"])
+def test_anytime_fast_path_runs_past_any_horizon(name: str) -> None:
+    learner = _build(name, 10, anytime=True)
+    env = build_environment("k_armed", 10, np.random.default_rng(1), arms=3)
+    out = learner.play_stochastic(env, 5_000)
+    assert learner.t == 5_000 and out.pulls.sum() == 5_000 * learner.replicas
+
+
+def test_a_learner_that_needs_its_horizon_refuses_none() -> None:
+    with pytest.raises(ArgumentError, match="needs a horizon"):
+        DPSE(3, None, budget=PrivacyBudget(1.0))
+    assert not learners()["dp-se"].anytime
