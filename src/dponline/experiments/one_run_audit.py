@@ -1,0 +1,572 @@
+"""Audit a running learner in one run: canary rounds, a guesser that reads only the actions,
+and the one-run lower bound of :mod:`dponline.privacy.one_run`.
+
+**Canaries.** The auditor chooses m rounds of a stream, spaced ``gap`` rounds apart (so that
+their effects on the actions separate). Canary i's round takes one of two inputs, ``row_a`` or
+``row_b``, by an independent fair coin S_i (S_i = 1: ``row_b``, "included"); every other round
+is the stream's own row, fixed before the run. Two streams that differ in one coin differ in one
+round, so an event-level (epsilon, delta)-DP learner (docs/design.md, "Privacy semantics") is
+(epsilon, delta)-DP with respect to each coin, which is what the one-run theorem asks
+(Steinke, Nasr & Jagielski 2023). A canary may also own several rounds (``participations``
+rounds ``separation`` apart, all set by its one coin): the unit of a guarantee over a person's
+rounds; an event-level learner is audited with one round per canary.
+
+**One run.** The learner (one replica) plays the whole stream once through the round loop
+(:func:`dponline.experiments.rounds.play`) on the fixed-stream environment of its feedback kind
+(:mod:`dponline.environments.fixed_streams`). Only its actions are kept.
+
+**The guesser** reads only the actions. Canary i's features (:func:`canary_features`) are, at
+its round c, the mean change of action a_{c+l} - a_c over dyadic bins of the next ``window``
+rounds (a_c is decided before the canary's input is seen), the same over the rounds back to the
+previous canary (they hold the same other canaries), and for actions with few values (an arm a
+round) the share of those rounds that repeat a_c; softmax actions are read as centred
+log-weights, where the noisy losses enter linearly. Its score is Fisher's linear discriminant of
+these features (as :func:`dponline.privacy.audit.fisher_statistic`, with a ridge), fitted on the
+first ``fit`` canaries of the same run with their coins known: those rounds then count as the
+stream's own data (the theorem holds conditionally on them), and only the remaining m - fit
+canaries are audited. A caller may give its own ``score(features)`` instead (then every canary
+is audited). The bound (:func:`dponline.privacy.one_run.audit_canaries`) guesses the top and
+bottom k scores for a grid of k fixed in advance.
+
+**What it proves.** With probability at least 1 - significance the bound does not exceed the
+epsilon of an (epsilon, delta)-DP learner at the claim's delta: a bound above the claim refutes
+it. A bound below the claim says nothing more than "not refuted": one run sees m canaries, a
+weak guesser, a learner whose worst case is not these inputs (docs/one-run-audit.md).
+
+:func:`one_run_audit` audits a learner built by the caller on the caller's own stream;
+:func:`audit_registered` runs it on a registry entry's audit case (its neighbouring streams
+define the two inputs of a canary round) and :func:`one_run_table` on every private learner.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dponline.environments.fixed_streams import fixed_stream
+from dponline.experiments.learner_audit import (
+    audit_environment,
+    audit_factory,
+    neighbouring_streams,
+)
+from dponline.experiments.rounds import play
+from dponline.privacy.arguments import checked_count, checked_nonnegative_int
+from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
+from dponline.privacy.one_run import METHODS, OneRunResult, audit_canaries
+from dponline.protocol import FeedbackKind
+from dponline.registry import LearnerEntry, LearnerTestCase, learners
+
+__all__ = [
+    "CanaryPlan",
+    "OneRunAudit",
+    "audit_registered",
+    "canary_features",
+    "one_run_audit",
+    "one_run_table",
+]
+
+
+@dataclass(frozen=True)
+class CanaryPlan:
+    """Where the canaries go: canary i's rounds are ``first + i * gap + j * separation`` for
+    j < ``participations`` (0-indexed), i < ``canaries``; its features read ``window`` rounds
+    after each. A stream needs at least :attr:`horizon` rounds."""
+
+    canaries: int
+    gap: int = 2
+    window: int = 1
+    first: int = 1
+    participations: int = 1
+    separation: int = 1
+
+    def __post_init__(self) -> None:
+        checked_count("canaries", self.canaries)
+        checked_count("gap", self.gap)
+        checked_count("window", self.window)
+        checked_nonnegative_int("first", self.first)
+        checked_count("participations", self.participations)
+        checked_count("separation", self.separation)
+        span = (self.participations - 1) * self.separation + self.window
+        if self.participations > 1 and self.gap * self.canaries <= span:
+            raise ValueError("a canary's rounds must fit in the stream")
+        if self.participations == 1 and self.window > self.gap:
+            raise ValueError(
+                f"window ({self.window}) must not exceed gap ({self.gap}): a canary's features "
+                "would read the next canary's round"
+            )
+
+    @property
+    def rounds(self) -> np.ndarray:
+        """The canaries' rounds, shape (canaries, participations)."""
+        i = np.arange(self.canaries)[:, None]
+        j = np.arange(self.participations)[None, :]
+        return self.first + i * self.gap + j * self.separation
+
+    @property
+    def horizon(self) -> int:
+        """The least number of rounds the plan needs."""
+        return int(self.rounds.max()) + self.window + 1
+
+
+@dataclass(frozen=True)
+class OneRunAudit:
+    """The outcome of :func:`one_run_audit`: the bound (``result``), the plan, the run."""
+
+    result: OneRunResult
+    plan: CanaryPlan
+    horizon: int
+    audited: int  #: canaries audited (m minus those the guesser was fitted on)
+    fitted: int  #: canaries the guesser was fitted on
+    seconds: float  #: wall time of the run and the bound
+
+    @property
+    def epsilon_lower(self) -> float:
+        return self.result.epsilon_lower
+
+    @property
+    def refuted(self) -> bool:
+        return self.result.refuted
+
+
+def _bins(width: int) -> list[tuple[int, int]]:
+    """Lags 1..``width`` in dyadic bins [1, 1], [2, 3], [4, 7], ... (the last one cut at
+    ``width``): a tree counter brings a round's node sums in at dyadic lags, and a sampled
+    action's draws are averaged over a bin."""
+    out, lo = [], 1
+    while lo <= width:
+        out.append((lo, min(2 * lo - 1, width)))
+        lo *= 2
+    return out
+
+
+#: an action with at most this many distinct values over a run is read as a choice (an arm, a
+#: vertex, a grid point): its features add "the same choice as at the canary's round"
+_DISCRETE_VALUES = 16
+
+
+def _release_coordinates(acts: np.ndarray) -> np.ndarray:
+    """The actions in the coordinates where a learner's release enters linearly: where every
+    action is a probability vector with at least two distinct rows per coordinate (a softmax
+    learner's exp(-eta L) / Z), its centred logarithm (linear in the noisy losses; a weight
+    that underflowed to 0 is read as the smallest positive float); otherwise the actions."""
+    if acts.shape[1] > 1 and np.all(acts >= 0) and np.allclose(acts.sum(axis=1), 1.0):
+        if len(np.unique(acts, axis=0)) > min(_DISCRETE_VALUES, len(acts) // 4):
+            logs = np.log(np.maximum(acts, np.finfo(float).tiny))
+            return logs - logs.mean(axis=1, keepdims=True)
+    return acts
+
+
+def canary_features(actions: np.ndarray, plan: CanaryPlan) -> np.ndarray:
+    """Each canary's features from the actions (T, ...) of one replica, at each of its rounds c
+    (probability vectors taken as centred log-weights, :func:`_release_coordinates`):
+
+    * after: the mean of a_{c+l} - a_c over each dyadic bin of lags l in 1..``window``
+      (a_c is decided before the canary's input is seen);
+    * before: the mean of a_{c-l} - a_c over each dyadic bin of l in 1..min(window, gap - 1)
+      (rounds after the previous canary: their actions hold the same other canaries, so they
+      take out the state the canary's effect is added to);
+    * for actions with few distinct values (a choice per round): the share of rounds in each
+      of those bins whose action equals a_c (a bandit's canary loss moves the arm it played).
+
+    Flattened; shape (canaries, features). Every feature reads the actions only."""
+    raw = np.asarray(actions, dtype=float).reshape(len(actions), -1)
+    acts = _release_coordinates(raw)
+    horizon = len(acts)
+    rounds = plan.rounds  # (m, k)
+    now = acts[rounds]  # (m, k, width)
+    before = min(plan.window, plan.gap - 1) if plan.participations == 1 else plan.window
+    discrete = len(np.unique(raw, axis=0)) <= min(_DISCRETE_VALUES, horizon // 4)
+    if discrete:
+        codes = np.unique(raw, axis=0, return_inverse=True)[1].ravel()
+        same_at = codes[rounds]
+    parts = []
+    for sign, width in ((1, plan.window), (-1, before)):
+        for lo, hi in _bins(width):
+            lags = sign * np.arange(lo, hi + 1)
+            idx = np.clip(rounds[:, :, None] + lags[None, None, :], 0, horizon - 1)
+            parts.append(acts[idx].mean(axis=2) - now)
+            if discrete:
+                parts.append((codes[idx] == same_at[:, :, None]).mean(axis=2)[:, :, None])
+    return np.concatenate(parts, axis=2).reshape(plan.canaries, -1)
+
+
+def _play_actions(
+    learner: Any,
+    kind: FeedbackKind,
+    rows: np.ndarray,
+    dim: int,
+    make_loss: Callable[[np.ndarray, float], Any] | None,
+) -> np.ndarray:
+    env = fixed_stream(kind, rows, dim, make_loss=make_loss, name="one-run audit stream")
+    actions = play(env, learner, range(env.horizon))
+    out = np.stack(actions).astype(float)
+    if out.shape[1] != 1:
+        raise ValueError(
+            f"a one-run audit runs one learner once: build it with replicas=1, got {out.shape[1]}"
+        )
+    return out[:, 0]
+
+
+def one_run_audit(
+    learner: Any,
+    stream: Any,
+    canary: tuple[Any, Any],
+    plan: CanaryPlan,
+    *,
+    dim: int,
+    kind: FeedbackKind | None = None,
+    make_loss: Callable[[np.ndarray, float], Any] | None = None,
+    score: Callable[[np.ndarray], np.ndarray] | None = None,
+    fit: int | None = None,
+    claim: PrivacyGuarantee | tuple[float, float] | None = None,
+    significance: float = 0.05,
+    methods: Sequence[str] = METHODS,
+    seed: int | None = 0,
+) -> OneRunAudit:
+    """Audit ``learner`` in one run on the caller's ``stream`` with canaries (module docstring).
+
+    ``learner``: a fresh learner of one replica (``replicas=1``), as deployed. ``stream``: the
+    rows it plays, in the layout of the fixed stream of its feedback kind
+    (:mod:`dponline.environments.fixed_streams`; ``dim`` splits a row, ``make_loss`` makes a
+    loss-function row's loss); the canaries' rounds (``plan``) are overwritten by ``canary[0]``
+    (coin 0) or ``canary[1]`` (coin 1), two rows of the same layout. ``score(features)``: the
+    guesser's score of each canary (higher: ``canary[1]`` more likely) from
+    :func:`canary_features`; by default Fisher's discriminant fitted on the first ``fit``
+    canaries (default a third), which are then not audited. ``claim``: the guarantee to test,
+    default ``learner.privacy``; its delta is the bound's. ``seed`` draws the coins (and breaks
+    ties of scores).
+    """
+    started = time.perf_counter()
+    kind = learner.feedback_kind if kind is None else FeedbackKind(kind)
+    rows = np.array(stream, dtype=float, copy=True)
+    if rows.ndim != 2 or rows.shape[0] < plan.horizon:
+        raise ValueError(
+            f"stream must be rows (T, width) with T >= {plan.horizon} (the plan's horizon), "
+            f"got shape {rows.shape}"
+        )
+    row_a = np.broadcast_to(np.asarray(canary[0], dtype=float), rows.shape[1:])
+    row_b = np.broadcast_to(np.asarray(canary[1], dtype=float), rows.shape[1:])
+    if np.array_equal(row_a, row_b):
+        raise ValueError("the two inputs of a canary round must differ")
+    claim = learner.privacy if claim is None else claim
+    if isinstance(claim, PrivacyGuarantee):
+        claimed, delta = claim.epsilon, claim.delta
+    elif claim is None:
+        raise ValueError("the learner declares no guarantee: give claim=(epsilon, delta)")
+    else:
+        claimed, delta = (float(c) for c in claim)
+    gen = np.random.default_rng(seed)
+    coins = gen.random(plan.canaries) < 0.5
+    rounds = plan.rounds
+    rows[rounds[coins]] = row_b
+    rows[rounds[~coins]] = row_a
+    actions = _play_actions(learner, kind, rows, dim, make_loss)
+    features = canary_features(actions, plan)
+    if score is None:
+        fit = max(plan.canaries // 3, 4) if fit is None else checked_count("fit", fit)
+        if plan.canaries - fit < 2:
+            raise ValueError(f"fit ({fit}) leaves fewer than 2 of {plan.canaries} canaries")
+        train, test = slice(0, fit), slice(fit, None)
+        fa, fb = features[train][~coins[train]], features[train][coins[train]]
+        if len(fa) < 2 or len(fb) < 2:
+            raise ValueError("the guesser needs at least two canaries of each kind to fit on")
+        scores = features[test] @ _discriminant(fa, fb)
+        labels = coins[test]
+    else:
+        fit = 0
+        scores = np.asarray(score(features), dtype=float).ravel()
+        labels = coins
+    result = audit_canaries(
+        scores,
+        labels,
+        significance=significance,
+        delta=delta,
+        claimed_epsilon=claimed,
+        methods=methods,
+        tie_seed=int(gen.integers(2**31)),
+    )
+    return OneRunAudit(
+        result=result,
+        plan=plan,
+        horizon=int(rows.shape[0]),
+        audited=int(labels.size),
+        fitted=fit,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _discriminant(fa: np.ndarray, fb: np.ndarray) -> np.ndarray:
+    """Fisher's linear discriminant w = (S + r I)^-1 (mean_b - mean_a), S the pooled
+    covariance, r a small ridge (relative to its trace, and absolute for constant features)."""
+    diff = fb.mean(axis=0) - fa.mean(axis=0)
+    centred = np.vstack([fa - fa.mean(axis=0), fb - fb.mean(axis=0)])
+    pooled = np.atleast_2d(np.cov(centred, rowvar=False))
+    n = len(pooled)
+    ridge = 1e-6 * np.trace(pooled) / n + 1e-12
+    return np.linalg.solve(pooled + ridge * np.eye(n), diff)
+
+
+# --- the registry's learners ---------------------------------------------------------------
+
+#: Per learner (or "learner/case label"): the plan's ``gap`` (rounds from one canary to the
+#: next), ``window`` (rounds read after each; default the gap) and ``filler`` (the stream's
+#: other rows, :func:`_registered_inputs`). Learners not listed use :data:`DEFAULT_PLAN`.
+#: ``canaries``: how many (default :data:`CANARIES`; more where a learner's rounds are cheap).
+#: Chosen on runs of seed 1 at a tenth of the noise; the table reports seed 0.
+_PLANS: dict[str, dict[str, Any]] = {
+    # per-round Laplace noise on each observed loss, one arm drawn per round: the canary's
+    # loss moves the arm it played for the next draws; zero losses elsewhere add no drift
+    "batched-exp3": {"gap": 4, "filler": "neutral", "canaries": 4000},
+    "private-exp4": {"gap": 4, "filler": "neutral", "canaries": 4000},
+    "batched-exp4": {"gap": 4, "filler": "rest", "canaries": 4000},
+    "dp-ucb/laplace": {"gap": 2, "filler": "neutral", "canaries": 4000},
+    "dp-ucb/gaussian": {"gap": 4, "filler": "neutral", "canaries": 4000},
+    # flat losses between canaries keep the iterate off the interval's ends
+    "dp-ftrl-oco": {"gap": 4, "filler": "neutral", "canaries": 8000},
+    # a tree counter: the canary's own nodes are the levels up to log2(gap)
+    "dp-ftrl/laplace": {"gap": 16, "canaries": 3000},
+}
+
+#: the plan of a learner not in :data:`_PLANS`
+DEFAULT_PLAN: dict[str, Any] = {"gap": 2, "filler": "blocks"}
+
+#: Options of the audit case dropped for the longer run (their defaults scale with the horizon):
+#: DP-SCRiBLe's eta = 3, chosen for a two-round audit, overflows its barrier's Newton steps over
+#: thousands of rounds.
+_DROPPED_OPTIONS: dict[str, tuple[str, ...]] = {"dp-scrible": ("eta",)}
+
+#: canaries of the registry audit (a third fit the guesser)
+CANARIES = 1_200
+
+
+def _shape_for(entry: LearnerEntry, case: LearnerTestCase) -> dict[str, Any]:
+    """The plan's shape for a learner's case: :data:`DEFAULT_PLAN`, then the learner's entry of
+    :data:`_PLANS`, then its case's."""
+    return {
+        **DEFAULT_PLAN,
+        **_PLANS.get(entry.name, {}),
+        **_PLANS.get(f"{entry.name}/{case.label}", {}),
+    }
+
+
+def _plan_for(entry: LearnerEntry, case: LearnerTestCase, canaries: int) -> CanaryPlan:
+    spec = case.audit
+    assert spec is not None
+    shape = _shape_for(entry, case)
+    batch = int(spec.learner_options.get("batch", case.learner_options.get("batch", 1)) or 1)
+    gap = max(int(shape["gap"]), batch + 1)
+    window = min(int(shape.get("window", gap)), gap)
+    return CanaryPlan(canaries=canaries, gap=gap, window=window, first=shape.get("first", 1))
+
+
+#: the fillers :func:`_registered_inputs` can write
+FILLERS = ("blocks", "alternate", "rest", "neutral")
+
+
+def _registered_inputs(
+    entry: LearnerEntry,
+    case: LearnerTestCase,
+    horizon: int,
+    plan_gap: int = 1,
+    filler: str = "blocks",
+) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+    """The environment the learner is built for (at ``horizon``), the two inputs of a canary
+    round (the audit case's changed round in streams A and B) and the filler stream, fixed
+    before the run so that it pushes the learner nowhere on average:
+
+    * ``"blocks"``: the two inputs in turn, A for ``plan_gap`` rounds, then B, ...; where the
+      canaries load the first coordinate of a loss vector, the canaries' mean load spread on
+      the other coordinates instead (the softmax learners' log-weights stay balanced);
+    * ``"alternate"``: A and B in turn every round (the same, with the spread load as above);
+    * ``"rest"``: the audit case's row of the other rounds;
+    * ``"neutral"``: an input that moves no learner: a zero loss vector, a sample (0, 0), a
+      loss function of the zero vector (f(<0, x>, rest), flat), a context e_1 with rewards 0.
+    """
+    if filler not in FILLERS:
+        raise ValueError(f"filler must be one of {FILLERS}, got {filler!r}")
+    spec = case.audit
+    assert spec is not None
+    longer = dataclasses.replace(spec, horizon=horizon, changed_round=0)
+    case_t = dataclasses.replace(case, audit=longer)
+    env = audit_environment(entry, case_t)
+    a, b = neighbouring_streams(
+        entry.feedback_kind, longer, int(env.dim), getattr(env, "arms", None)
+    )
+    row_a, row_b = a[0].copy(), b[0].copy()
+    kind, dim = entry.feedback_kind, int(env.dim)
+    if filler == "rest":
+        return env, row_a, row_b, a[1:2].repeat(horizon, axis=0)
+    if filler == "neutral":
+        row = np.zeros(a.shape[1])
+        if kind is FeedbackKind.LOSS_FUNCTION:
+            row[dim] = spec.rest
+        elif kind is FeedbackKind.CONTEXTUAL_BANDIT:
+            row[0] = 1.0
+        return env, row_a, row_b, np.tile(row, (horizon, 1))
+    period = plan_gap if filler == "blocks" else 1
+    turn = (np.arange(horizon) // period) % 2 == 0
+    fill = np.where(turn[:, None], row_a, row_b)
+    if kind in (FeedbackKind.LOSS_VECTOR, FeedbackKind.BANDIT) and spec.coordinates == "first":
+        mid = 0.5 * (spec.values[0] + spec.values[1])
+        if mid != 0 and dim > 1:
+            # the canaries load coordinate 1 by mid on average: load the others as much
+            other = np.full(a.shape[1], mid / max(plan_gap - 1, 1))
+            other[0] = 0.0
+            fill = np.tile(other, (horizon, 1))
+    return env, row_a, row_b, fill
+
+
+def audit_registered(
+    entry: LearnerEntry,
+    case: LearnerTestCase | None = None,
+    *,
+    noise_fraction: float = 1.0,
+    canaries: int | None = None,
+    calibration: str = "tight",
+    significance: float = 1e-3,
+    seed: int = 0,
+    plan: CanaryPlan | None = None,
+    filler: str | None = None,
+) -> OneRunAudit:
+    """The one-run audit of a registry entry's test case (default its first): the learner built
+    as the many-run audit builds it (:func:`~dponline.experiments.learner_audit.audit_factory`,
+    one replica, ``noise_fraction`` of its calibrated noise) for a horizon that fits
+    ``canaries`` canaries (default the learner's plan's, :data:`_PLANS`, else
+    :data:`CANARIES`), against the guarantee its full noise claims. A claim over a person's
+    k rounds at least b apart (``participations`` of its guarantee) is audited with canaries of
+    k rounds b apart, all set by one coin."""
+    if not entry.private:
+        raise ValueError(f"learner {entry.name!r} is non-private: there is no claim to audit")
+    case = entry.test_case if case is None else case
+    if case.audit is None:
+        raise ValueError(f"learner {entry.name!r} (case {case.label!r}) has no AuditCase")
+    dropped = _DROPPED_OPTIONS.get(entry.name, ())
+    if dropped:
+        case = dataclasses.replace(
+            case,
+            learner_options={k: v for k, v in case.learner_options.items() if k not in dropped},
+            audit=dataclasses.replace(
+                case.audit,
+                learner_options={
+                    k: v for k, v in case.audit.learner_options.items() if k not in dropped
+                },
+            ),
+        )
+    shape = _shape_for(entry, case)
+    if canaries is None:
+        canaries = int(shape.get("canaries", CANARIES))
+    given = plan
+    plan = _plan_for(entry, case, canaries) if plan is None else plan
+    filler_kind = shape["filler"] if filler is None else filler
+    for _ in range(2):  # a second pass only for a claim over a person's rounds
+        env, row_a, row_b, filler_rows = _registered_inputs(
+            entry, case, plan.horizon, plan.gap, filler_kind
+        )
+        assert case.audit is not None
+        case_t = dataclasses.replace(
+            case, audit=dataclasses.replace(case.audit, horizon=plan.horizon, changed_round=0)
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyWarning)
+            claim = audit_factory(entry, case_t, env, calibration=calibration)(
+                1, np.random.default_rng(seed)
+            ).privacy
+        k = int(getattr(claim, "participations", 1))
+        if given is not None or k == plan.participations:
+            break
+        # the claim protects a person's k rounds, b apart: one coin sets k rounds
+        b = int(getattr(claim, "min_separation", 1))
+        plan = CanaryPlan(
+            canaries=canaries,
+            gap=(k - 1) * b + plan.gap,
+            window=plan.window,
+            first=plan.first,
+            participations=k,
+            separation=b,
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        learner = audit_factory(
+            entry, case_t, env, calibration=calibration, noise_fraction=noise_fraction
+        )(1, np.random.default_rng([seed, 1]))
+    return one_run_audit(
+        learner,
+        filler_rows,
+        (row_a, row_b),
+        plan,
+        dim=int(env.dim),
+        kind=entry.feedback_kind,
+        make_loss=getattr(env, "loss_of", None),
+        claim=claim,
+        significance=significance,
+        seed=seed,
+    )
+
+
+def one_run_table(
+    *,
+    names: Sequence[str] | None = None,
+    canaries: int | None = None,
+    significance: float = 1e-3,
+    seed: int = 0,
+    progress: bool = False,
+) -> list[dict[str, Any]]:
+    """One row per private learner's test case (``names``: only these learners; ``canaries``:
+    for every learner, default each learner's plan's, :func:`audit_registered`): the one-run
+    lower bound at the claim, at a tenth of the noise (the case's ``refute_fraction``) and at a
+    hundredth, one run each (``seconds``: the three runs and their bounds)."""
+    from dponline.experiments.progress import Progress
+
+    catalogue = learners()
+    if names is not None:
+        unknown = sorted(set(names) - set(catalogue))
+        if unknown:
+            raise ValueError(f"unknown learners {unknown}; expected some of {sorted(catalogue)}")
+    cases = [
+        (name, entry, case)
+        for name, entry in catalogue.items()
+        if entry.private and (names is None or name in names)
+        for case in entry.test_cases
+    ]
+    rows = []
+    with Progress(len(cases), unit="learners", enabled=progress) as bar:
+        for name, entry, case in cases:
+            assert case.audit is not None
+            fraction = case.audit.refute_fraction
+            kw: dict[str, Any] = dict(canaries=canaries, significance=significance, seed=seed)
+            full = audit_registered(entry, case, noise_fraction=1.0, **kw)
+            under = audit_registered(entry, case, noise_fraction=fraction, **kw)
+            gross = audit_registered(entry, case, noise_fraction=fraction / 10, **kw)
+            rows.append(
+                {
+                    "learner": name,
+                    "case": case.label,
+                    "claimed_epsilon": full.result.claimed_epsilon,
+                    "delta": full.result.delta,
+                    "lower_bound_at_claim": full.epsilon_lower,
+                    "lower_bound_at_tenth": under.epsilon_lower,
+                    "refuted_at_claim": full.refuted,
+                    "refuted_at_tenth": under.refuted,
+                    "noise_fraction": fraction,
+                    "lower_bound_at_hundredth": gross.epsilon_lower,
+                    "refuted_at_hundredth": gross.refuted,
+                    "canaries": full.plan.canaries,
+                    "audited_canaries": full.audited,
+                    "horizon": full.horizon,
+                    "gap": full.plan.gap,
+                    "window": full.plan.window,
+                    "guesses_at_tenth": under.result.guesses,
+                    "correct_at_tenth": under.result.correct,
+                    "method_at_tenth": under.result.method,
+                    "significance": significance,
+                    "seconds": full.seconds + under.seconds + gross.seconds,
+                }
+            )
+            bar.update()
+    return rows

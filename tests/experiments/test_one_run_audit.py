@@ -1,0 +1,159 @@
+"""The one-run audit of a learner (dponline.experiments.one_run_audit): a learner built by the
+user on the user's own stream, and the registry's learners."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dponline.environments.catalogue import build_environment
+from dponline.experiments.one_run_audit import (
+    FILLERS,
+    CanaryPlan,
+    _registered_inputs,
+    _release_coordinates,
+    audit_registered,
+    canary_features,
+    one_run_audit,
+    one_run_table,
+)
+from dponline.registry import build_learner, learners
+
+
+def _dp_ftrl(noise_fraction: float, horizon: int, seed: int = 1):
+    env = build_environment("stochastic", horizon, np.random.default_rng(0), n_experts=2)
+    learner = build_learner(
+        "dp-ftrl",
+        env,
+        epsilon=1.0,
+        noise="laplace",
+        delta=0.0,
+        replicas=1,
+        rng=np.random.default_rng(seed),
+    )
+    learner.scale_noise(noise_fraction)
+    return learner
+
+
+def test_plan_rounds_and_features():
+    plan = CanaryPlan(canaries=3, gap=4, window=4, first=2)
+    assert plan.rounds[:, 0].tolist() == [2, 6, 10]
+    assert plan.horizon == 15
+    actions = np.arange(15.0)[:, None] ** 2  # a_t = t^2: 15 values, read as continuous
+    f = canary_features(actions, plan)
+    # after: lag bins [1], [2, 3], [4] from c = 2: mean (c + l)^2 - c^2;
+    # before: bins [1], [2, 3] (gap - 1 = 3 rounds back, clipped at round 0)
+    assert f[0].tolist() == [9 - 4, (16 + 25) / 2 - 4, 36 - 4, 1 - 4, (0 + 0) / 2 - 4]
+    assert f[1].tolist() == [49 - 36, (64 + 81) / 2 - 36, 100 - 36, 25 - 36, (16 + 9) / 2 - 36]
+    with pytest.raises(ValueError, match="window"):
+        CanaryPlan(canaries=3, gap=2, window=3)
+    group = CanaryPlan(canaries=2, gap=10, participations=3, separation=2)
+    assert group.rounds.tolist() == [[1, 3, 5], [11, 13, 15]]
+
+
+def test_choice_features_and_log_weights():
+    """Few distinct actions (an arm per round) add the share of rounds that repeat the
+    canary's round's choice; probability vectors are read as centred log-weights, an
+    underflowed weight as the smallest positive float."""
+    plan = CanaryPlan(canaries=2, gap=4, window=2, first=1)
+    arms = np.array([0, 1, 1, 0, 1, 1, 1, 0, 0, 1, 0])[:, None]
+    f = canary_features(arms, plan)
+    # per canary: after [1] diff, same; [2] diff, same; before [1] diff, same; [2, 3] diff, same
+    assert f.shape == (2, 8)
+    assert f[0].tolist() == [0.0, 1.0, -1.0, 0.0, -1.0, 0.0, -1.0, 0.0]
+    probs = np.tile([0.5, 0.5], (40, 1))
+    probs[5] = [1.0, 0.0]
+    probs[6:] = np.linspace(0.2, 0.8, 34)[:, None] * [1, -1] + [0, 1]
+    logs = _release_coordinates(probs)
+    assert np.all(np.isfinite(logs)) and np.allclose(logs.sum(axis=1), 0.0)
+    assert logs[5, 0] - logs[5, 1] == pytest.approx(-np.log(np.finfo(float).tiny))
+
+
+def test_fillers_keep_the_canaries_and_differ():
+    entry = learners()["dp-ftrl-oco"]
+    rows = {}
+    for filler in FILLERS:
+        _env, a, b, rows[filler] = _registered_inputs(entry, entry.test_case, 16, 4, filler)
+        assert rows[filler].shape == (16, a.size) and not np.array_equal(a, b)
+    assert np.all(rows["neutral"][:, 0] == 0.0)  # v = 0: a flat loss
+    assert rows["blocks"][:4].tolist() == [a.tolist()] * 4
+    assert rows["alternate"][:2].tolist() == [a.tolist(), b.tolist()]
+    with pytest.raises(ValueError, match="filler"):
+        _registered_inputs(entry, entry.test_case, 16, 4, "zeros")
+
+
+@pytest.mark.slow
+def test_user_learner_on_user_stream_refuted_with_a_hundredth_of_the_noise():
+    """The user's own stream (random losses), dp-ftrl with Laplace noise: a hundredth of the
+    noise is caught in one run; the calibrated learner is not refuted (chance <= 1e-3 each)."""
+    plan = CanaryPlan(canaries=450, gap=2)
+    stream = np.random.default_rng(3).random((plan.horizon, 2)) * 0.2
+    canary = (np.array([0.0, 0.0]), np.array([1.0, 0.0]))
+    weak = one_run_audit(  # tested against what its full noise claims
+        _dp_ftrl(0.01, plan.horizon),
+        stream,
+        canary,
+        plan,
+        dim=2,
+        significance=1e-3,
+        claim=(1.0, 0.0),
+    )
+    assert weak.refuted and weak.epsilon_lower > 1.5
+    assert weak.audited == 300 and weak.fitted == 150
+    full = one_run_audit(
+        _dp_ftrl(1.0, plan.horizon), stream, canary, plan, dim=2, significance=1e-3
+    )
+    assert not full.refuted
+    assert full.result.claimed_epsilon == 1.0 and full.result.delta == 0.0
+
+
+def test_user_scorer_audits_every_canary():
+    plan = CanaryPlan(canaries=60, gap=2)
+    stream = np.zeros((plan.horizon, 2))
+    res = one_run_audit(
+        _dp_ftrl(1.0, plan.horizon),
+        stream,
+        ([0.0, 0.0], [1.0, 0.0]),
+        plan,
+        dim=2,
+        score=lambda f: -f[:, 0],  # less weight on expert 1 after a loss on it
+    )
+    assert res.audited == 60 and res.fitted == 0
+
+
+def test_refusals():
+    plan = CanaryPlan(canaries=10, gap=2)
+    stream = np.zeros((plan.horizon, 2))
+    with pytest.raises(ValueError, match="differ"):
+        one_run_audit(_dp_ftrl(1.0, plan.horizon), stream, ([1, 0], [1, 0]), plan, dim=2)
+    with pytest.raises(ValueError, match="plan's horizon"):
+        one_run_audit(_dp_ftrl(1.0, 50), stream[:5], ([0, 0], [1, 0]), plan, dim=2)
+    env = build_environment("stochastic", plan.horizon, np.random.default_rng(0), n_experts=2)
+    two = build_learner("dp-ftrl", env, epsilon=1.0, replicas=2, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="replicas=1"):
+        one_run_audit(two, stream, ([0, 0], [1, 0]), plan, dim=2)
+    with pytest.raises(ValueError, match="non-private"):
+        audit_registered(learners()["ftrl"])
+
+
+def test_registered_learner_and_table_row():
+    rows = one_run_table(names=["dp-ftrl-oco"], canaries=150)
+    (row,) = rows
+    assert row["learner"] == "dp-ftrl-oco" and row["canaries"] == 150
+    assert row["horizon"] == CanaryPlan(canaries=150, gap=4, window=4).horizon  # its plan
+    assert not row["refuted_at_claim"]  # chance <= 1e-3
+    assert row["lower_bound_at_claim"] >= 0 and row["lower_bound_at_tenth"] >= 0
+    with pytest.raises(ValueError, match="unknown learners"):
+        one_run_table(names=["dp-ftlr"])
+
+
+@pytest.mark.slow
+def test_planned_learner_refuted_at_a_tenth_of_its_noise():
+    """Batched EXP3 on its plan (4,000 canaries 4 rounds apart, zero losses between): a
+    tenth of its noise is refuted in one run, its claim is not (chance <= 1e-3 each; seed 0
+    gave 1.2 at a tenth, seed 1 1.16)."""
+    entry = learners()["batched-exp3"]
+    weak = audit_registered(entry, noise_fraction=0.1)
+    assert weak.plan.canaries == 4000 and weak.plan.gap == 4
+    assert weak.refuted
+    assert not audit_registered(entry).refuted
