@@ -7,6 +7,7 @@
     dponline mechanisms    continual-counting mechanisms with their max and mean variance
     dponline calibrate     noise of every mechanism and calibration for a privacy budget
     dponline audit         empirical privacy audit of every counting mechanism and private learner
+                           (--one-run: every private learner audited in one run with canaries)
     dponline reproduce     regenerate a paper's experiment (han2024: Han et al. Tables 2-4)
     dponline side-by-side  CTRL, DP-FTRL and streaming Frank-Wolfe on one stream, one budget
 
@@ -62,11 +63,27 @@ def _print_table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]
 
 
 def _cmd_mechanisms(args: argparse.Namespace) -> int:
-    from dponline.experiments.mechanism_table import mechanism_table
+    from dponline.experiments.mechanism_table import laplace_table, mechanism_table
 
+    if args.anytime:
+        return _anytime_mechanisms(args)
+    if args.participations > 1 or args.min_separation > 1:
+        return _person_mechanisms(args)
     rows = mechanism_table(args.T, rho=args.rho)
+    pure = laplace_table(args.T, epsilon=args.epsilon)
     if args.json:
-        print(json.dumps({"T": args.T, "rho": args.rho, "mechanisms": rows}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "T": args.T,
+                    "rho": args.rho,
+                    "mechanisms": rows,
+                    "epsilon": args.epsilon,
+                    "laplace": pure,
+                },
+                indent=2,
+            )
+        )
         return 0
     print(f"Continual counting over T = {args.T} rounds, one round's value of l2 sensitivity 1,")
     print(f"Gaussian noise at the same budget rho = {args.rho:g} (zCDP) for every mechanism.")
@@ -81,6 +98,83 @@ def _cmd_mechanisms(args: argparse.Namespace) -> int:
             ("description", "description", ""),
         ],
     )
+    print(
+        f"\nPure DP: Laplace noise at epsilon = {args.epsilon:g} for every mechanism that offers "
+        "it, scaled to its l1 sensitivity.\n"
+    )
+    _print_table(
+        pure,
+        [
+            ("mechanism", "mechanism", ""),
+            ("max_variance", "max variance", ".4g"),
+            ("mean_variance", "mean variance", ".4g"),
+            ("max_variance_vs_honaker", "max vs Honaker", ".3f"),
+            ("description", "description", ""),
+        ],
+    )
+    return 0
+
+
+def _person_mechanisms(args: argparse.Namespace) -> int:
+    from dponline.experiments.participation_table import participation_table
+
+    k, b = args.participations, args.min_separation
+    rows = participation_table(args.T, k, b, rho=args.rho)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "T": args.T,
+                    "rho": args.rho,
+                    "participations": k,
+                    "min_separation": b,
+                    "mechanisms": rows,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(f"Continual counting over T = {args.T} rounds; the unit of privacy is one person with at")
+    print(f"most {k} rounds, at least {b} apart. Gaussian noise at the same budget rho =")
+    print(f"{args.rho:g} (zCDP), scaled to each mechanism's sensitivity for that person; exact")
+    print("variances (a sensitivity marked 'bound' is a proven upper bound, not the exact one).\n")
+    table = [{**r, "exact": "exact" if r["l2_exact"] else "bound"} for r in rows]
+    _print_table(
+        table,
+        [
+            ("mechanism", "mechanism", ""),
+            ("participation_max_variance", "max variance (person)", ".4g"),
+            ("single_max_variance", "max variance (round)", ".4g"),
+            ("participation_l2_factor", "l2 factor", ".4g"),
+            ("exact", "sensitivity", ""),
+        ],
+    )
+    return 0
+
+
+def _anytime_mechanisms(args: argparse.Namespace) -> int:
+    from dponline.experiments.anytime_table import anytime_table
+
+    rows = anytime_table(rho=args.rho)
+    if args.json:
+        print(json.dumps({"anytime": True, "rho": args.rho, "mechanisms": rows}, indent=2))
+        return 0
+    ts = list(rows[0]["ratio_to_fixed_horizon_sqrt"]) if rows else []
+    print("Counters without a horizon: the largest variance of the releases up to t, over that")
+    print("of a square-root factorisation built for horizon t, at the same budget rho =")
+    print(f"{args.rho:g} (zCDP). Exact variances, not estimated.\n")
+    table = [
+        {
+            "mechanism": r["mechanism"],
+            **{f"t{t}": r["ratio_to_fixed_horizon_sqrt"][t] for t in ts},
+            "worst_ratio": r["worst_ratio"],
+        }
+        for r in rows
+    ]
+    columns = [("mechanism", "mechanism", "")]
+    columns += [(f"t{t}", f"t=2^{int(t).bit_length() - 1}", ".3f") for t in ts]
+    columns.append(("worst_ratio", "worst", ".3f"))
+    _print_table(table, columns)
     return 0
 
 
@@ -130,8 +224,75 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_audit_one_run(args: argparse.Namespace) -> int:
+    import time
+
+    from dponline.experiments.one_run_audit import one_run_table
+
+    started, cpu = time.perf_counter(), time.process_time()
+    # None: each learner's plan (every row says how many canaries its run had)
+    canaries = "per learner" if args.canaries is None else args.canaries
+    significance = 1e-3
+    rows = one_run_table(
+        names=args.learners,
+        canaries=args.canaries,
+        significance=significance,
+        seed=0 if args.seed is None else args.seed,
+        progress=True,
+    )
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "one_run": True,
+                    "significance": significance,
+                    "canaries": canaries,
+                    "wall_seconds": wall,
+                    "cpu_seconds": cpu,
+                    "learners": rows,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(
+        f"One-run audit (Steinke, Nasr & Jagielski 2023; f-DP bound of Mahloujifar et al.), "
+        f"confidence {1 - significance:g}: canary rounds per run: {canaries} (column "
+        "'canaries'), a third of them fit the guesser, which reads only the actions. One run per "
+        "row and noise level; a claim is refuted when the lower bound exceeds it, and a bound "
+        "below it refutes nothing.\n"
+    )
+    _print_table(
+        [
+            {**r, **{k: "REFUTED" if r[k] else "-" for k in r if k.startswith("refuted_")}}
+            for r in rows
+        ],
+        [
+            ("learner", "learner", ""),
+            ("case", "case", ""),
+            ("claimed_epsilon", "claimed eps", ".3g"),
+            ("horizon", "T", "d"),
+            ("canaries", "canaries", "d"),
+            ("lower_bound_at_claim", "lower (x1)", ".3f"),
+            ("refuted_at_claim", "", ""),
+            ("lower_bound_at_tenth", "lower (x0.1)", ".3f"),
+            ("refuted_at_tenth", "", ""),
+            ("lower_bound_at_hundredth", "lower (x0.01)", ".3f"),
+            ("refuted_at_hundredth", "", ""),
+        ],
+    )
+    print(f"\nWall time {wall:.1f} s, CPU {cpu:.1f} s.")
+    return 0
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     from dponline.experiments.audit_table import audit_table, learner_audit_table
+
+    if args.one_run:
+        return _cmd_audit_one_run(args)
+    if args.learners is not None or args.canaries is not None:
+        raise ValueError("--learners and --canaries go with --one-run")
 
     counter_seed = 1 if args.seed is None else args.seed
     counter_trials = 50_000 if args.trials is None else args.trials
@@ -516,6 +677,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--rho", type=_positive_float, default=0.5, help="zCDP budget (default: %(default)s)"
     )
+    p.add_argument(
+        "--epsilon",
+        type=_positive_float,
+        default=1.0,
+        help="pure-DP budget of the Laplace table (default: %(default)s)",
+    )
+    p.add_argument(
+        "--participations",
+        type=_positive_int,
+        default=1,
+        help="the unit of privacy is a person with at most this many rounds (default: 1, a round)",
+    )
+    p.add_argument(
+        "--min-separation",
+        type=_positive_int,
+        default=1,
+        help="a person's rounds lie at least this many rounds apart (default: %(default)s)",
+    )
+    p.add_argument(
+        "--anytime",
+        action="store_true",
+        help="counters without a horizon: their variance against a square root built for t",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_mechanisms)
 
@@ -556,7 +740,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed",
         type=int,
         default=None,
-        help="seed of every audit (default: 1 for counters, each learner's own)",
+        help="seed of every audit (default: 1 for counters, each learner's own; 0 with --one-run)",
+    )
+    p.add_argument(
+        "--one-run",
+        action="store_true",
+        help="instead: audit every private learner in one run each, with canary rounds "
+        "(at its claim, a tenth and a hundredth of its noise; docs/one-run-audit.md)",
+    )
+    p.add_argument(
+        "--learners",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="with --one-run: only these learners (default: every private learner)",
+    )
+    p.add_argument(
+        "--canaries",
+        type=_positive_int,
+        default=None,
+        help="with --one-run: canary rounds per run (default: each learner's plan, 1200 or "
+        "more; a third fit the guesser)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_audit)
