@@ -5,8 +5,8 @@
   lowest-variance counter whose state for one run fits 64 MiB for ``tight``; never a function of
   the number of replicas) and calibrated to the budget, or, for ``budget=None`` (a private
   learner's non-private counterpart), exact prefix sums with the same input contract.
-* :func:`make_counter`: a named mechanism calibrated to a budget, over a known horizon or an
-  unknown one (doubling blocks).
+* :func:`make_counter`: a named mechanism (or the run's choice) calibrated to a budget, over a
+  known horizon or an unknown one.
 * ``build_counter(budget, horizon=None, ...)``: the *anytime* counter of a learner built without
   a horizon: it never refuses a step and its guarantee holds for the releases up to every t.
   Which horizon-free mechanism that is is decided in one place, :func:`anytime_counter`
@@ -20,9 +20,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, NamedTuple
-
-import numpy as np
 
 from dponline.continual.anytime_factorization import (
     AnytimeFactorizationCounter,
@@ -30,21 +27,18 @@ from dponline.continual.anytime_factorization import (
 )
 from dponline.continual.base import ContinualCounter
 from dponline.continual.binary_tree import BinaryTreeCounter
-from dponline.continual.calibration import CounterCalibrator, calibrate_counter
+from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.registry import get_mechanism
 from dponline.continual.selection import MEMORY_BUDGET, choose_mechanism, state_bytes
-from dponline.continual.unknown_horizon import DoublingCounter
-from dponline.privacy.arguments import ArgumentError, checked_positive, saved_field
-from dponline.privacy.bounds import InputBounds, check_finite
+from dponline.continual.unknown_horizon import BlockCalibration, DoublingCounter
+from dponline.privacy.bounds import InputBounds
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibrator, calibrate
-from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
-from dponline.privacy.noise import GaussianNoise, NoiseDistribution
-from dponline.rng import RngLike, as_generator
+from dponline.privacy.guarantee import PrivacyWarning
+from dponline.privacy.noise import GaussianNoise
+from dponline.rng import RngLike
 
 __all__ = [
-    "AnytimeDoublingCounter",
-    "BlockCalibration",
     "anytime_counter",
     "build_counter",
     "doubling_counter",
@@ -65,7 +59,7 @@ def build_counter(
     replicas: int = 1,
     rng: RngLike = None,
     clip: bool = False,
-) -> ContinualCounter | AnytimeDoublingCounter | AnytimeFactorizationCounter:
+) -> ContinualCounter | DoublingCounter | AnytimeFactorizationCounter:
     """The continual counter of a learner that sums ``horizon`` inputs in ``bounds`` (``dim``
     coordinates: the bounds', when given).
 
@@ -96,6 +90,7 @@ def build_counter(
     >>> c = build_counter(PrivacyBudget(1.0, 1e-6), horizon=64, bounds=Box(0, 1, dim=64))
     >>> c.name == best_mechanism(64, 64, "gaussian")
     True
+    >>> import numpy as np
     >>> c = build_counter(None, bounds=Box(0, 1, dim=1))   # anytime, exact
     >>> float(c.step_block(np.ones((5, 1)))[-1, 0, 0]), c.horizon
     (5.0, None)
@@ -164,7 +159,7 @@ def build_counter(
 
 
 def make_counter(
-    mechanism: str,
+    mechanism: str | None = None,
     *,
     horizon: int | None,
     bounds: InputBounds,
@@ -174,14 +169,17 @@ def make_counter(
     replicas: int = 1,
     rng: RngLike = None,
     clip: bool = False,
-) -> ContinualCounter | DoublingCounter:
+) -> ContinualCounter | DoublingCounter | AnytimeFactorizationCounter:
     """A continual counter for inputs in ``bounds``, calibrated to ``budget``
-    (:mod:`dponline.continual.calibration`).
+    (:mod:`dponline.continual.calibration`): ``mechanism`` by name, or, with ``None``, the one
+    a learner would run (:func:`~dponline.continual.selection.choose_mechanism`).
 
-    The counter's ``privacy`` states the guarantee (event-level DP over streams that differ in
-    one round), and every input is checked against ``bounds`` (or clipped with ``clip=True``).
-    With ``horizon=None`` the counter runs doubling blocks (:class:`DoublingCounter`) and never
-    refuses a step; each block is calibrated for its own length at the full budget.
+    The counter's ``privacy`` states the guarantee (over streams that differ in one round, or in
+    one person's rounds for a user-level budget), and every input is checked against ``bounds``
+    (or clipped with ``clip=True``). With ``horizon=None`` the counter never refuses a step and
+    its guarantee holds for the releases up to every t (:func:`anytime_counter`): ``mechanism``
+    over doubling blocks, each calibrated for its own length at the full budget, or, without a
+    mechanism, the best anytime counter (the tapered square root for ``tight`` Gaussian noise).
 
     >>> from dponline.privacy.bounds import Box
     >>> from dponline.privacy.budget import PrivacyBudget
@@ -189,102 +187,38 @@ def make_counter(
     ...                  budget=PrivacyBudget(1.0), noise="laplace", rng=0)
     >>> c.privacy.epsilon, c.noise.b   # 4 levels x l1 diameter 2 / epsilon
     (1.0, 8.0)
+    >>> make_counter(horizon=None, bounds=Box(0, 1, dim=2), budget=PrivacyBudget(1.0, 1e-6)).name
+    'anytime_factorization'
     """
-    cls = get_mechanism(mechanism)
-    if horizon is not None:
-        if not isinstance(budget, PrivacyBudget):
-            raise TypeError(f"budget must be a PrivacyBudget, got {type(budget).__name__}")
-        return build_counter(
+    name = None if mechanism is None else get_mechanism(mechanism).name
+    if not isinstance(budget, PrivacyBudget):
+        raise TypeError(f"budget must be a PrivacyBudget, got {type(budget).__name__}")
+    if horizon is None:
+        return anytime_counter(
             budget,
-            horizon=horizon,
+            dim=bounds.dim,
             bounds=bounds,
             noise=noise,
-            mechanism=cls.name,
+            mechanism=name,
             regular_norm=regular_norm,
             replicas=replicas,
             rng=rng,
             clip=clip,
         )
-    kwargs = dict(
+    return build_counter(
+        budget,
+        horizon=horizon,
         bounds=bounds,
-        budget=budget,
         noise=noise,
+        mechanism=name,
         regular_norm=regular_norm,
-    )
-
-    # Unknown horizon: one calibration per block length, at the full budget each. The stream's
-    # guarantee (checked against the budget once, below) is the weakest block's.
-    privacy = _doubling_guarantee(cls, kwargs)
-    block_kwargs = {**kwargs, "budget": replace(budget, allow_weaker=True)}
-    cache: dict[int, object] = {}
-
-    def calibration_for(length: int):  # type: ignore[no-untyped-def]
-        if length not in cache:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", PrivacyWarning)  # reported once, below
-                cache[length] = calibrate_counter(cls, horizon=length, **block_kwargs)  # type: ignore[arg-type]
-        return cache[length]
-
-    def make_block(length: int, gen: np.random.Generator) -> ContinualCounter:
-        cal = calibration_for(length)
-        return cls(
-            length,
-            bounds.dim,
-            cal.noise,
-            replicas=replicas,
-            rng=gen,  # type: ignore[attr-defined]
-            bounds=bounds,
-            clip=clip,
-            privacy=cal.guarantee,  # type: ignore[attr-defined]
-        )
-
-    def block_variances(length: int) -> np.ndarray:
-        return cls.release_variances(length, calibration_for(length).noise, bounds.dim)  # type: ignore[attr-defined]
-
-    return DoublingCounter(
-        make_block,
-        block_variances,
-        bounds.dim,
         replicas=replicas,
-        rng=as_generator(rng),
-        privacy=privacy,
-        name=cls.name,
+        rng=rng,
+        clip=clip,
     )
-
-
-def _doubling_guarantee(cls: type[ContinualCounter], kwargs: dict) -> PrivacyGuarantee:
-    """The stream's guarantee: the weakest block's (parallel composition over disjoint rounds).
-
-    ``tight`` blocks each meet the request exactly. ``paper`` blocks prove different epsilons
-    per length; we take the largest over lengths 2^0 .. 2^62 (any stream a machine can run) and
-    check it against the budget once.
-    """
-    budget: PrivacyBudget = kwargs["budget"]
-    lenient = {**kwargs, "budget": replace(budget, allow_weaker=True)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyWarning)
-        lengths = range(63) if budget.calibration == "paper" else range(1)
-        blocks = [calibrate_counter(cls, horizon=2**k, **lenient).guarantee for k in lengths]
-    worst = max(blocks, key=lambda b: b.epsilon)
-    derivation = (
-        f"unknown horizon: doubling blocks of lengths 1, 2, 4, ..., each a {cls.name} "
-        "calibrated for its own length at the full budget; every round lies in one block, "
-        "so the stream has the weakest block's guarantee (parallel composition). "
-        f"Per block: {worst.derivation}"
-    )
-    return budget.prove(worst.epsilon, worst.delta, derivation, rho=worst.rho, stacklevel=4)
 
 
 # --- anytime counters: learners built with horizon=None ------------------------------------
-
-
-class BlockCalibration(NamedTuple):
-    """One block of a doubling counter: the mechanism, its noise per draw and the guarantee it
-    proves for the block (``None`` for a block without privacy)."""
-
-    mechanism: type[ContinualCounter]
-    noise: NoiseDistribution
-    guarantee: PrivacyGuarantee | None
 
 
 def anytime_counter(
@@ -299,7 +233,7 @@ def anytime_counter(
     replicas: int = 1,
     rng: RngLike = None,
     clip: bool = False,
-) -> AnytimeDoublingCounter | AnytimeFactorizationCounter:
+) -> DoublingCounter | AnytimeFactorizationCounter:
     """The horizon-free counter of every learner built with ``horizon=None``: the one place
     where that mechanism is chosen (``build_counter(budget, horizon=None, ...)`` calls it).
 
@@ -385,7 +319,7 @@ def doubling_counter(
     clip: bool = False,
     budget: PrivacyBudget | None = None,
     name: str = "doubling",
-) -> AnytimeDoublingCounter:
+) -> DoublingCounter:
     """Doubling blocks of lengths 1, 2, 4, ... (Chan, Shi & Song 2011; :class:`~dponline.
     continual.unknown_horizon.DoublingCounter`), block n being ``block(n)``'s mechanism with its
     noise, and the stream's guarantee (``budget`` given) the weakest block's, checked against
@@ -427,7 +361,7 @@ def doubling_counter(
             neighbouring=worst.neighbouring,
             stacklevel=4,
         )
-    return AnytimeDoublingCounter(
+    return DoublingCounter(
         calibrated,
         dim,
         bounds=bounds,
@@ -437,143 +371,3 @@ def doubling_counter(
         privacy=privacy,
         name=name,
     )
-
-
-class AnytimeDoublingCounter(DoublingCounter):
-    """A :class:`~dponline.continual.unknown_horizon.DoublingCounter` with the rest of the
-    counter interface the learners use: ``bounds``, ``noise`` (the current block's),
-    :meth:`step` that checks its input before anything changes, :meth:`step_block` and
-    :meth:`scale_noise` (the audit's handle, before the first step). Build it with
-    :func:`doubling_counter` (or ``build_counter(..., horizon=None)``).
-    """
-
-    def __init__(
-        self,
-        block: Callable[[int], BlockCalibration],
-        dim: int,
-        *,
-        bounds: InputBounds | None,
-        replicas: int = 1,
-        rng: RngLike = None,
-        clip: bool = False,
-        privacy: PrivacyGuarantee | None = None,
-        name: str = "doubling",
-    ) -> None:
-        self._calibrated = block
-        self.bounds = bounds
-        self.clip = bool(clip)
-        self.noise_multiplier = 1.0
-        super().__init__(
-            self._build_block,
-            self._block_release_variances,
-            dim,
-            replicas=replicas,
-            rng=as_generator(rng),
-            privacy=privacy,
-            name=name,
-        )
-
-    def _block_noise(self, length: int) -> NoiseDistribution:
-        noise = self._calibrated(length).noise
-        return noise if self.noise_multiplier == 1.0 else noise.scaled(self.noise_multiplier)
-
-    def _build_block(self, length: int, gen: np.random.Generator) -> ContinualCounter:
-        b = self._calibrated(length)
-        return b.mechanism(
-            length,
-            self.dim,
-            self._block_noise(length),
-            replicas=self.replicas,
-            rng=gen,
-            bounds=self.bounds,
-            clip=self.clip,
-            privacy=b.guarantee,
-        )
-
-    def _block_release_variances(self, length: int) -> np.ndarray:
-        cls = self._calibrated(length).mechanism
-        return cls.release_variances(length, self._block_noise(length), self.dim)  # type: ignore[attr-defined]
-
-    @property
-    def noise(self) -> NoiseDistribution:
-        """The noise per draw of the current block (of the first block before the first
-        step)."""
-        length = 1 if self._block is None else self._block.horizon
-        return self._block_noise(length)
-
-    def _checked(self, xs: Any, block: bool) -> np.ndarray:
-        """The inputs of the next step (``block=False``, shape (dim,) or (replicas, dim)) or
-        block of steps ((b, dim) or (b, replicas, dim)), checked as a whole before anything
-        changes: real, finite, the right shape, inside ``bounds`` (or clipped)."""
-        first = self.t + 1
-        if np.iscomplexobj(xs):
-            raise TypeError(f"step {first} input must be real, got complex values")
-        arr = np.asarray(xs, dtype=float)
-        lead = arr.shape[:1] if block else ()
-        shapes = ((self.dim,), (self.replicas, self.dim))
-        if (block and arr.ndim not in (2, 3)) or arr.shape[len(lead) :] not in shapes:
-            d, r = self.dim, self.replicas
-            want = f"(b, {d}) or (b, {r}, {d})" if block else f"({d},) or ({r}, {d})"
-            raise ValueError(f"input must have shape {want}, got {arr.shape}")
-        what = (
-            f"steps {first}.. input (index 0 is step {first})" if block else f"step {first} input"
-        )
-        if not np.isfinite(arr).all():
-            check_finite(arr, what)
-        if self.bounds is not None and not self.bounds.contains(arr):
-            arr = self.bounds.check(arr, clip=self.clip, what=what)
-        return arr
-
-    def step(self, x: np.ndarray) -> np.ndarray:
-        """Feed round t+1's value (checked before a new block is opened) and return the noisy
-        prefix sum, shape (replicas, dim); never refuses a step for being late."""
-        return super().step(self._checked(x, block=False))
-
-    def step_block(self, xs: np.ndarray) -> np.ndarray:
-        """Feed rounds t+1 .. t+b at once (checked as a whole first) and return their releases,
-        shape (b, replicas, dim): the same distribution and state as b calls of :meth:`step`;
-        each block's part goes through that block's own ``step_block``."""
-        arr = self._checked(xs, block=True)
-        b = arr.shape[0]
-        out = np.empty((b, self.replicas, self.dim))
-        i = 0
-        while i < b:
-            if self._block is None or self._block.t == self._block.horizon:
-                if self._block is not None:
-                    self._carried = self._carried + self._last
-                self._next_block()
-            assert self._block is not None
-            n = min(b - i, self._block.horizon - self._block.t)
-            releases = self._block.step_block(arr[i : i + n])
-            np.add(self._carried, releases, out=out[i : i + n])
-            self._last = releases[-1].copy()
-            self.t += n
-            i += n
-        return out
-
-    def scale_noise(self, factor: float) -> None:
-        """Multiply every block's noise by ``factor`` before the first step (an audit's
-        handle)."""
-        f = checked_positive("factor", factor)
-        if self.t != 0:
-            raise ValueError(
-                f"scale the noise before the first step (this counter is at step {self.t})"
-            )
-        self.noise_multiplier *= f
-        self._variance_cache.clear()
-
-    def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
-        state["noise_multiplier"] = self.noise_multiplier
-        return state
-
-    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
-        """Check the whole state (a different noise multiplier is refused: its noise was drawn
-        at another scale), then return the function that installs it."""
-        saved = saved_field(state, "noise_multiplier")
-        if saved != self.noise_multiplier:
-            raise ArgumentError(
-                f"state was saved from a counter whose noise was multiplied by {saved!r}, this "
-                f"one by {self.noise_multiplier!r}: it cannot continue this one"
-            )
-        return super().prepare_load(state)

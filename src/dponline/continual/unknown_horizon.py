@@ -13,7 +13,7 @@ variances of the finished blocks and the current block's variance at its own ste
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -23,40 +23,57 @@ from dponline.privacy.arguments import (
     checked_generator,
     checked_nonnegative,
     checked_nonnegative_int,
+    checked_positive,
     checked_real_array,
     checked_round,
     saved_field,
 )
+from dponline.privacy.bounds import InputBounds, check_finite
 from dponline.privacy.guarantee import PrivacyGuarantee
+from dponline.privacy.noise import NoiseDistribution
 from dponline.rng import RngLike, as_generator, generator_state
 
-__all__ = ["DoublingCounter"]
+__all__ = ["BlockCalibration", "DoublingCounter"]
 
-BlockFactory = Callable[[int, np.random.Generator], ContinualCounter]
+
+class BlockCalibration(NamedTuple):
+    """One block of a doubling counter: the mechanism, its noise per draw and the guarantee it
+    proves for the block (``None`` for a block without privacy)."""
+
+    mechanism: type[ContinualCounter]
+    noise: NoiseDistribution
+    guarantee: PrivacyGuarantee | None
 
 
 class DoublingCounter:
-    """A counter without a horizon: blocks of doubling length (see the module docstring).
+    """A counter without a horizon: blocks of doubling length (see the module docstring),
+    with the counter interface the learners use: ``bounds``, ``noise`` (the current block's),
+    :meth:`step` that checks its input before anything changes, :meth:`step_block` and
+    :meth:`scale_noise` (the audit's handle, before the first step).
 
-    ``make_block(length, rng)`` builds the fixed-horizon counter for one block; use
-    :func:`dponline.continual.make_counter` with ``horizon=None`` rather than building this by hand.
+    ``block(length)`` gives the :class:`BlockCalibration` of a block of that length. Build it
+    with :func:`dponline.continual.factory.doubling_counter` (or ``make_counter(...,
+    horizon=None)``), which also states the stream's guarantee.
     """
 
     horizon: None = None
 
     def __init__(
         self,
-        make_block: BlockFactory,
-        block_variances: Callable[[int], np.ndarray],
+        block: Callable[[int], BlockCalibration],
         dim: int,
         *,
+        bounds: InputBounds | None,
         replicas: int = 1,
         rng: RngLike = None,
+        clip: bool = False,
         privacy: PrivacyGuarantee | None = None,
         name: str = "doubling",
     ) -> None:
-        self._make_block = make_block
-        self._block_variance_formula = block_variances
+        self._calibrated = block
+        self.bounds = bounds
+        self.clip = bool(clip)
+        self.noise_multiplier = 1.0
         self.dim = int(dim)
         self.replicas = int(replicas)
         self.privacy = privacy
@@ -70,41 +87,103 @@ class DoublingCounter:
         self._last = np.zeros((self.replicas, self.dim))
         self._variance_cache: dict[int, np.ndarray] = {}
 
-    def initial_release(self) -> np.ndarray:
-        return np.zeros((self.replicas, self.dim))
+    def _block_noise(self, length: int) -> NoiseDistribution:
+        noise = self._calibrated(length).noise
+        return noise if self.noise_multiplier == 1.0 else noise.scaled(self.noise_multiplier)
 
-    def _next_block(self) -> None:
-        if self._block is not None:
-            self._carried_var += self._block.variance(self._block.horizon)
-        self._block_index += 1
-        self._block = self._make_block(2**self._block_index, self._rng)
+    def _build_block(self, length: int, gen: np.random.Generator) -> ContinualCounter:
+        b = self._calibrated(length)
+        return b.mechanism(
+            length,
+            self.dim,
+            self._block_noise(length),
+            replicas=self.replicas,
+            rng=gen,
+            bounds=self.bounds,
+            clip=self.clip,
+            privacy=b.guarantee,
+        )
+
+    def _block_release_variances(self, length: int) -> np.ndarray:
+        cls = self._calibrated(length).mechanism
+        return cls.release_variances(length, self._block_noise(length), self.dim)  # type: ignore[attr-defined]
+
+    @property
+    def noise(self) -> NoiseDistribution:
+        """The noise per draw of the current block (of the first block before the first
+        step)."""
+        length = 1 if self._block is None else self._block.horizon
+        return self._block_noise(length)
+
+    def _checked(self, xs: Any, block: bool) -> np.ndarray:
+        """The inputs of the next step (``block=False``, shape (dim,) or (replicas, dim)) or
+        block of steps ((b, dim) or (b, replicas, dim)), checked as a whole before anything
+        changes: real, finite, the right shape, inside ``bounds`` (or clipped)."""
+        first = self.t + 1
+        if np.iscomplexobj(xs):
+            raise TypeError(f"step {first} input must be real, got complex values")
+        arr = np.asarray(xs, dtype=float)
+        lead = arr.shape[:1] if block else ()
+        shapes = ((self.dim,), (self.replicas, self.dim))
+        if (block and arr.ndim not in (2, 3)) or arr.shape[len(lead) :] not in shapes:
+            d, r = self.dim, self.replicas
+            want = f"(b, {d}) or (b, {r}, {d})" if block else f"({d},) or ({r}, {d})"
+            raise ValueError(f"input must have shape {want}, got {arr.shape}")
+        what = (
+            f"steps {first}.. input (index 0 is step {first})" if block else f"step {first} input"
+        )
+        if not np.isfinite(arr).all():
+            check_finite(arr, what)
+        if self.bounds is not None and not self.bounds.contains(arr):
+            arr = self.bounds.check(arr, clip=self.clip, what=what)
+        return arr
 
     def step(self, x: np.ndarray) -> np.ndarray:
-        """Feed round t+1's value; never refuses a step."""
+        """Feed round t+1's value (checked before a new block is opened) and return the noisy
+        prefix sum, shape (replicas, dim); never refuses a step for being late."""
+        xv = self._checked(x, block=False)
         if self._block is None or self._block.t == self._block.horizon:
             if self._block is not None:
                 self._carried = self._carried + self._last
             self._next_block()
         assert self._block is not None
-        release = self._block.step(x)
+        release = self._block.step(xv)
         self._last = release
         self.t += 1
         return self._carried + release
 
-    def variance(self, t: int) -> float:
-        """Exact per-coordinate variance of release t (depends only on t and the calibration)."""
-        if t < 0:
-            raise ValueError(f"t must be non-negative, got {t}")
-        if t == 0:
-            return 0.0
-        k = int(t).bit_length() - 1  # block of round t
-        total = sum(float(self._block_variances(j)[-1]) for j in range(k))
-        return total + float(self._block_variances(k)[t - 2**k])
+    def step_block(self, xs: np.ndarray) -> np.ndarray:
+        """Feed rounds t+1 .. t+b at once (checked as a whole first) and return their releases,
+        shape (b, replicas, dim): the same distribution and state as b calls of :meth:`step`;
+        each block's part goes through that block's own ``step_block``."""
+        arr = self._checked(xs, block=True)
+        b = arr.shape[0]
+        out = np.empty((b, self.replicas, self.dim))
+        i = 0
+        while i < b:
+            if self._block is None or self._block.t == self._block.horizon:
+                if self._block is not None:
+                    self._carried = self._carried + self._last
+                self._next_block()
+            assert self._block is not None
+            n = min(b - i, self._block.horizon - self._block.t)
+            releases = self._block.step_block(arr[i : i + n])
+            np.add(self._carried, releases, out=out[i : i + n])
+            self._last = releases[-1].copy()
+            self.t += n
+            i += n
+        return out
 
-    def _block_variances(self, k: int) -> np.ndarray:
-        if k not in self._variance_cache:
-            self._variance_cache[k] = self._block_variance_formula(2**k)
-        return self._variance_cache[k]
+    def scale_noise(self, factor: float) -> None:
+        """Multiply every block's noise by ``factor`` before the first step (an audit's
+        handle)."""
+        f = checked_positive("factor", factor)
+        if self.t != 0:
+            raise ValueError(
+                f"scale the noise before the first step (this counter is at step {self.t})"
+            )
+        self.noise_multiplier *= f
+        self._variance_cache.clear()
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -117,16 +196,19 @@ class DoublingCounter:
             "last": None if self._block is None else self._last.copy(),
             "block": None if self._block is None else self._block.state_dict(),
             "privacy": None if self.privacy is None else self.privacy.to_dict(),
+            "noise_multiplier": self.noise_multiplier,
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore a state saved by :meth:`state_dict`; a corrupt state raises and leaves the
-        counter as it was (:meth:`prepare_load`)."""
-        self.prepare_load(state)()
-
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
-        """Check the whole of ``state`` (its current block's state included, and that the
-        block's step agrees with the stream's t) and return the function that installs it."""
+        """Check the whole of ``state`` (the noise multiplier: noise drawn at another scale is
+        refused; the guarantee; its current block's state, and that the block's step agrees
+        with the stream's t) and return the function that installs it, which cannot fail."""
+        saved = saved_field(state, "noise_multiplier")
+        if saved != self.noise_multiplier:
+            raise ArgumentError(
+                f"state was saved from a counter whose noise was multiplied by {saved!r}, this "
+                f"one by {self.noise_multiplier!r}: it cannot continue this one"
+            )
         if saved_field(state, "mechanism") != self.name:
             raise ArgumentError(f"state is for {state.get('mechanism')!r}, this is {self.name!r}")
         mine = None if self.privacy is None else self.privacy.to_dict()
@@ -171,7 +253,7 @@ class DoublingCounter:
                 f"saved round counter t={t} disagrees with block {index} at its step {block_t} "
                 f"(rounds before the block: {2**index - 1})"
             )
-        block = self._make_block(2**index, rng)
+        block = self._build_block(2**index, rng)
         install_block = block.prepare_load(saved_block)
 
         def install() -> None:
@@ -184,3 +266,32 @@ class DoublingCounter:
             self._last = last
 
         return install
+
+    def initial_release(self) -> np.ndarray:
+        return np.zeros((self.replicas, self.dim))
+
+    def _next_block(self) -> None:
+        if self._block is not None:
+            self._carried_var += self._block.variance(self._block.horizon)
+        self._block_index += 1
+        self._block = self._build_block(2**self._block_index, self._rng)
+
+    def variance(self, t: int) -> float:
+        """Exact per-coordinate variance of release t (depends only on t and the calibration)."""
+        if t < 0:
+            raise ValueError(f"t must be non-negative, got {t}")
+        if t == 0:
+            return 0.0
+        k = int(t).bit_length() - 1  # block of round t
+        total = sum(float(self._block_variances(j)[-1]) for j in range(k))
+        return total + float(self._block_variances(k)[t - 2**k])
+
+    def _block_variances(self, k: int) -> np.ndarray:
+        if k not in self._variance_cache:
+            self._variance_cache[k] = self._block_release_variances(2**k)
+        return self._variance_cache[k]
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a state saved by :meth:`state_dict`; a corrupt state raises and leaves the
+        counter as it was (:meth:`prepare_load`)."""
+        self.prepare_load(state)()

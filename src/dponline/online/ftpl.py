@@ -47,8 +47,9 @@ import numpy as np
 
 from dponline.continual.base import ContinualCounter
 from dponline.continual.calibration import CounterCalibrator
-from dponline.continual.factory import BlockCalibration, doubling_counter
+from dponline.continual.factory import doubling_counter
 from dponline.continual.registry import get_mechanism
+from dponline.continual.unknown_horizon import BlockCalibration
 from dponline.domains.base import ConvexDomain, checked_domain
 from dponline.domains.simplex import Simplex
 from dponline.online.counter_learner import CounterLearner
