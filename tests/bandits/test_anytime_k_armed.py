@@ -1,6 +1,7 @@
 """Anytime K-armed learners (``horizon=None``): the learners whose indices read log t and whose
-episodes, phases or epochs end by their own rule need no horizon. Built without one they make
-the same decisions as with one (no horizon enters them), play on past any T, resume bit for bit,
+episodes, phases or epochs end by their own rule need no horizon (DP-UCB's tight counter is the
+anytime one). Built without one they make the same decisions as with one where no horizon
+enters them, play on past any T, resume bit for bit,
 and their guarantee says it holds at every t; the learners that need T refuse ``None``."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dponline.bandits.dp_ucb import DPUCB
 from dponline.bandits.elimination import DPSE
 from dponline.environments.catalogue import build_environment
 from dponline.privacy.arguments import ArgumentError
@@ -37,15 +39,20 @@ def test_no_horizon_same_decisions_and_no_end(name: str) -> None:
     fixed = _build(name, 40, anytime=False)
     free = _build(name, 40, anytime=True)
     assert free.horizon is None and free.anytime
-    # no horizon enters the decisions or the noise: the same arms for the first 40 rounds
-    np.testing.assert_array_equal(play_rounds(fixed, means, 40), play_rounds(free, means, 40))
+    arms_fixed, arms_free = play_rounds(fixed, means, 40), play_rounds(free, means, 40)
+    if getattr(free, "counter", None) is None:
+        # no horizon enters the decisions or the noise: the same arms for the first 40 rounds
+        np.testing.assert_array_equal(arms_fixed, arms_free)
+    else:
+        # DP-UCB's counter is the anytime one: another noise, the same initial round robin
+        np.testing.assert_array_equal(arms_fixed[:3], arms_free[:3])
     with pytest.raises(ValueError, match="past the horizon"):
         fixed.act()
         play_rounds(fixed, means, 1)
     play_rounds(free, means, 30)  # on past the environment's horizon
     assert free.t == 70
     if free.privacy is not None:
-        assert "every round t" in free.privacy.derivation
+        assert "anytime" in free.privacy.derivation
 
 
 @pytest.mark.parametrize("name", ANYTIME_K_ARMED)
@@ -75,3 +82,16 @@ def test_a_learner_that_needs_its_horizon_refuses_none() -> None:
     with pytest.raises(ArgumentError, match="needs a horizon"):
         DPSE(3, None, budget=PrivacyBudget(1.0))
     assert not learners()["dp-se"].anytime
+    with pytest.raises(ArgumentError, match="needs a horizon"):
+        DPUCB(3, None, budget=PrivacyBudget(1.0, calibration="paper"))
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_anytime_dp_ucb_widens_by_its_counters_variance(noise: str) -> None:
+    delta = 1e-6 if noise == "gaussian" else 0.0
+    learner = DPUCB(3, None, budget=PrivacyBudget(1.0, delta), noise=noise, rng=0)
+    assert learner.counter.horizon is None
+    assert "every" in learner.privacy.derivation  # holds for the releases up to every t
+    t = np.array([50])
+    assert learner.widening(np.array([0]), t)[0, 0] > 0.0
+    assert learner.counter.variance(200) > learner.counter.variance(50)

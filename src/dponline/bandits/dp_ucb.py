@@ -34,6 +34,12 @@ so that P(Z_{t,a} <= -u_t) <= t^-alpha for each arm and round: the noise pushes 
 below its mean with probability at most t^-alpha, the Hoeffding term's t^-4 at the default
 alpha = 4.
 
+**Without a horizon** (``horizon=None``, ``tight`` only: the ``paper`` trees and v read T) the
+counter is an anytime one, calibrated for the same sensitivity and valid for the releases up to
+every t: the tapered square-root factorisation for Gaussian noise, doubling blocks of the
+``tight`` counter of each block's length for Laplace noise; u_t reads its exact variance at t as
+above (ours).
+
 *The Laplace tail (ours).* Z = sum_j c_j Y_j with Y_j i.i.d. Laplace(b) (every tree- or
 Honaker-type release is such a sum), Var Z = sigma^2 = 2 b^2 sum_j c_j^2, and |c_j| b <=
 sigma / sqrt 2 for every j. The moment generating function of Laplace(beta) is
@@ -83,7 +89,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.bandits.k_armed import KArmedLearner
+from dponline.bandits.k_armed import KArmedLearner, arms_of, horizon_for
+from dponline.continual.anytime_factorization import (
+    AnytimeFactorizationCounter,
+    TaperedSqrt,
+    calibrate_anytime,
+)
 from dponline.continual.base import ContinualCounter
 from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.factory import build_counter
@@ -183,11 +194,13 @@ class DPUCB(KArmedLearner):
     """
 
     paper: ClassVar[str] = "DP-UCB (Mishra & Thakurta 2015; Tossou & Dimitrakakis 2016)"
+    #: ``tight`` and UCB1 run with ``horizon=None`` (the ``paper`` trees and v need T)
+    anytime_capable: ClassVar[bool] = True
 
     def __init__(
         self,
         n_arms: int,
-        horizon: int,
+        horizon: int | None,
         *,
         budget: PrivacyBudget | None,
         noise: str = "laplace",
@@ -198,6 +211,11 @@ class DPUCB(KArmedLearner):
         clip: bool = False,
     ) -> None:
         gen = as_generator(rng)
+        if horizon is None and budget is not None and budget.calibration == "paper":
+            raise ArgumentError(
+                "the paper's DP-UCB needs a horizon (its trees have ceil(log2(T + 1)) levels and "
+                "its widening v reads log T); horizon=None runs the tight calibration"
+            )
         super().__init__(n_arms, horizon, replicas=replicas, rng=gen, clip=clip)
         if noise not in ("laplace", "gaussian"):
             raise ArgumentError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")
@@ -205,9 +223,9 @@ class DPUCB(KArmedLearner):
         self.alpha = checked_positive("alpha", alpha)
         t_big, k, r = self.horizon, self.n_arms, self.replicas
         if gamma is None:
-            gamma = float(t_big) ** -4 if t_big > 1 else 0.5
+            gamma = float(t_big) ** -4 if t_big is not None and t_big > 1 else 0.5
         self.gamma = checked_probability("gamma", gamma)
-        self.levels = tree_levels(t_big)
+        self.levels = 0 if t_big is None else tree_levels(t_big)
         budget = checked_budget(budget)
         self.counter: ContinualCounter | None = None
         self.node_scale, self.v = 0.0, 0.0
@@ -224,16 +242,22 @@ class DPUCB(KArmedLearner):
             # v enters no decision before round K + 1 > 2, so T < 2 needs none
             self.v = mishra_thakurta_v(k, t_big, budget.epsilon, self.gamma) if t_big > 1 else 0.0
         else:
-            name = choose_mechanism("tight", t_big, k, noise)
-            calibrator = CounterCalibrator(get_mechanism(name), t_big, Box(0.0, 1.0, dim=1), noise)
-            self.counter = build_counter(
-                budget,
-                horizon=t_big,
-                bounds=Box(0.0, 1.0, dim=k),
-                calibrator=calibrator,
-                replicas=r,
-                rng=gen,
-            )
+            if t_big is None:
+                self.counter = _anytime_counter(budget, k, noise, r, gen)
+                name = self.counter.name
+            else:
+                name = choose_mechanism("tight", t_big, k, noise)
+                calibrator = CounterCalibrator(
+                    get_mechanism(name), t_big, Box(0.0, 1.0, dim=1), noise
+                )
+                self.counter = build_counter(
+                    budget,
+                    horizon=t_big,
+                    bounds=Box(0.0, 1.0, dim=k),
+                    calibrator=calibrator,
+                    replicas=r,
+                    rng=gen,
+                )
             counted = self.counter.privacy
             assert counted is not None
             # the counter's guarantee, proven once by its calibration, with what it means here
@@ -383,6 +407,29 @@ class DPUCB(KArmedLearner):
         return install
 
 
+def _anytime_counter(
+    budget: PrivacyBudget, k: int, noise: str, replicas: int, gen: np.random.Generator
+) -> Any:
+    """The tight DP-UCB's counter without a horizon, for inputs r_t e_(a_t) of sensitivity 1
+    in l1 and l2 (so calibrated on [0, 1], dimension K): the tapered square-root factorisation
+    for Gaussian noise (its guarantee holds for the releases up to every t), doubling blocks of
+    the ``tight`` counter of each block's length for Laplace noise."""
+    unit, arms = Box(0.0, 1.0, dim=1), Box(0.0, 1.0, dim=k)
+    if noise == "gaussian" and not budget.is_user_level:
+        cal = calibrate_anytime(TaperedSqrt(), unit, budget)
+        return AnytimeFactorizationCounter(
+            k, cal.noise, replicas=replicas, rng=gen, bounds=arms, privacy=cal.guarantee
+        )
+
+    def calibrator(length: int) -> CounterCalibrator:
+        name = choose_mechanism("tight", length, k, noise)
+        return CounterCalibrator(get_mechanism(name), length, unit, noise)
+
+    return build_counter(
+        budget, horizon=None, bounds=arms, calibrator=calibrator, replicas=replicas, rng=gen
+    )
+
+
 # --- catalogue entry (dponline.registry): dponline list, specs, the battery, dponline audit -----
 
 
@@ -391,8 +438,8 @@ def _default_delta(env: Any, options: Mapping[str, Any]) -> float:
     return 0.0 if options.get("noise", "laplace") == "laplace" else 1e-6
 
 
-def _dp_ucb(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> DPUCB:
-    return DPUCB(int(getattr(env, "n_arms", env.dim)), env.horizon, budget=budget, **kw)
+def _dp_ucb(env: Any, *, budget: PrivacyBudget | None, anytime: bool = False, **kw: Any) -> DPUCB:
+    return DPUCB(arms_of(env), horizon_for(env, anytime), budget=budget, **kw)
 
 
 def last_round_plays_arm_0(outputs: np.ndarray) -> np.ndarray:
@@ -433,6 +480,7 @@ register_learner(
         ),
         calibrations=("paper", "tight"),
         private=True,
+        anytime=True,
         feedback_kind=FeedbackKind.BANDIT,
         action_space="arms",
         test_cases=(
