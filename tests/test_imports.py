@@ -151,6 +151,17 @@ ABOVE_ENVIRONMENTS = (
     "dponline.checks",
     "dponline.cli",
 )
+#: Layer 2 (docs/design.md, "Layers"): the protocol, the catalogue and the doubling trick
+#: (dponline.doubling, which learners of every package wrap); none reaches a learner package,
+#: the environments or anything above them.
+LAYER_2 = ("dponline.protocol", "dponline.registry", "dponline.doubling")
+ABOVE_LAYER_2 = (
+    *LEARNER_PACKAGES,
+    "dponline.environments",
+    "dponline.experiments",
+    "dponline.checks",
+    "dponline.cli",
+)
 #: What the losses may reach inside the package: themselves, privacy/ (``check_finite``), rng.
 LOSSES_MAY_REACH = ("dponline.losses", "dponline.privacy", "dponline.rng")
 #: The imports that remain across learner packages, each with its reason. Han et al.'s
@@ -191,6 +202,10 @@ def layering_violations(graph: dict[str, set[str]]) -> list[str]:
     for m, chain in sorted(reachable(graph, envs).items()):
         if _within(m, ABOVE_ENVIRONMENTS):
             out.append(f"an environment reaches {m}: {' -> '.join(chain)}")
+    layer_2 = [m for m in graph if _within(m, LAYER_2)]
+    for m, chain in sorted(reachable(graph, layer_2).items()):
+        if _within(m, ABOVE_LAYER_2):
+            out.append(f"layer 2 reaches {m}: {' -> '.join(chain)}")
     losses = [m for m in graph if _within(m, "dponline.losses")]
     for m, chain in sorted(reachable(graph, losses).items()):
         if not _within(m, LOSSES_MAY_REACH):
@@ -293,6 +308,16 @@ def test_the_layering_check_catches_a_learner_import_in_an_environment():
         "an environment reaches dponline.stochastic.s: "
         "dponline.environments.x -> dponline.losses -> dponline.stochastic.s",
         "the losses reach dponline.stochastic.s: dponline.losses -> dponline.stochastic.s",
+    ]
+    # the doubling trick sits below the learners that wrap themselves in it
+    doubling = {
+        **g,
+        "dponline.doubling": {"dponline.privacy"},
+        "dponline.bandits.b": {"dponline.doubling"},
+    }
+    assert layering_violations(doubling) == []
+    assert layering_violations({**doubling, "dponline.doubling": {"dponline.bandits.b"}}) == [
+        "layer 2 reaches dponline.bandits.b: dponline.doubling -> dponline.bandits.b"
     ]
     across = {**g, "dponline.bandits.b": {"dponline.online.ctrl"}}
     assert layering_violations(across) == [

@@ -44,6 +44,7 @@ noise orthogonal to the hull never reaches line 14 (the lemma in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -54,13 +55,16 @@ from dponline.bandits.ene_noise import PrivateBanditCalibrator
 from dponline.bandits.noisy_oco import ConditionalGradientMap, NoisyOCO, SphericalSmoothing
 from dponline.continual.factory import build_counter
 from dponline.domains.base import ConvexDomain, checked_domain
+from dponline.doubling import DoublingLearner
 from dponline.privacy.arguments import (
     ArgumentError,
+    checked_flag,
     checked_positive,
     checked_real_array,
     saved_field,
 )
 from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.calibration import calibrate
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.protocol import (
     Feedback,
@@ -81,7 +85,7 @@ from dponline.registry import (
 )
 from dponline.rng import RngLike, as_generator
 
-__all__ = ["PrivateBandit", "batch_schedule", "default_zeta"]
+__all__ = ["PrivateBandit", "anytime_private_bandit", "batch_schedule", "default_zeta"]
 
 
 def batch_schedule(horizon: int, batch: int | None = None) -> tuple[int, int]:
@@ -393,16 +397,109 @@ class PrivateBandit(NoiseHandle, RoundDiscipline):
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---
 
 
-def _private_bandit(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> PrivateBandit:
+def _private_bandit(
+    env: Any, *, budget: PrivacyBudget | None, anytime: bool = False, **kw: Any
+) -> PrivateBandit | DoublingLearner:
     """PrivateBandit over ``env``'s decision set, horizon and declared Lipschitz constant (on
     the points it plays: within zeta of the set, or inside it with ``shrink``), calibrated to
-    ``budget`` (None: the non-private algorithm)."""
+    ``budget`` (None: the non-private algorithm); ``anytime=True`` builds
+    :func:`anytime_private_bandit` (the environment's horizon ignored)."""
+    if checked_flag("anytime", anytime):
+        return anytime_private_bandit(env, budget=budget, **kw)
+    return PrivateBandit(
+        env.domain, env.horizon, budget=budget, **_for_horizon(env, env.horizon, kw)
+    )
+
+
+def _for_horizon(env: Any, horizon: int, kw: dict[str, Any]) -> dict[str, Any]:
+    """The options of a PrivateBandit built for ``horizon`` rounds of ``env``: line 1's zeta
+    for that horizon (unless given) and the environment's Lipschitz constant on the points
+    it plays, within zeta of the set (inside it with ``shrink``)."""
     zeta = kw.get("zeta")
     if zeta is None:
-        zeta = default_zeta(env.domain, env.horizon)
+        zeta = default_zeta(env.domain, horizon)
     reach = 0.0 if kw.get("shrink", False) else float(zeta)
-    kw.setdefault("lipschitz", env.lipschitz(reach))
-    return PrivateBandit(env.domain, env.horizon, budget=budget, **kw)
+    return {**kw, "lipschitz": kw.get("lipschitz", env.lipschitz(reach))}
+
+
+def anytime_private_bandit(
+    env: Any,
+    *,
+    budget: PrivacyBudget | None,
+    replicas: int = 1,
+    rng: RngLike = None,
+    **kw: Any,
+) -> DoublingLearner:
+    """PrivateBandit without a horizon (ours, the doubling trick): a
+    :class:`~dponline.doubling.DoublingLearner` whose epoch of n rounds (n = 1, 2, 4, ...) is a
+    fresh PrivateBandit built for n rounds at the full budget, exactly as the fixed-horizon
+    factory builds it for a horizon of n: line 1's eta, zeta and batch length ceil(n^{1/2})
+    for n, the loss range +-L (D + zeta_n) and the Lipschitz constant within zeta_n of the set
+    (so each epoch's noise is calibrated for its own length and its own sensitivity
+    (k / zeta_n)(hi_n - lo_n)); options given (eta, zeta, loss_range, ...) hold for every epoch,
+    and a ``batch`` option longer than an epoch is cut to the epoch's length.
+
+    Privacy: the guarantee of the weakest epoch at every t (the doubling argument of
+    :mod:`dponline.doubling`); under ``tight`` every epoch meets the budget, under ``paper``
+    (with ``allow_weaker``) each epoch proves its own epsilon, computed here from its
+    calibration (:class:`~dponline.bandits.ene_noise.PrivateBanditCalibrator`) without building
+    it. The entry's default delta is 0 (Laplace noise, Lemma 5.1), a fixed number: it does not
+    depend on the horizon, so the anytime learner uses it as it is; a delta > 0 (Gaussian,
+    Lemma 5.4) is also one fixed number for every epoch, and the weakest epoch's (epsilon,
+    delta) then holds at every t. ``shrink`` needs zeta_n below the set's inscribed radius in
+    every epoch: give ``zeta`` (line 1's zeta of a one-round epoch is D k^{1/2})."""
+    domain = checked_domain(env.domain)
+    budget = checked_budget(budget)
+    batch = kw.pop("batch", None)
+    if batch is not None:
+        batch = checked_count("batch", batch)
+
+    def options(length: int) -> dict[str, Any]:
+        out = _for_horizon(env, length, kw)
+        if batch is not None:
+            out["batch"] = min(batch, length)
+        return out
+
+    def make(length: int, gen: np.random.Generator) -> PrivateBandit:
+        return PrivateBandit(
+            domain, length, budget=budget, replicas=replicas, rng=gen, **options(length)
+        )
+
+    def epoch_guarantee(length: int) -> PrivacyGuarantee | None:
+        """What PrivateBandit(horizon=length) proves (its __init__'s calibration)."""
+        assert budget is not None
+        o = options(length)
+        _, batches = batch_schedule(length, o.get("batch"))
+        L = checked_positive("lipschitz", o["lipschitz"])
+        zeta = o.get("zeta")
+        zeta = default_zeta(domain, length) if zeta is None else checked_positive("zeta", zeta)
+        lo, hi = o.get("loss_range") or (
+            -L * (domain.diameter + (0.0 if o.get("shrink") else zeta)),
+            L * (domain.diameter + (0.0 if o.get("shrink") else zeta)),
+        )
+        k = domain.affine_dim
+        calibrator = PrivateBanditCalibrator(
+            horizon=length,
+            batches=batches,
+            sphere_dim=k,
+            ambient_dim=domain.dim,
+            lipschitz=L,
+            term_bound=k / zeta * (float(hi) - float(lo)),
+            noise="laplace" if budget.delta == 0 else "gaussian",
+            mechanism=o.get("mechanism"),
+            noise_in_hull=bool(o.get("noise_in_hull", True)),
+        )
+        return calibrate(calibrator, dataclasses.replace(budget, allow_weaker=True)).guarantee
+
+    paper = budget is not None and budget.calibration == "paper"
+    return DoublingLearner(
+        make,
+        budget=budget,
+        replicas=replicas,
+        rng=rng,
+        epoch_guarantee=epoch_guarantee if paper else None,
+        name="PrivateBandit (Ene, Nguyen & Vladu 2021, Algorithm 1)",
+    )
 
 
 _OPTIONS = {
@@ -416,6 +513,9 @@ _OPTIONS = {
     "loss_range": "[lo, hi] of the loss values (default: +-L (D + zeta), losses vanish in D)",
     "noise_in_hull": "tight: the counter sums the affine hull's k coordinates (default true); "
     "false keeps R^n (more Laplace noise at the same epsilon, for comparisons)",
+    "anytime": "true: no horizon (the environment's is ignored): epochs of 1, 2, 4, ... rounds, "
+    "each a fresh PrivateBandit for its length at the full budget (a batch option is cut to "
+    "an epoch's length); the weakest epoch's guarantee at every t",
 }
 
 
@@ -501,7 +601,8 @@ _PRIVATE_BANDIT_ENTRY = register_learner(
             ),
         ),
         options=_OPTIONS,
-        default_delta=0.0,  # Laplace noise (Lemma 5.1)
+        default_delta=0.0,  # Laplace noise (Lemma 5.1); fixed, so valid for every t (anytime)
+        anytime=True,
     )
 )
 
