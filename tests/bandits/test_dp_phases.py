@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dponline.bandits.dp_phases import DPIMED, DPKLUCB, next_phase_end
+from dponline.bandits.dp_phases import DPIMED, DPKLUCB, first_phase_length, next_phase_end
 from dponline.bandits.lower_bounds import azize_2025_coefficient
 from dponline.environments.k_armed import KArmedBandit
 from dponline.privacy.budget import PrivacyBudget
@@ -62,7 +62,7 @@ def test_each_phase_sum_gets_one_laplace_draw_of_scale_one_over_epsilon() -> Non
     p > 1e-4 fails with probability 1e-4 for a correct sampler); a mean of 2 draws per replica
     would give twice the variance and fail by far."""
     eps, reps = 0.5, 4000
-    learner = DPIMED(2, 10, budget=PrivacyBudget(eps), replicas=reps, rng=3)
+    learner = DPIMED(2, 10, budget=PrivacyBudget(eps), replicas=reps, rng=3, first_phase=1)
     play_rounds(learner, np.array([1.0, 0.0]), 2)
     residual = (learner.noisy_sum - np.array([1.0, 0.0])).ravel()
     assert learner.phases.tolist() == [[1, 1]] * reps
@@ -117,6 +117,39 @@ def test_a_resumed_run_is_bit_exact(cls) -> None:
     assert same_state(whole.state_dict(), resumed.state_dict())
 
 
+def test_the_default_first_phase_is_ten_over_epsilon() -> None:
+    assert [first_phase_length(e) for e in (1.0, 0.1, 0.3, 20.0, math.inf)] == [10, 100, 34, 1, 1]
+    assert DPKLUCB(3, 10, budget=PrivacyBudget(0.5)).first_phase == 20
+    assert DPIMED(3, 10, budget=None).first_phase == 1  # the non-private counterpart: n_1 = 1
+    assert DPIMED(3, 10, budget=PrivacyBudget(0.5), first_phase=3).first_phase == 3
+
+
+@pytest.mark.parametrize("cls", LEARNERS)
+def test_each_arm_plays_its_first_phase_and_releases_it_once(cls) -> None:
+    """eps = 2: n_1 = 5. Arms 0, 1, 2 play 5 rounds each in turn; each arm's S~ is the sum of
+    its 5 deterministic rewards plus one Laplace term of scale 1/eps (Kolmogorov-Smirnov over
+    2,000 x 3 draws, fixed seed; p > 1e-4 fails with probability 1e-4 for a correct sampler);
+    the next commitment lasts one phase, from pull 5 to pull 10 (alpha = 2)."""
+    eps, reps = 2.0, 2000
+    learner = cls(3, 40, budget=PrivacyBudget(eps), replicas=reps, rng=4)
+    means = np.array([1.0, 0.0, 1.0])
+    arms = play_rounds(learner, means, 15)
+    assert (arms == np.repeat([0, 1, 2], 5)[:, None]).all()
+    assert learner.phase_end.tolist() == [[5, 5, 5]] * reps
+    assert learner.phases.tolist() == [[1, 1, 1]] * reps
+    residual = (learner.noisy_sum - 5.0 * means).ravel()
+    assert stats.kstest(residual, stats.laplace(scale=1 / eps).cdf).pvalue > 1e-4
+    learner.act()
+    assert learner.left.tolist() == [5] * reps
+
+
+def test_a_state_of_another_first_phase_is_refused() -> None:
+    a = DPIMED(3, 40, budget=PrivacyBudget(1.0), first_phase=2, rng=0)
+    play_rounds(a, np.array([0.5, 0.5, 0.5]), 7)
+    with pytest.raises(ValueError, match="first_phase"):
+        DPIMED(3, 40, budget=PrivacyBudget(1.0), first_phase=3).load_state_dict(a.state_dict())
+
+
 def _imed_round_3_plays_arm_0(r0: float, eps: float) -> float:
     """P(DP-IMED plays arm 0 in round 3): two arms pulled once with rewards r0 and 1/2, then
     the argmin of d_eps([mu~_a], [mu~^*]) + log 1, i.e. the larger clipped private mean (a tie,
@@ -146,7 +179,7 @@ def test_dp_imed_is_exactly_epsilon_dp_on_a_tiny_case_and_plays_as_computed() ->
     assert eps / 4 < loss <= eps
     reps = 8_000
     for r0, want in p.items():
-        learner = DPIMED(2, 3, budget=PrivacyBudget(eps), replicas=reps, rng=11)
+        learner = DPIMED(2, 3, budget=PrivacyBudget(eps), replicas=reps, rng=11, first_phase=1)
         arms = play_rounds(learner, None, 3, rewards=[r0, 0.5, 0.5])
         got = np.mean(arms[2] == 0)
         assert abs(got - want) < 4.5 * math.sqrt(want * (1 - want) / reps)
@@ -157,10 +190,11 @@ def test_regret_with_fixed_seeds(cls) -> None:
     """Means (0.9, 0.8, 0.8), eps = 1, T = 20,000, 20 replicas (fixed seeds): the median
     pseudo-regret lies below twice the asymptotic bound alpha sum Delta log T / d_eps (89 at
     alpha = 2; uniform play pays 1,333), and the non-private counterpart's median below twice
-    the private one. At these seeds the medians are 51 (DP-KLUCB) and 45 (DP-IMED). A false
-    failure needs half the replicas above 178: over 1,000 runs at other seeds 0.8% (DP-KLUCB)
-    and 4.3% (DP-IMED, whose tail is heavy: a best arm whose early noise is very negative waits
-    long) lie above, so ten of twenty has probability below 1e-8."""
+    the private one. At these seeds the medians are 44 (DP-KLUCB) and 32 (DP-IMED), with the
+    default first phase n_1 = 10. A false failure needs half the replicas above 178: over 1,000
+    runs at other seeds 0.1% (DP-KLUCB) and 0.6% (DP-IMED, whose tail is the heavier: a best
+    arm whose early noise is very negative waits long; 4.3% with n_1 = 1) lie above, so ten of
+    twenty has probability below 1e-8."""
     means = np.array([0.9, 0.8, 0.8])
     t_big, reps = 20_000, 20
     bound = 2.0 * azize_2025_coefficient(means, 1.0) * math.log(t_big)
@@ -177,6 +211,9 @@ def test_regret_with_fixed_seeds(cls) -> None:
 def test_the_options_are_checked() -> None:
     with pytest.raises(ValueError, match="alpha"):
         DPKLUCB(3, 10, budget=None, alpha=1.0)
+    for bad in (0, 2.5, True, "3"):
+        with pytest.raises((ValueError, TypeError), match="first_phase"):
+            DPKLUCB(3, 10, budget=PrivacyBudget(1.0), first_phase=bad)
     with pytest.raises(ValueError, match="pure DP"):
         DPIMED(3, 10, budget=PrivacyBudget(1.0, 1e-6))
     g = DPKLUCB(3, 10, budget=PrivacyBudget(0.5, calibration="paper")).privacy
