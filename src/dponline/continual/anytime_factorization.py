@@ -254,7 +254,9 @@ class JacobsenFawaz(AnytimeStrategy):
         return _jf_series(n, -self.gamma, -self.delta)
 
     def sensitivity(self) -> float:
-        return jf_sensitivity(self.gamma, self.delta)
+        """The quadrature value of :func:`jf_sensitivity` (relative tolerance 1e-12), raised
+        by a relative margin of 1e-9 so that it bounds the exact norm from above."""
+        return jf_sensitivity(self.gamma, self.delta) * (1.0 + 1e-9)
 
 
 # --------------------------------------------------------------------------- tapered sqrt

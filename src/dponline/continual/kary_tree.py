@@ -33,6 +33,13 @@ round s has l1 norm n_s = the number of levels whose cell containing s is used (
 norm sqrt(n_s). C x + z with Laplace(b) draws is (max_s n_s) Delta_1 / b - DP (the Laplace
 mechanism), with Gaussian draws a Gaussian mechanism of l2 sensitivity sqrt(max_s n_s) Delta_2,
 and the releases are its post-processing by B. :func:`kary_column_norms` computes n_s exactly.
+For inputs chosen adaptively (a learner's next input depends on earlier releases, and a release
+may use a cell that ends after t, whose draw is then already in it), the same bound holds: the
+releases are y = M x + B z with x_s a function of y_1..y_{s-1}, a triangular map of z with unit
+Jacobian, so the density ratio of the whole release sequence under neighbouring streams is that
+of z shifted by C(x - x'), at most exp(||C (x - x')||_1 / b) for Laplace draws; for Gaussian
+draws it is a fully adaptive composition of Gaussian mechanisms (Denisov et al. 2022,
+Theorem 2.1).
 
 *Variance* (ours). The cells a release uses are distinct, so
 
