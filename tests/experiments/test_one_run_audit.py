@@ -157,3 +157,22 @@ def test_planned_learner_refuted_at_a_tenth_of_its_noise():
     assert weak.plan.canaries == 4000 and weak.plan.gap == 4
     assert weak.refuted
     assert not audit_registered(entry).refuted
+
+
+@pytest.mark.slow
+def test_white_box_reads_dp_ftrl_release():
+    # the release read back from the actions of DP-FTRL (Laplace, two experts): the entropic
+    # actions give L~_0 - L~_1 exactly, and the scores use neither the coins nor the noise draws
+    entry = learners()["dp-ftrl"]
+    case = entry.test_cases[0]
+    plan = CanaryPlan(canaries=300, gap=16, window=16)
+    # seed 1, 300 canaries: a hundredth of the noise leaves each canary's level-0 cell at
+    # Laplace(0.08) against a shift of 1, so guessing is nearly perfect (an exact bound above
+    # 1 fails only if the scorer is wrong); the claim is refuted with probability <= 1e-3
+    gross = audit_registered(entry, case, noise_fraction=0.01, plan=plan, seed=1)
+    assert gross.fitted == 0 and gross.audited == 300
+    assert gross.refuted
+    full = audit_registered(entry, case, noise_fraction=1.0, plan=plan, seed=1)
+    assert not full.refuted
+    fisher = audit_registered(entry, case, noise_fraction=0.01, plan=plan, seed=1, white_box=False)
+    assert fisher.fitted == 100
