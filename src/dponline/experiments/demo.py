@@ -52,7 +52,8 @@ _CAPTIONS = {
     "for every learner (grey) and Azize et al.'s private one at each epsilon (its colour), "
     "coefficient times log t (asymptotic bounds: a curve may lie below them early on). What "
     "to see: DP-KLUCB and DP-IMED, which keep all their samples, come within 1.5x of "
-    "KL-UCB from epsilon = 1 (DP-IMED within 2.5x of IMED, the best learner here); "
+    "KL-UCB from epsilon = 1 (DP-IMED below it, and within 2x of IMED, the best learner "
+    "here); "
     "AdaP-KLUCB, which forgets all but its "
     "last episode, stays far above them at this horizon, and at epsilon = 0.25 its widened "
     "indices all clip to 1 and it never leaves its first arm.",
