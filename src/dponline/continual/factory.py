@@ -304,7 +304,7 @@ def _factorisation_fits(budget: PrivacyBudget, dim: int, noise: str, mechanism: 
         mechanism is None
         and noise == "gaussian"
         and budget.calibration == "tight"
-        and getattr(budget, "participations", 1) == 1
+        and not budget.is_user_level
         and state_bytes("sqrt_factorization", ANYTIME_MEMORY_ROUNDS, dim) <= MEMORY_BUDGET
     )
 
