@@ -48,187 +48,40 @@ from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.privacy.noise import NoiseDistribution
 from dponline.rng import RngLike, as_generator, generator_state
 
-__all__ = ["ContinualCounter", "HorizonExceededError"]
+__all__ = ["ContinualCounter", "HorizonExceededError", "StreamingCounter"]
 
 
 class HorizonExceededError(ValueError):
     """A fixed-horizon counter was asked for step T+1."""
 
 
-class ContinualCounter(ABC):
-    """Base class of the continual-counting mechanisms (see the module docstring).
-
-    Parameters
-    ----------
-    horizon:
-        The number of steps T the counter is built for.
-    dim:
-        The dimension d of each step's value.
-    noise:
-        The noise distribution of one noise draw (a tree node, a factorisation coordinate).
-    replicas:
-        Independent copies run side by side (leading axis of every release).
-    rng:
-        Seed or Generator for the noise (never a global RNG).
-    bounds:
-        The per-step input contract; when given, every input is checked against it.
-    clip:
-        Map out-of-bounds inputs into ``bounds`` instead of raising.
-    privacy:
-        The guarantee this counter gives for inputs within ``bounds`` (set by
-        :func:`dponline.continual.make_counter`); ``None`` for a counter built by hand.
-    """
+class StreamingCounter(ABC):
+    """What every counter shares, with a horizon (:class:`ContinualCounter`) or without one
+    (:class:`~dponline.continual.anytime.AnytimeCounter`): the input checks, block releases,
+    the audit's noise handle and the saved state. A subclass sets ``horizon`` (an int, or
+    ``None``), ``dim``, ``replicas``, ``noise``, ``bounds``, ``clip``, ``privacy``, ``_rng`` and
+    ``t``, and implements ``_step``, :meth:`_check_room` (whether b more steps are allowed),
+    :meth:`_saved_round` and :meth:`_state_shapes` (what a saved state at round t holds) and
+    ``_arrays`` / ``_set_arrays``."""
 
     #: Registry name, e.g. "binary_tree".
     name: ClassVar[str]
-    #: Noise families this mechanism is valid for ("laplace", "gaussian", "generalized_gaussian").
-    supported_noise: ClassVar[frozenset[str]] = frozenset(
-        {"laplace", "gaussian", "generalized_gaussian"}
-    )
     #: One line for listings.
     summary: ClassVar[str] = ""
-    #: Names of the array attributes (stored as ``self._<name>``) that make up the state.
-    state_arrays: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(
-        self,
-        horizon: int,
-        dim: int,
-        noise: NoiseDistribution,
-        *,
-        replicas: int = 1,
-        rng: RngLike = None,
-        bounds: InputBounds | None = None,
-        clip: bool = False,
-        privacy: PrivacyGuarantee | None = None,
-    ) -> None:
-        self.horizon = checked_count("horizon", horizon)
-        self.dim = checked_count("dim", dim)
-        self.replicas = checked_count("replicas", replicas)
-        if not isinstance(noise, NoiseDistribution):
-            raise TypeError(f"noise must be a NoiseDistribution, got {type(noise).__name__}")
-        family = _noise_family(noise)
-        if family is not None and family not in self.supported_noise:
-            raise TypeError(
-                f"{type(self).__name__} supports {sorted(self.supported_noise)} noise, "
-                f"got {type(noise).__name__}"
-            )
-        if bounds is not None and bounds.dim != self.dim:
-            raise ValueError(f"bounds has dimension {bounds.dim}, counter has dim={self.dim}")
-        self.noise = noise
-        self.bounds = bounds
-        self.clip = bool(clip)
-        self.privacy = privacy
-        self._rng = as_generator(rng)
-        self.t = 0
-
-    # ----------------------------------------------------------------- structure
-    @classmethod
-    @abstractmethod
-    def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
-        """(l1, l2) norms of the largest column of the mechanism's strategy matrix.
-
-        One round's value moving by a vector v moves everything the mechanism releases
-        (its noisy nodes or coordinates) by at most ``l1 * ||v||_1`` in l1 and
-        ``l2 * ||v||_2`` in l2; calibrations multiply the input set's diameter by these.
-        """
-
-    @classmethod
-    def draws_per_step(cls, horizon: int) -> int:
-        """How many noise draws one step's value enters (for per-draw composition)."""
-        l1, _ = cls.sensitivity_factors(horizon)
-        return round(l1)
-
-    @classmethod
-    def strategy_matrix(cls, horizon: int) -> np.ndarray:
-        """The strategy matrix C, shape (noise draws per coordinate, horizon): column j is what
-        step j's value (a scalar of sensitivity 1) enters before noise; the mechanism releases
-        B (C x + z) with B C the prefix-sum matrix. A mechanism that does not state it has no
-        user-level sensitivity (NotImplementedError)."""
-        raise NotImplementedError(
-            f"{cls.__name__} states no strategy_matrix(horizon): its sensitivity when one "
-            "person contributes to several steps is unknown"
-        )
-
-    @classmethod
-    def participation_strategy_matrix(
-        cls, horizon: int, participations: int, min_separation: int
-    ) -> np.ndarray:
-        """The strategy matrix of the counter built for the pattern: :meth:`strategy_matrix`,
-        unless the mechanism chooses its structure for the pattern (the BLT)."""
-        return cls.strategy_matrix(horizon)
-
-    @classmethod
-    def participation_sensitivity_factors(
-        cls, horizon: int, participations: int, min_separation: int
-    ) -> ParticipationSensitivity:
-        """The (l1, l2) factors when one person contributes to at most ``participations``
-        steps, any two at least ``min_separation`` apart (|i - j| >= b; b = 1 allows
-        consecutive steps), with exactness flags and the method
-        (:class:`~dponline.continual.participation.ParticipationSensitivity`). By default from
-        :meth:`strategy_matrix` (:func:`~dponline.continual.participation.
-        strategy_participation`; past ``STRATEGY_LIMIT`` rounds k_eff times one round's
-        factors, flagged as an upper bound); ValueError if the class states no strategy
-        matrix."""
-        return _participation_from_strategy(cls, int(horizon), participations, min_separation)
-
-    @classmethod
-    def participation_release_variances(
-        cls,
-        horizon: int,
-        noise: NoiseDistribution,
-        dim: int,
-        participations: int,
-        min_separation: int,
-    ) -> np.ndarray:
-        """:meth:`release_variances` of the counter built for the pattern (the same, unless the
-        mechanism chooses its structure for the pattern, as the BLT does)."""
-        return cls.release_variances(horizon, noise, dim)
-
-    @abstractmethod
-    def variance(self, t: int) -> float:
-        """Exact variance of one coordinate of release ``t`` (0 <= t <= horizon)."""
-
-    def _check_t(self, t: int) -> int:
-        if not 0 <= t <= self.horizon:
-            raise ValueError(f"t must lie in [0, {self.horizon}], got {t}")
-        return int(t)
-
-    @classmethod
-    @abstractmethod
-    def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
-        """Exact per-coordinate variances of releases 1..T for a counter of this class built
-        with ``noise`` (no counter, no noise draws needed)."""
-
-    def variances(self) -> np.ndarray:
-        """Exact per-coordinate variances of releases 1..T."""
-        return type(self).release_variances(self.horizon, self.noise, self.dim)
-
-    @property
-    def max_variance(self) -> float:
-        return float(self.variances().max())
-
-    @property
-    def mean_variance(self) -> float:
-        return float(self.variances().mean())
+    horizon: int | None
+    dim: int
+    replicas: int
+    noise: NoiseDistribution
+    bounds: InputBounds | None
+    clip: bool
+    privacy: PrivacyGuarantee | None
+    t: int
+    _rng: np.random.Generator
 
     # ----------------------------------------------------------------- streaming
     def initial_release(self) -> np.ndarray:
         """The release for t = 0 (an empty prefix sum): zeros unless the mechanism pads it."""
         return np.zeros((self.replicas, self.dim))
-
-    def step(self, x: np.ndarray) -> np.ndarray:
-        """Feed round ``t+1``'s value and return the private prefix sum, shape (replicas, dim)."""
-        if self.t >= self.horizon:
-            raise HorizonExceededError(
-                f"{type(self).__name__} was built for horizon T={self.horizon} and has released "
-                f"all {self.horizon} steps; step {self.t + 1} would void its privacy guarantee. "
-                "Build it with a larger horizon, or with horizon=None through make_counter "
-                "for an unknown horizon."
-            )
-        xv = self._prepare(x)
-        self.t += 1
-        return self._step(xv)
 
     def _prepare(self, x: np.ndarray) -> np.ndarray:
         if np.iscomplexobj(x):
@@ -287,11 +140,7 @@ class ContinualCounter(ABC):
                 f"(b, {self.replicas}, {self.dim}), got {arr.shape}"
             )
         b = arr.shape[0]
-        if self.t + b > self.horizon:
-            raise HorizonExceededError(
-                f"{type(self).__name__} was built for horizon T={self.horizon} and is at step "
-                f"{self.t}; a block of {b} steps would pass it and void its privacy guarantee"
-            )
+        self._check_room(b)
         what = f"steps {self.t + 1}..{self.t + b} input (index 0 is step {self.t + 1})"
         if not np.isfinite(arr).all():
             check_finite(arr, what)
@@ -379,15 +228,15 @@ class ContinualCounter(ABC):
                 "was calibrated for another guarantee, so it cannot continue this one "
                 f"(saved { ({k: (saved or {}).get(k) for k in diff})!r})"
             )
-        t = checked_round(saved_field(state, "t"), self.horizon)
+        t = self._saved_round(state)
         arrays = saved_field(state, "arrays")
-        expected = self._arrays()
+        expected = self._state_shapes(t)
         if not isinstance(arrays, dict) or set(arrays) != set(expected):
             found = sorted(arrays) if isinstance(arrays, dict) else type(arrays).__name__
             raise ArgumentError(f"saved arrays {found} do not match {sorted(expected)}")
         checked = {
-            k: np.array(checked_real_array(f"saved array {k!r}", arrays[k], np.shape(v)))
-            for k, v in expected.items()
+            k: np.array(checked_real_array(f"saved array {k!r}", arrays[k], shape))
+            for k, shape in expected.items()
         }
         rng = checked_generator("saved rng", saved_field(state, "rng"))
 
@@ -397,6 +246,203 @@ class ContinualCounter(ABC):
             self._set_arrays(checked)
 
         return install
+
+    @abstractmethod
+    def _check_room(self, steps: int) -> None:
+        """Raise if ``steps`` more steps would pass what the guarantee covers."""
+
+    @abstractmethod
+    def _saved_round(self, state: dict[str, Any]) -> int:
+        """The saved step counter, checked."""
+
+    @abstractmethod
+    def _state_shapes(self, t: int) -> dict[str, tuple[int, ...]]:
+        """The arrays of a state saved at step ``t`` and their shapes."""
+
+    @abstractmethod
+    def _arrays(self) -> dict[str, np.ndarray]:
+        """The state's arrays (live references)."""
+
+    @abstractmethod
+    def _set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        """Install checked arrays."""
+
+
+class ContinualCounter(StreamingCounter):
+    """Base class of the continual-counting mechanisms (see the module docstring).
+
+    Parameters
+    ----------
+    horizon:
+        The number of steps T the counter is built for.
+    dim:
+        The dimension d of each step's value.
+    noise:
+        The noise distribution of one noise draw (a tree node, a factorisation coordinate).
+    replicas:
+        Independent copies run side by side (leading axis of every release).
+    rng:
+        Seed or Generator for the noise (never a global RNG).
+    bounds:
+        The per-step input contract; when given, every input is checked against it.
+    clip:
+        Map out-of-bounds inputs into ``bounds`` instead of raising.
+    privacy:
+        The guarantee this counter gives for inputs within ``bounds`` (set by
+        :func:`dponline.continual.make_counter`); ``None`` for a counter built by hand.
+    """
+
+    #: Noise families this mechanism is valid for ("laplace", "gaussian", "generalized_gaussian").
+    supported_noise: ClassVar[frozenset[str]] = frozenset(
+        {"laplace", "gaussian", "generalized_gaussian"}
+    )
+    #: Names of the array attributes (stored as ``self._<name>``) that make up the state.
+    state_arrays: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        horizon: int,
+        dim: int,
+        noise: NoiseDistribution,
+        *,
+        replicas: int = 1,
+        rng: RngLike = None,
+        bounds: InputBounds | None = None,
+        clip: bool = False,
+        privacy: PrivacyGuarantee | None = None,
+    ) -> None:
+        self.horizon = checked_count("horizon", horizon)
+        self.dim = checked_count("dim", dim)
+        self.replicas = checked_count("replicas", replicas)
+        if not isinstance(noise, NoiseDistribution):
+            raise TypeError(f"noise must be a NoiseDistribution, got {type(noise).__name__}")
+        family = _noise_family(noise)
+        if family is not None and family not in self.supported_noise:
+            raise TypeError(
+                f"{type(self).__name__} supports {sorted(self.supported_noise)} noise, "
+                f"got {type(noise).__name__}"
+            )
+        if bounds is not None and bounds.dim != self.dim:
+            raise ValueError(f"bounds has dimension {bounds.dim}, counter has dim={self.dim}")
+        self.noise = noise
+        self.bounds = bounds
+        self.clip = bool(clip)
+        self.privacy = privacy
+        self._rng = as_generator(rng)
+        self.t = 0
+
+    # ----------------------------------------------------------------- structure
+    @classmethod
+    @abstractmethod
+    def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
+        """(l1, l2) norms of the largest column of the mechanism's strategy matrix.
+
+        One round's value moving by a vector v moves everything the mechanism releases
+        (its noisy nodes or coordinates) by at most ``l1 * ||v||_1`` in l1 and
+        ``l2 * ||v||_2`` in l2; calibrations multiply the input set's diameter by these.
+        """
+
+    @classmethod
+    def draws_per_step(cls, horizon: int) -> int:
+        """How many noise draws one step's value enters (for per-draw composition)."""
+        l1, _ = cls.sensitivity_factors(horizon)
+        return round(l1)
+
+    @classmethod
+    @abstractmethod
+    def strategy_matrix(cls, horizon: int) -> np.ndarray:
+        """The strategy matrix C, shape (noise draws per coordinate, horizon): column j is what
+        step j's value (a scalar of sensitivity 1) enters before noise; the mechanism releases
+        B (C x + z) with B C the prefix-sum matrix. Every counter states it: user-level
+        sensitivities (:mod:`dponline.continual.participation`) are computed from it."""
+
+    @classmethod
+    def participation_strategy_matrix(
+        cls, horizon: int, participations: int, min_separation: int
+    ) -> np.ndarray:
+        """The strategy matrix of the counter built for the pattern: :meth:`strategy_matrix`,
+        unless the mechanism chooses its structure for the pattern (the BLT)."""
+        return cls.strategy_matrix(horizon)
+
+    @classmethod
+    def participation_sensitivity_factors(
+        cls, horizon: int, participations: int, min_separation: int
+    ) -> ParticipationSensitivity:
+        """The (l1, l2) factors when one person contributes to at most ``participations``
+        steps, any two at least ``min_separation`` apart (|i - j| >= b; b = 1 allows
+        consecutive steps), with exactness flags and the method
+        (:class:`~dponline.continual.participation.ParticipationSensitivity`). By default from
+        :meth:`strategy_matrix` (:func:`~dponline.continual.participation.
+        strategy_participation`; past ``STRATEGY_LIMIT`` rounds k_eff times one round's
+        factors, flagged as an upper bound); ValueError if the class states no strategy
+        matrix."""
+        return _participation_from_strategy(cls, int(horizon), participations, min_separation)
+
+    @classmethod
+    def participation_release_variances(
+        cls,
+        horizon: int,
+        noise: NoiseDistribution,
+        dim: int,
+        participations: int,
+        min_separation: int,
+    ) -> np.ndarray:
+        """:meth:`release_variances` of the counter built for the pattern (the same, unless the
+        mechanism chooses its structure for the pattern, as the BLT does)."""
+        return cls.release_variances(horizon, noise, dim)
+
+    @abstractmethod
+    def variance(self, t: int) -> float:
+        """Exact variance of one coordinate of release ``t`` (0 <= t <= horizon)."""
+
+    def _check_t(self, t: int) -> int:
+        if not 0 <= t <= self.horizon:
+            raise ValueError(f"t must lie in [0, {self.horizon}], got {t}")
+        return int(t)
+
+    @classmethod
+    @abstractmethod
+    def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
+        """Exact per-coordinate variances of releases 1..T for a counter of this class built
+        with ``noise`` (no counter, no noise draws needed)."""
+
+    def variances(self) -> np.ndarray:
+        """Exact per-coordinate variances of releases 1..T."""
+        return type(self).release_variances(self.horizon, self.noise, self.dim)
+
+    @property
+    def max_variance(self) -> float:
+        return float(self.variances().max())
+
+    @property
+    def mean_variance(self) -> float:
+        return float(self.variances().mean())
+
+    def step(self, x: np.ndarray) -> np.ndarray:
+        """Feed round ``t+1``'s value and return the private prefix sum, shape (replicas, dim)."""
+        if self.t >= self.horizon:
+            raise HorizonExceededError(
+                f"{type(self).__name__} was built for horizon T={self.horizon} and has released "
+                f"all {self.horizon} steps; step {self.t + 1} would void its privacy guarantee. "
+                "Build it with a larger horizon, or with horizon=None through make_counter "
+                "for an unknown horizon."
+            )
+        xv = self._prepare(x)
+        self.t += 1
+        return self._step(xv)
+
+    def _check_room(self, steps: int) -> None:
+        if self.t + steps > self.horizon:
+            raise HorizonExceededError(
+                f"{type(self).__name__} was built for horizon T={self.horizon} and is at step "
+                f"{self.t}; a block of {steps} steps would pass it and void its privacy guarantee"
+            )
+
+    def _saved_round(self, state: dict[str, Any]) -> int:
+        return checked_round(saved_field(state, "t"), self.horizon)
+
+    def _state_shapes(self, t: int) -> dict[str, tuple[int, ...]]:
+        return {k: np.shape(v) for k, v in self._arrays().items()}
 
     def _arrays(self) -> dict[str, np.ndarray]:
         """The mechanism's internal arrays (live references), named by ``state_arrays``."""
