@@ -177,3 +177,17 @@ def test_gaussian_only_and_horizon_none():
     c = AnytimeFactorizationCounter(1, GaussianNoise(0.0))
     assert c.horizon is None
     assert np.allclose(c.step_block(np.ones((100, 1)))[:, 0, 0], np.arange(1, 101))
+
+
+def test_causal_convolution_rows_equal_the_linear_convolution():
+    from dponline.continual.anytime_factorization import causal_convolution
+
+    rng = np.random.default_rng(5)
+    for n_z, n_c, lo, hi in ((7, 7, 3, 7), (15, 15, 7, 15), (1, 1, 0, 1), (12, 20, 0, 12)):
+        z = rng.standard_normal((n_z, 2, 3))
+        c = rng.standard_normal(n_c)
+        want = np.empty((hi - lo, 2, 3))
+        for r in range(2):
+            for d in range(3):
+                want[:, r, d] = np.convolve(z[:, r, d], c)[lo:hi]
+        np.testing.assert_allclose(causal_convolution(z, c, lo, hi), want, atol=1e-12)

@@ -51,7 +51,8 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy import integrate, signal
+from scipy import fft as sp_fft
+from scipy import integrate
 
 from dponline.continual import power_series as ps
 from dponline.continual.anytime import AnytimeCounter
@@ -362,6 +363,17 @@ def strategy_sensitivity(strategy: AnytimeStrategy) -> float:
 
 
 # --------------------------------------------------------------------------- the counter
+def causal_convolution(z: np.ndarray, coef: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Rows ``lo .. hi - 1`` of the linear convolution of ``z`` (along its first axis) with
+    ``coef``: (L z)_s = sum_j coef_(s-j) z_j. One real FFT of length n >= len(z) + len(coef) -
+    1 - lo suffices: the circular convolution's row k then adds only the linear row k + n,
+    which lies past the last linear row for every k >= lo, so the rows asked for are exact."""
+    n = sp_fft.next_fast_len(z.shape[0] + coef.size - 1 - lo, real=True)
+    spectrum = sp_fft.rfft(z, n=n, axis=0)
+    spectrum *= sp_fft.rfft(coef, n=n).reshape((-1,) + (1,) * (z.ndim - 1))
+    return sp_fft.irfft(spectrum, n=n, axis=0)[lo:hi].copy()
+
+
 class AnytimeFactorizationCounter(AnytimeCounter):
     """Prefix sums over an unknown horizon by an anytime factorisation L R = M, released as
     S_t + (L z)_t with z drawn in doubling chunks (module docstring; Jacobsen & Fawaz 2025,
@@ -404,8 +416,7 @@ class AnytimeFactorizationCounter(AnytimeCounter):
         z = self._noise_draw(start)
         self._noise = np.concatenate([self._noise, z], axis=0)
         l_coef = self.strategy.l_coefficients(end)
-        full = signal.fftconvolve(self._noise, l_coef[:, None, None], mode="full", axes=0)
-        self._correlated = full[start - 1 : end].copy()
+        self._correlated = causal_convolution(self._noise, l_coef, start - 1, end)
 
     def _noise_draw(self, count: int) -> np.ndarray:
         return self.noise.sample(self._rng, (count, self.replicas, self.dim))
