@@ -78,7 +78,7 @@ def test_jf_sensitivity_counts_the_far_tail():
     # beyond 2^20 matches (1/pi) int_{ln 2^20}^inf u^(-1.02) du up to the lower-order terms
     total = jf_sensitivity(-0.51, 0.0) ** 2
     partial = float(np.sum(_jf_series(2**16, -0.51, 0.0) ** 2))
-    assert 1.4 < partial < 1.5
+    assert partial == pytest.approx(1.4729, abs=1e-4)  # sum_{k < 2^16} r_k^2
     tail_estimate = 50 * math.log(2**16) ** -0.02 / math.pi
     assert total - partial == pytest.approx(tail_estimate, rel=0.05)
 

@@ -103,7 +103,7 @@ def test_runs_past_any_horizon_and_refuses_only_misuse() -> None:
 
 def test_a_learner_without_an_anytime_version_says_so() -> None:
     class FixedOnly(RoundDiscipline):
-        pass
+        """A learner that keeps the default: no anytime version."""
 
     with pytest.raises(ArgumentError, match="has no anytime version"):
         FixedOnly()._start_rounds(None)

@@ -416,79 +416,50 @@ _AUDIT_HORIZON = 2 * first_phase_length(1.0) + 1
 _CASE = {"environment_options": {"n_arms": 3}, "horizon": 48, "learner_options": {"first_phase": 2}}
 _DEFAULT_FIRST_PHASE = {"first_phase": None}
 
-register_learner(
-    LearnerEntry(
-        "dp-klucb",
-        _factory(DPKLUCB),
-        paper="Azize, Wu, Honda, Orabona, Ito & Basu (2025), DP-KLUCB: geometric per-arm "
-        "phases, Laplace on each phase sum, no forgetting, d_eps KL-UCB index",
-        setting=_SETTING,
-        guarantee=_GUARANTEE,
-        calibrations=("paper", "tight"),
-        private=True,
-        anytime=True,
-        feedback_kind=FeedbackKind.BANDIT,
-        action_space="arms",
-        test_cases=(
-            LearnerTestCase(
-                "bernoulli_bandit",
-                **_CASE,
-                # two arms, eps = 1: each arm's first phase (10 pulls, one Laplace term each),
-                # then in round 21 the arm of the larger index, which grows with the private
-                # mean (both clipped means at 0.7 or more tie at 1 and play arm 0): round 1's
-                # loss 0 or 1 moves arm 0's sum by 1
-                audit=AuditCase(
-                    horizon=_AUDIT_HORIZON,
-                    values=(0.0, 1.0),
-                    rest=0.5,
-                    coordinates="all",
-                    environment="bernoulli_bandit",
-                    environment_options={"n_arms": 2},
-                    statistic=last_round_plays_arm_0,
-                    learner_options=_DEFAULT_FIRST_PHASE,
-                    seed=21,
-                ),
-            ),
-        ),
-        options=_OPTIONS,
-        default_delta=0.0,
-    )
-)
 
-register_learner(
-    LearnerEntry(
-        "dp-imed",
-        _factory(DPIMED),
-        paper="Azize, Wu, Honda, Orabona, Ito & Basu (2025), DP-IMED: geometric per-arm "
-        "phases, Laplace on each phase sum, no forgetting, d_eps IMED index",
-        setting=_SETTING,
-        guarantee=_GUARANTEE,
-        calibrations=("paper", "tight"),
-        private=True,
-        anytime=True,
-        feedback_kind=FeedbackKind.BANDIT,
-        action_space="arms",
-        test_cases=(
-            LearnerTestCase(
-                "bernoulli_bandit",
-                **_CASE,
-                # two arms, eps = 1: each arm's first phase (10 pulls), then in round 21 the
-                # argmin of n d_eps + log n at n = 10 for both, i.e. the arm of the larger
-                # clipped private mean (a tie plays arm 0)
-                audit=AuditCase(
-                    horizon=_AUDIT_HORIZON,
-                    values=(0.0, 1.0),
-                    rest=0.5,
-                    coordinates="all",
-                    environment="bernoulli_bandit",
-                    environment_options={"n_arms": 2},
-                    statistic=last_round_plays_arm_0,
-                    learner_options=_DEFAULT_FIRST_PHASE,
-                    seed=22,
+def _entry(name: str, cls: type[GeometricPhases], label: str, index: str, seed: int) -> None:
+    """Register DP-KLUCB or DP-IMED (``label``, its ``index``) with its test case and audit.
+
+    The audit: two arms, eps = 1; each arm's first phase (10 pulls, one Laplace term each),
+    then in round 21 the arm of the better index, which moves with arm 0's private mean
+    (DP-KLUCB: the larger index, clipped means at 0.7 or more tie at 1; DP-IMED: the argmin of
+    n d_eps + log n at n = 10 for both, the larger clipped private mean; ties play arm 0):
+    round 1's loss 0 or 1 moves arm 0's sum by 1."""
+    register_learner(
+        LearnerEntry(
+            name,
+            _factory(cls),
+            paper=f"Azize, Wu, Honda, Orabona, Ito & Basu (2025), {label}: geometric per-arm "
+            f"phases, Laplace on each phase sum, no forgetting, d_eps {index} index",
+            setting=_SETTING,
+            guarantee=_GUARANTEE,
+            calibrations=("paper", "tight"),
+            private=True,
+            anytime=True,
+            feedback_kind=FeedbackKind.BANDIT,
+            action_space="arms",
+            test_cases=(
+                LearnerTestCase(
+                    "bernoulli_bandit",
+                    **_CASE,
+                    audit=AuditCase(
+                        horizon=_AUDIT_HORIZON,
+                        values=(0.0, 1.0),
+                        rest=0.5,
+                        coordinates="all",
+                        environment="bernoulli_bandit",
+                        environment_options={"n_arms": 2},
+                        statistic=last_round_plays_arm_0,
+                        learner_options=_DEFAULT_FIRST_PHASE,
+                        seed=seed,
+                    ),
                 ),
             ),
-        ),
-        options=_OPTIONS,
-        default_delta=0.0,
+            options=_OPTIONS,
+            default_delta=0.0,
+        )
     )
-)
+
+
+_entry("dp-klucb", DPKLUCB, "DP-KLUCB", "KL-UCB", seed=21)
+_entry("dp-imed", DPIMED, "DP-IMED", "IMED", seed=22)

@@ -155,54 +155,51 @@ _SETTING = "stochastic K-armed bandit (rewards 1 - loss in [0, 1])"
 #: see different rewards and play different arms: the case is declared randomised.
 _CASES = (LearnerTestCase("bernoulli_bandit", environment_options={"n_arms": 3}, randomised=True),)
 
-register_learner(
-    LearnerEntry(
-        "ucb1",
-        _non_private(UCB1, "ucb1"),
-        paper="UCB1 (Auer, Cesa-Bianchi & Fischer 2002): mu^ + sqrt(2 log t / n)",
-        setting=_SETTING,
-        guarantee="none (non-private reference)",
-        calibrations=(),
-        private=False,
-        anytime=True,
-        feedback_kind=FeedbackKind.BANDIT,
-        action_space="arms",
-        test_cases=_CASES,
-        counterpart_of=("adap-ucb", "adac-ucb", "dp-ucb"),
-    )
-)
 
-register_learner(
-    LearnerEntry(
-        "kl-ucb",
-        _non_private(KLUCB, "kl-ucb"),
-        paper="KL-UCB (Garivier & Cappé 2011), Bernoulli divergence, level log t + c log log t",
-        setting=_SETTING,
-        guarantee="none (non-private reference)",
-        calibrations=(),
-        private=False,
-        anytime=True,
-        feedback_kind=FeedbackKind.BANDIT,
-        action_space="arms",
-        test_cases=_CASES,
-        options={"c": "constant of the log log t term (default 0)"},
-        counterpart_of=("adap-klucb", "dp-klucb"),
+def _register(
+    cls: type[IndexPolicy],
+    name: str,
+    paper: str,
+    counterpart_of: tuple[str, ...],
+    options: dict[str, str] | None = None,
+) -> None:
+    """Register a non-private index policy, the reference of the private learners
+    ``counterpart_of``."""
+    register_learner(
+        LearnerEntry(
+            name,
+            _non_private(cls, name),
+            paper=paper,
+            setting=_SETTING,
+            guarantee="none (non-private reference)",
+            calibrations=(),
+            private=False,
+            anytime=True,
+            feedback_kind=FeedbackKind.BANDIT,
+            action_space="arms",
+            test_cases=_CASES,
+            options=options or {},
+            counterpart_of=counterpart_of,
+        )
     )
-)
 
-register_learner(
-    LearnerEntry(
-        "imed",
-        _non_private(IMED, "imed"),
-        paper="IMED (Honda & Takemura 2015): argmin n kl(mu^, mu^*) + log n, Bernoulli form",
-        setting=_SETTING,
-        guarantee="none (non-private reference)",
-        calibrations=(),
-        private=False,
-        anytime=True,
-        feedback_kind=FeedbackKind.BANDIT,
-        action_space="arms",
-        test_cases=_CASES,
-        counterpart_of=("dp-imed",),
-    )
+
+_register(
+    UCB1,
+    "ucb1",
+    "UCB1 (Auer, Cesa-Bianchi & Fischer 2002): mu^ + sqrt(2 log t / n)",
+    ("adap-ucb", "adac-ucb", "dp-ucb"),
+)
+_register(
+    KLUCB,
+    "kl-ucb",
+    "KL-UCB (Garivier & Cappé 2011), Bernoulli divergence, level log t + c log log t",
+    ("adap-klucb", "dp-klucb"),
+    options={"c": "constant of the log log t term (default 0)"},
+)
+_register(
+    IMED,
+    "imed",
+    "IMED (Honda & Takemura 2015): argmin n kl(mu^, mu^*) + log n, Bernoulli form",
+    ("dp-imed",),
 )
