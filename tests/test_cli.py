@@ -239,13 +239,18 @@ def test_audit_one_run_json_subset(capsys):
     for key in ("claimed_epsilon", "lower_bound_at_claim", "lower_bound_at_tenth", "horizon"):
         assert key in row
     assert row["refuted_at_claim"] is False  # chance <= 1e-3
+    assert row["guesser"] == "fitted discriminant"
     assert data["wall_seconds"] > 0 and data["significance"] == 1e-3
+    assert data["learners_audited"] == ["dp-ftrl-oco"]
+    assert data["learners_refuted_at_claim"] == []
+    assert data["learners_refuted_at_tenth"] == (["dp-ftrl-oco"] if row["refuted_at_tenth"] else [])
 
 
 def test_audit_one_run_text_and_misuse(capsys):
     assert main(["audit", "--one-run", "--learners", "dp-ftrl-oco", "--canaries", "60"]) == 0
     out = capsys.readouterr().out
     assert "dp-ftrl-oco" in out and "lower (x0.1)" in out and "Wall time" in out
+    assert "Refuted at the claim: 0 of 1 learners." in out
     assert main(["audit", "--canaries", "60"]) == 2
     assert "--one-run" in capsys.readouterr().err
 

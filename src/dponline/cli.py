@@ -227,7 +227,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 def _cmd_audit_one_run(args: argparse.Namespace) -> int:
     import time
 
-    from dponline.experiments.one_run_audit import one_run_table
+    from dponline.experiments.one_run_audit import one_run_table, refuted_learners
 
     started, cpu = time.perf_counter(), time.process_time()
     # None: each learner's plan (every row says how many canaries its run had)
@@ -241,6 +241,9 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
         progress=True,
     )
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    private = sorted({row["learner"] for row in rows})
+    at_claim = refuted_learners(rows, "refuted_at_claim")
+    at_tenth = refuted_learners(rows, "refuted_at_tenth")
     if args.json:
         print(
             json.dumps(
@@ -250,6 +253,9 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
                     "canaries": canaries,
                     "wall_seconds": wall,
                     "cpu_seconds": cpu,
+                    "learners_audited": private,
+                    "learners_refuted_at_claim": at_claim,
+                    "learners_refuted_at_tenth": at_tenth,
                     "learners": rows,
                 },
                 indent=2,
@@ -259,9 +265,10 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
     print(
         f"One-run audit (Steinke, Nasr & Jagielski 2023; f-DP bound of Mahloujifar et al.), "
         f"confidence {1 - significance:g}: canary rounds per run: {canaries} (column "
-        "'canaries'), a third of them fit the guesser, which reads only the actions. One run per "
-        "row and noise level; a claim is refuted when the lower bound exceeds it, and a bound "
-        "below it refutes nothing.\n"
+        "'canaries'). The guesser reads only the actions: a discriminant fitted on a third of "
+        "the canaries, or a white box that knows the algorithm, never its noise (column "
+        "'guesser'). One run per row and noise level; a claim is refuted when the lower bound "
+        "exceeds it, and a bound below it refutes nothing.\n"
     )
     _print_table(
         [
@@ -274,6 +281,7 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
             ("claimed_epsilon", "claimed eps", ".3g"),
             ("horizon", "T", "d"),
             ("canaries", "canaries", "d"),
+            ("guesser", "guesser", ""),
             ("lower_bound_at_claim", "lower (x1)", ".3f"),
             ("refuted_at_claim", "", ""),
             ("lower_bound_at_tenth", "lower (x0.1)", ".3f"),
@@ -282,7 +290,12 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
             ("refuted_at_hundredth", "", ""),
         ],
     )
-    print(f"\nWall time {wall:.1f} s, CPU {cpu:.1f} s.")
+    print(
+        f"\nRefuted at the claim: {len(at_claim)} of {len(private)} learners"
+        f"{': ' + ', '.join(at_claim) if at_claim else ''}. Refuted at a tenth of the noise: "
+        f"{len(at_tenth)} of {len(private)}{': ' + ', '.join(at_tenth) if at_tenth else ''}."
+    )
+    print(f"Wall time {wall:.1f} s, CPU {cpu:.1f} s.")
     return 0
 
 

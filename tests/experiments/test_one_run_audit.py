@@ -73,6 +73,14 @@ def test_fillers_keep_the_canaries_and_differ():
     entry = learners()["dp-ftrl-oco"]
     rows = {}
     for filler in FILLERS:
+        if filler == "reference":  # a bandit's filler
+            with pytest.raises(ValueError, match="bandit"):
+                _registered_inputs(entry, entry.test_case, 16, 4, filler)
+            bandit = learners()["dp-se"]
+            _env, _a, _b, ref = _registered_inputs(bandit, bandit.test_case, 16, 4, filler)
+            rest = bandit.test_case.audit.rest
+            assert ref.tolist() == [[0.0, rest]] * 16  # arm 0 the reference
+            continue
         _env, a, b, rows[filler] = _registered_inputs(entry, entry.test_case, 16, 4, filler)
         assert rows[filler].shape == (16, a.size) and not np.array_equal(a, b)
     assert np.all(rows["neutral"][:, 0] == 0.0)  # v = 0: a flat loss

@@ -88,6 +88,7 @@ __all__ = [
     "RoundRobinEpochs",
     "SuccessiveElimination",
     "dp_se_constants",
+    "midpoint_loss",
 ]
 
 #: the constant c of Even-Dar et al.'s alpha_t = sqrt(log(c K t^2 / delta) / t)
@@ -573,12 +574,13 @@ def last_round_plays_arm_1(outputs: np.ndarray) -> np.ndarray:
 _AUDIT_BETA = 0.5
 
 
-def _audit_rest() -> float:
-    """The loss of arm 0 in every round but the first (arm 1's is 0) that puts DP-SE's
-    elimination threshold 2 h_1 + 2 c_1 at eps = 1 half way between the gaps of arm 0's epoch
-    mean to arm 1's (reward 1) when round 1's reward of arm 0 is 1 and when it is 0: the gap is
-    (1 - reward_1 + (r - 1) rest) / r, so rest = (r threshold - 1/2) / (r - 1)."""
-    r_e, h_e, c_e = dp_se_constants(1, 2, _AUDIT_BETA, 1.0)
+def midpoint_loss(arms: int = 2, beta: float = _AUDIT_BETA, epsilon: float = 1.0) -> float:
+    """The loss, every round but one, of an arm whose first epoch DP-SE's elimination threshold
+    2 h_1 + 2 c_1 (``arms`` active, ``beta``, ``epsilon``) cuts half way, against a reference
+    arm of loss 0: with the one round's reward 1 and 0 the gap of the arm's epoch mean to the
+    reference's is (1 - reward + (r - 1) rest) / r, so rest = (r threshold - 1/2) / (r - 1)
+    puts the threshold at the mid point of the two gaps (the audits' streams)."""
+    r_e, h_e, c_e = dp_se_constants(1, arms, beta, epsilon)
     r = float(np.ceil(r_e))
     return float((r * (2.0 * h_e + 2.0 * c_e) - 0.5) / (r - 1.0))
 
@@ -616,7 +618,7 @@ _DP_SE_ENTRY = register_learner(
                 audit=AuditCase(
                     horizon=891,
                     values=(0.0, 1.0),
-                    rest=_audit_rest(),
+                    rest=midpoint_loss(),
                     coordinates="first",
                     environment="bernoulli_bandit",
                     environment_options={"n_arms": 2},

@@ -34,8 +34,11 @@ an auditor who knows the algorithm and its public parameters (the counter's clas
 noise distribution, eta), never its noise draws, reads the release back, subtracts the known
 inputs and scores each canary by the generalised least squares estimate of its shift on the
 window up to its neighbours, with the noise's covariance simulated from the counter's class on
-zero inputs and a seed of the auditor's (:class:`ReleaseModel`). The registry audit uses it for
-the learners of :data:`WHITE_BOX`; every canary is then audited.
+zero inputs and a seed of the auditor's (:class:`ReleaseModel`). For a K-armed learner that
+releases per-arm statistics on a public schedule, the auditor reads them from the order in which
+the learner returns to arms pulled equally often (:class:`ArmOrderModel`, ours: on a stream
+that loads every arm alike, only the noise and the canaries set that order). The registry audit
+uses them for the learners of :data:`WHITE_BOX`; every canary is then audited.
 
 **What it proves.** With probability at least 1 - significance the bound does not exceed the
 epsilon of an (epsilon, delta)-DP learner at the claim's delta: a bound above the claim refutes
@@ -55,10 +58,11 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from dponline.bandits.elimination import dp_se_constants, midpoint_loss
 from dponline.environments.fixed_streams import fixed_stream
 from dponline.experiments.learner_audit import (
     audit_environment,
@@ -73,14 +77,18 @@ from dponline.protocol import FeedbackKind
 from dponline.registry import LearnerEntry, LearnerTestCase, learners
 
 __all__ = [
+    "ArmOrderModel",
     "CanaryPlan",
     "OneRunAudit",
     "ReleaseModel",
+    "WhiteBox",
+    "arm_order_model",
     "audit_registered",
     "canary_features",
     "ftrl_release_model",
     "one_run_audit",
     "one_run_table",
+    "refuted_learners",
     "release_scores",
 ]
 
@@ -145,6 +153,21 @@ class OneRunAudit:
     @property
     def refuted(self) -> bool:
         return self.result.refuted
+
+
+class WhiteBox(Protocol):
+    """A white-box guesser (:class:`ReleaseModel`, :class:`ArmOrderModel`): each canary's score
+    (higher: ``row_b`` more likely) from the actions, the public stream (every canary round at
+    ``row_a``) and the two inputs; it never sees a coin or a noise draw."""
+
+    def scores(
+        self,
+        actions: np.ndarray,
+        public: np.ndarray,
+        row_a: np.ndarray,
+        row_b: np.ndarray,
+        plan: CanaryPlan,
+    ) -> np.ndarray: ...
 
 
 def _bins(width: int) -> list[tuple[int, int]]:
@@ -241,6 +264,7 @@ def one_run_audit(
     significance: float = 0.05,
     methods: Sequence[str] = METHODS,
     seed: int | None = 0,
+    white_box: WhiteBox | None = None,
 ) -> OneRunAudit:
     """Audit ``learner`` in one run on the caller's ``stream`` with canaries (module docstring).
 
@@ -253,7 +277,9 @@ def one_run_audit(
     :func:`canary_features`; by default Fisher's discriminant fitted on the first ``fit``
     canaries (default a third), which are then not audited. ``claim``: the guarantee to test,
     default ``learner.privacy``; its delta is the bound's. ``seed`` draws the coins (and breaks
-    ties of scores).
+    ties of scores). ``white_box``: a guesser that knows the algorithm (:class:`ReleaseModel`,
+    :class:`ArmOrderModel`, e.g. ``arm_order_model(learner)`` for a K-armed learner) in place
+    of the features and ``score``; every canary is then audited.
     """
     return _one_run(
         learner,
@@ -269,6 +295,7 @@ def one_run_audit(
         significance=significance,
         methods=methods,
         seed=seed,
+        white_box=white_box,
     )
 
 
@@ -287,10 +314,11 @@ def _one_run(
     significance: float = 0.05,
     methods: Sequence[str] = METHODS,
     seed: int | None = 0,
-    white_box: ReleaseModel | None = None,
+    white_box: WhiteBox | None = None,
 ) -> OneRunAudit:
-    """:func:`one_run_audit`, or with ``white_box`` the scores of :func:`release_scores` (the
-    learner's release read back from its actions; every canary audited)."""
+    """:func:`one_run_audit`, or with ``white_box`` its scores (:class:`ReleaseModel`: the
+    learner's release read back from its actions; :class:`ArmOrderModel`: the order in which it
+    returns to its arms; every canary audited)."""
     started = time.perf_counter()
     kind = learner.feedback_kind if kind is None else FeedbackKind(kind)
     rows = np.array(stream, dtype=float, copy=True)
@@ -320,7 +348,7 @@ def _one_run(
     actions = _play_actions(learner, kind, rows, dim, make_loss)
     if white_box is not None:
         fit = 0
-        scores = release_scores(white_box, actions, public, row_b, plan)
+        scores = white_box.scores(actions, public, row_a, row_b, plan)
         labels = coins
     elif score is None:
         features = canary_features(actions, plan)
@@ -391,6 +419,17 @@ class ReleaseModel:
     variance_factor: float = 1.0
     replicas: int = 256
     seed: int = 20_260_317
+
+    def scores(
+        self,
+        actions: np.ndarray,
+        public: np.ndarray,
+        row_a: np.ndarray,
+        row_b: np.ndarray,
+        plan: CanaryPlan,
+    ) -> np.ndarray:
+        """:func:`release_scores` (``row_a`` is already ``public``'s at the canaries)."""
+        return release_scores(self, actions, public, row_b, plan)
 
 
 def _noise_increments(model: ReleaseModel, horizon: int) -> np.ndarray:
@@ -543,34 +582,230 @@ def _box_read(eta: float, box: tuple[float, float]) -> Callable[[np.ndarray], np
     return read
 
 
-#: learners (or "learner/case label") whose registry audit scores canaries with the white-box
-#: reader of their release (:func:`release_scores`) instead of the fitted discriminant
-#: reader (tried and left out: DP-FTRL on the cube and DP-FTRL-OCO, whose points sit on the
-#: set's boundary for most rounds, where the projection hides the release)
-WHITE_BOX: dict[str, Callable[..., ReleaseModel | None]] = {
+# --- white-box scores: the order in which a K-armed learner returns to its arms ---------------
+
+
+def doubling_release(pulls: np.ndarray) -> np.ndarray:
+    """Azize & Basu's doubling episodes: the pull count at whose end the statistic holding an
+    arm's next pull (``pulls`` pulls before it) is released: 1 for the initial pull, else the
+    next power of two above ``pulls``."""
+    n = np.asarray(pulls, dtype=np.int64)
+    nxt = np.left_shift(1, np.floor(np.log2(np.maximum(n, 1))).astype(np.int64) + 1)
+    return np.where(n < 1, 1, nxt)
+
+
+def lazy_epoch_release(pulls: np.ndarray) -> np.ndarray:
+    """Lazy-DP-TS's epochs of 1, 2, 4, ... pulls: released at 1, 3, 7, ..., 2^j - 1 pulls."""
+    n = np.asarray(pulls, dtype=np.int64)
+    return np.left_shift(1, np.floor(np.log2(n + 1)).astype(np.int64) + 1) - 1
+
+
+def phase_release(first: int, alpha: float) -> Callable[[np.ndarray], np.ndarray]:
+    """DP-KLUCB and DP-IMED's geometric phases: the first ends at ``first`` pulls, the next at
+    :func:`~dponline.bandits.dp_phases.next_phase_end` of the last."""
+    from dponline.bandits.dp_phases import next_phase_end
+
+    def release(pulls: np.ndarray) -> np.ndarray:
+        n = np.asarray(pulls, dtype=np.int64)
+        end = np.full(n.shape, int(first), dtype=np.int64)
+        while np.any(end <= n):
+            end = np.where(end <= n, next_phase_end(end, alpha), end)
+        return end
+
+    return release
+
+
+def pulls_before(arms: np.ndarray) -> np.ndarray:
+    """(T,): how many times round t's arm was played before round t."""
+    arms = np.asarray(arms, dtype=np.int64)
+    order = np.argsort(arms, kind="stable")
+    sorted_arms = arms[order]
+    first = np.searchsorted(sorted_arms, sorted_arms, side="left")
+    out = np.empty(len(arms), dtype=np.int64)
+    out[order] = np.arange(len(arms)) - first
+    return out
+
+
+@dataclass(frozen=True)
+class ArmOrderModel:
+    """What an auditor who knows a K-armed learner's release schedule (never its noise) needs
+    to score canaries from the arms it plays (white box, ours).
+
+    ``release(pulls)``: the pull count at which the private statistic holding an arm's next
+    pull (``pulls`` pulls before it) is released (the end of its episode, phase or epoch);
+    ``levels``: how many pull counts from there on are read (1 for a statistic that is replaced
+    at the arm's next release; more for a running sum whose noise is redrawn every round).
+
+    Canary i's round c plays arm a with n pulls before it, so its input enters the statistic
+    released at M = ``release(n)`` pulls; from then on arm a competes with its peers through
+    that statistic. At each level M, M + 1, ..., M + ``levels`` - 1 the score reads the rank of
+    the round at which arm a gets its next pull among the rounds at which every arm gets that
+    pull (arms that never get it share the ranks after the last that did); it is the mean of
+    those ranks, centred, times the sign of row_b's loss on arm a less row_a's: a higher loss
+    lowers the released mean, and the arm returns later than its peers. On a stream where every
+    other round gives every arm the same loss, the arms of one level differ only in their noise
+    and their canaries, and an index learner plays them in the order of their released means."""
+
+    release: Callable[[np.ndarray], np.ndarray]
+    levels: int = 1
+
+    def scores(
+        self,
+        actions: np.ndarray,
+        public: np.ndarray,
+        row_a: np.ndarray,
+        row_b: np.ndarray,
+        plan: CanaryPlan,
+    ) -> np.ndarray:
+        if plan.participations != 1:
+            raise ValueError("arm-order scores read one round per canary")
+        arms = np.asarray(actions).reshape(len(actions), -1)[:, 0].astype(np.int64)
+        horizon = len(arms)
+        k = max(int(arms.max()) + 1, int(np.asarray(row_a).size))
+        pulls = pulls_before(arms)
+        centre = plan.rounds[:, 0]
+        arm = arms[centre]
+        first = np.asarray(self.release(pulls[centre]), dtype=np.int64)
+        loss_b = np.asarray(row_b, dtype=float).ravel()
+        loss_a = np.asarray(row_a, dtype=float).ravel()
+        sign = np.sign(loss_b[arm] - loss_a[arm])
+        out = np.zeros(plan.canaries)
+        for level in np.unique(first[:, None] + np.arange(self.levels)[None, :]):
+            here = (first <= level) & (level < first + self.levels)
+            returns = np.full(k, horizon)
+            at = np.nonzero(pulls == level)[0]
+            returns[arms[at]] = at
+            ranks = np.empty(k)
+            ranks[returns.argsort(kind="stable")] = np.arange(k)
+            reached = int((returns < horizon).sum())
+            ranks[returns >= horizon] = reached + (k - reached - 1) / 2
+            out[here] += ranks[arm[here]] / max(k - 1, 1) - 0.5
+        return sign * out / self.levels
+
+
+def arm_order_model(learner: Any, make_loss: Any = None) -> ArmOrderModel | None:
+    """The :class:`ArmOrderModel` of a private K-armed learner whose statistics are released at
+    the end of per-arm episodes (AdaP-UCB, AdaP-KLUCB, AdaC-UCB), phases (DP-KLUCB, DP-IMED),
+    epochs (Lazy-DP-TS; DP-SE's first round robin) or after every pull (DP-UCB's running sums,
+    read over :data:`DP_UCB_LEVELS` pull counts); None for any other learner. ``make_loss`` is
+    unused (the signature of the readers of :data:`WHITE_BOX`)."""
+    from dponline.bandits.adaptive_episodes import AdaptiveEpisodes
+    from dponline.bandits.dp_phases import GeometricPhases
+    from dponline.bandits.dp_ucb import DPUCB
+    from dponline.bandits.elimination import DPSE
+    from dponline.bandits.thompson import LazyDPTS
+
+    if isinstance(learner, AdaptiveEpisodes):
+        return ArmOrderModel(doubling_release)
+    if isinstance(learner, GeometricPhases):
+        return ArmOrderModel(phase_release(learner.first_phase, learner.alpha))
+    if isinstance(learner, LazyDPTS):
+        return ArmOrderModel(lazy_epoch_release)
+    if isinstance(learner, DPSE):
+        return ArmOrderModel(first_epoch_release(learner))
+    if isinstance(learner, DPUCB) and learner.privacy is not None:
+        return ArmOrderModel(next_pull, levels=DP_UCB_LEVELS)
+    return None
+
+
+#: pull counts read after a DP-UCB canary (its running sums' noise changes every round)
+DP_UCB_LEVELS = 32
+
+
+def next_pull(pulls: np.ndarray) -> np.ndarray:
+    """A running sum released after every pull (DP-UCB): the next pull count."""
+    return np.asarray(pulls, dtype=np.int64) + 1
+
+
+def first_epoch_release(learner: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """DP-SE's first epoch (every arm active) ends at ceil(R_1) pulls, where its eliminations
+    are released; the later epochs' lengths depend on how many arms stay, so a pull after the
+    first epoch is scored at the arm's next pull."""
+    from dponline.bandits.elimination import dp_se_constants
+
+    r_1 = int(np.ceil(dp_se_constants(1, learner.n_arms, learner.beta, learner.epsilon)[0]))
+
+    def release(pulls: np.ndarray) -> np.ndarray:
+        n = np.asarray(pulls, dtype=np.int64)
+        return np.where(n < r_1, r_1, n + 1)
+
+    return release
+
+
+#: learners (or "learner/case label") whose registry audit scores canaries with a white box
+#: instead of the fitted discriminant: the reader of DP-FTRL's release (:func:`release_scores`;
+#: tried and left out: DP-FTRL on the cube and DP-FTRL-OCO, whose points sit on the set's
+#: boundary for most rounds, where the projection hides the release) and the order of a
+#: K-armed learner's arms (:class:`ArmOrderModel`)
+WHITE_BOX: dict[str, Callable[..., WhiteBox | None]] = {
     "dp-ftrl/laplace": ftrl_release_model,
+    **{
+        name: arm_order_model
+        for name in (
+            "adap-ucb",
+            "adap-klucb",
+            "adac-ucb",
+            "dp-klucb",
+            "dp-imed",
+            "lazy-dp-ts",
+            "dp-se",
+            "dp-ucb",
+        )
+    },
 }
 
 
 # --- the registry's learners ---------------------------------------------------------------
 
+#: DP-SE's one-run audit: arms (one canary each but the reference)
+_SE_ARMS = 100
+
 #: Per learner (or "learner/case label"): the plan's ``gap`` (rounds from one canary to the
 #: next), ``window`` (rounds read after each; default the gap) and ``filler`` (the stream's
 #: other rows, :func:`_registered_inputs`). Learners not listed use :data:`DEFAULT_PLAN`.
 #: ``canaries``: how many (default :data:`CANARIES`; more where a learner's rounds are cheap).
-#: Chosen on runs of seed 1 at a tenth of the noise; the table reports seed 0.
+#: Over the audit case: ``arms`` (a bandit's number of arms), ``rest`` (the loss of the other
+#: rounds), ``coordinates`` (which arms a canary's loss falls on) and ``horizon`` (at least this
+#: many rounds). Chosen on runs of seed 1 at a tenth of the noise; the table reports seed 0.
 _PLANS: dict[str, dict[str, Any]] = {
     # per-round Laplace noise on each observed loss, one arm drawn per round: the canary's
     # loss moves the arm it played for the next draws; zero losses elsewhere add no drift
     "batched-exp3": {"gap": 4, "filler": "neutral", "canaries": 4000},
     "private-exp4": {"gap": 4, "filler": "neutral", "canaries": 4000},
     "batched-exp4": {"gap": 4, "filler": "rest", "canaries": 4000},
-    "dp-ucb/laplace": {"gap": 2, "filler": "neutral", "canaries": 4000},
-    "dp-ucb/gaussian": {"gap": 4, "filler": "neutral", "canaries": 4000},
+    # UCB on running sums: many arms, the same loss on every arm between canaries; the order
+    # in which the arms of one pull count come back shows their noisy sums (ArmOrderModel)
+    "dp-ucb": {"filler": "rest", "canaries": 2000, "arms": 1000},
+    "dp-ucb/laplace": {"gap": 8},
+    "dp-ucb/gaussian": {"gap": 4},
     # flat losses between canaries keep the iterate off the interval's ends
     "dp-ftrl-oco": {"gap": 4, "filler": "neutral", "canaries": 8000},
     # a tree counter: the canary's own nodes are the levels up to log2(gap)
     "dp-ftrl/laplace": {"gap": 16, "canaries": 3000},
+    # K-armed learners that release per-arm statistics at the end of episodes, phases or
+    # epochs: many arms, every other round the same loss on every arm (the audit case's 1/2),
+    # so that the early episodes hold at most one canary each and the arms of one level
+    # differ only in their noise and their canaries (ArmOrderModel)
+    **{
+        name: {"gap": 8, "filler": "rest", "canaries": 2000, "arms": 1000}
+        for name in ("adap-ucb", "adap-klucb", "adac-ucb", "dp-klucb", "dp-imed", "lazy-dp-ts")
+    },
+    # at loss 1/2 DP-KLUCB's early indices all clip to 1 (log(tau) / n exceeds d_eps(1/2, 1)):
+    # at loss 1 (reward 0) a canary's reward 1 lifts its arm's index, a reward 0 leaves it tied
+    "dp-klucb": {"gap": 8, "filler": "rest", "canaries": 2000, "arms": 1000, "rest": 1.0},
+    # successive elimination: arm 0 the reference (loss 0), the others at the loss that puts
+    # the first epoch's threshold half way between a canary reward of 1 and of 0; round robin
+    # puts canary i (gap K + 1) on arm i + 1, one canary per arm; the run ends just after the
+    # first epoch's eliminations
+    "dp-se": {
+        "arms": _SE_ARMS,
+        "coordinates": "all",
+        "rest": midpoint_loss(_SE_ARMS),
+        "filler": "reference",
+        "gap": _SE_ARMS + 1,
+        "canaries": _SE_ARMS - 1,
+        "horizon": _SE_ARMS * (int(np.ceil(dp_se_constants(1, _SE_ARMS, 0.5, 1.0)[0])) + 2),
+    },
 }
 
 #: the plan of a learner not in :data:`_PLANS`
@@ -606,7 +841,7 @@ def _plan_for(entry: LearnerEntry, case: LearnerTestCase, canaries: int) -> Cana
 
 
 #: the fillers :func:`_registered_inputs` can write
-FILLERS = ("blocks", "alternate", "rest", "neutral")
+FILLERS = ("blocks", "alternate", "rest", "neutral", "reference")
 
 
 def _registered_inputs(
@@ -626,7 +861,8 @@ def _registered_inputs(
     * ``"alternate"``: A and B in turn every round (the same, with the spread load as above);
     * ``"rest"``: the audit case's row of the other rounds;
     * ``"neutral"``: an input that moves no learner: a zero loss vector, a sample (0, 0), a
-      loss function of the zero vector (f(<0, x>, rest), flat), a context e_1 with rewards 0.
+      loss function of the zero vector (f(<0, x>, rest), flat), a context e_1 with rewards 0;
+    * ``"reference"`` (bandits): arm 0 at loss 0, every other arm at the case's ``rest``.
     """
     if filler not in FILLERS:
         raise ValueError(f"filler must be one of {FILLERS}, got {filler!r}")
@@ -642,6 +878,14 @@ def _registered_inputs(
     kind, dim = entry.feedback_kind, int(env.dim)
     if filler == "rest":
         return env, row_a, row_b, a[1:2].repeat(horizon, axis=0)
+    if filler == "reference":
+        if kind is not FeedbackKind.BANDIT:
+            raise ValueError(
+                "the 'reference' filler is a bandit's: arm 0 at loss 0, the others rest"
+            )
+        row = np.full(a.shape[1], float(spec.rest))
+        row[0] = 0.0
+        return env, row_a, row_b, np.tile(row, (horizon, 1))
     if filler == "neutral":
         row = np.zeros(a.shape[1])
         if kind is FeedbackKind.LOSS_FUNCTION:
@@ -700,18 +944,33 @@ def audit_registered(
             ),
         )
     shape = _shape_for(entry, case)
+    if {"arms", "rest", "coordinates"} & set(shape):
+        audit = case.audit
+        case = dataclasses.replace(
+            case,
+            audit=dataclasses.replace(
+                audit,
+                environment_options={
+                    **audit.environment_options,
+                    **({"n_arms": shape["arms"]} if "arms" in shape else {}),
+                },
+                rest=float(shape.get("rest", audit.rest)),
+                coordinates=shape.get("coordinates", audit.coordinates),
+            ),
+        )
     if canaries is None:
         canaries = int(shape.get("canaries", CANARIES))
     given = plan
     plan = _plan_for(entry, case, canaries) if plan is None else plan
     filler_kind = shape["filler"] if filler is None else filler
     for _ in range(2):  # a second pass only for a claim over a person's rounds
+        horizon = max(plan.horizon, int(shape.get("horizon", 0)))
         env, row_a, row_b, filler_rows = _registered_inputs(
-            entry, case, plan.horizon, plan.gap, filler_kind
+            entry, case, horizon, plan.gap, filler_kind
         )
         assert case.audit is not None
         case_t = dataclasses.replace(
-            case, audit=dataclasses.replace(case.audit, horizon=plan.horizon, changed_round=0)
+            case, audit=dataclasses.replace(case.audit, horizon=horizon, changed_round=0)
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyWarning)
@@ -803,6 +1062,7 @@ def one_run_table(
                     "refuted_at_hundredth": gross.refuted,
                     "canaries": full.plan.canaries,
                     "audited_canaries": full.audited,
+                    "guesser": "white box" if full.fitted == 0 else "fitted discriminant",
                     "horizon": full.horizon,
                     "gap": full.plan.gap,
                     "window": full.plan.window,
@@ -815,3 +1075,9 @@ def one_run_table(
             )
             bar.update()
     return rows
+
+
+def refuted_learners(rows: Sequence[dict[str, Any]], key: str) -> list[str]:
+    """The learners (names, sorted) of :func:`one_run_table`'s ``rows`` with at least one case
+    whose ``key`` (``"refuted_at_claim"``, ``"refuted_at_tenth"``, ...) is true."""
+    return sorted({row["learner"] for row in rows if row[key]})
