@@ -9,6 +9,11 @@
 3. DP-EXP2, one replica, N = 10 arms, T = 1e4: ours against a plain-numpy loop of the same
    algorithm written here (sample an arm, add Laplace noise to its loss, importance-weighted
    estimate, exponential weights with exploration), and ours with 20 replicas per seed.
+4. Thompson sampling's Beta draws, 100 replicas x K = 10 arms, each replica from its own
+   generator: one numpy call per replica per round against one vectorised call for all of them
+   (:class:`~dponline.bandits.replica_draws.ReplicaDraws`), on the same parameters; and the
+   whole learners (Thompson sampling, Lazy-DP-TS), 100 replicas x T rounds of the ``two_level``
+   Bernoulli instance.
 
 The DP-FTRL fast path (oblivious streams in blocks) is measured by bench_replicas.py. Usage::
 
@@ -29,9 +34,13 @@ from pathlib import Path
 import numpy as np
 
 from dponline.bandits.exp2 import DPEXP2
+from dponline.bandits.k_armed import replica_generators
+from dponline.bandits.replica_draws import ReplicaDraws
 from dponline.domains.lp_ball import LpBall
+from dponline.environments.k_armed import KArmedBandit, two_level_means
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import BanditFeedback, SampleFeedback
+from dponline.registry import build_learner
 from dponline.stochastic.noisy_sgd import NoisySGDPlan
 from dponline.stochastic.private_frank_wolfe import PrivateStreamingFrankWolfe
 from dponline.stochastic.samples import checked_sample
@@ -150,6 +159,39 @@ def dp_exp2(horizon: int, n: int = 10) -> dict:
     return out
 
 
+def beta_draws(rounds: int, replicas: int = 100, k: int = 10) -> dict:
+    gen = np.random.default_rng(0)
+    a = gen.uniform(1.0, 200.0, size=(rounds, replicas, k))
+    b = gen.uniform(1.0, 200.0, size=(rounds, replicas, k))
+    rows = np.arange(replicas)
+    gens = replica_generators(1, replicas)
+    start = time.perf_counter()
+    for t in range(rounds):
+        np.stack([gens[i].beta(a[t, i], b[t, i]) for i in range(replicas)])
+    per_replica = time.perf_counter() - start
+    gens = replica_generators(1, replicas)
+    draws = ReplicaDraws(replicas, 2 * k)
+    start = time.perf_counter()
+    for t in range(rounds):
+        draws.beta(gens, rows, a[t], b[t])
+    vectorised = time.perf_counter() - start
+    out: dict = {
+        "rounds": rounds,
+        "replicas": replicas,
+        "K": k,
+        "per_replica_calls_seconds": per_replica,
+        "vectorised_seconds": vectorised,
+    }
+    for name in ("thompson", "lazy-dp-ts"):
+        env = KArmedBandit(family="bernoulli", means=two_level_means(), horizon=rounds, rng=7)
+        epsilon = None if name == "thompson" else 1.0
+        learner = build_learner(name, env, epsilon=epsilon, replicas=replicas, rng=1)
+        start = time.perf_counter()
+        learner.play_stochastic(env, rounds)
+        out[f"{name}_seconds"] = time.perf_counter() - start
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (seconds)")
@@ -180,9 +222,21 @@ def main() -> None:
         f"plain-numpy loop {ex['plain_numpy_seconds']:.3f} s "
         f"(ours / plain = {ex['ours_R1_seconds_per_seed'] / ex['plain_numpy_seconds']:.2f})"
     )
+    t_beta = 2_000 if args.quick else 10_000
+    bd = beta_draws(t_beta)
+    print(
+        f"Thompson sampling's Beta draws, 100 replicas x K = 10, {t_beta} rounds: one call per "
+        f"replica {bd['per_replica_calls_seconds']:.2f} s, vectorised "
+        f"{bd['vectorised_seconds']:.2f} s "
+        f"({bd['per_replica_calls_seconds'] / bd['vectorised_seconds']:.1f}x); whole learners "
+        f"(100 replicas x T = {t_beta}): Thompson sampling {bd['thompson_seconds']:.2f} s, "
+        f"Lazy-DP-TS {bd['lazy-dp-ts_seconds']:.2f} s"
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"noisy_sgd": sgd, "frank_wolfe": fw, "dp_exp2": ex}, indent=2))
+    out.write_text(
+        json.dumps({"noisy_sgd": sgd, "frank_wolfe": fw, "dp_exp2": ex, "beta_draws": bd}, indent=2)
+    )
 
 
 if __name__ == "__main__":

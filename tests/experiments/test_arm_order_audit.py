@@ -144,7 +144,7 @@ def test_adap_ucb_refuted_at_a_tenth_in_one_run():
 def test_k_armed_learners_refuted_at_a_tenth_in_one_run(name):
     """Each K-armed learner with the arm-order guesser: a tenth of its noise refuted in one run
     (seed 0), its claim not (chance <= 1e-3 each). Seeds 0-3 gave at a tenth: AdaP-KLUCB
-    3.1-3.7, AdaC-UCB 2.5-2.7, DP-KLUCB 1.8-2.0, DP-IMED 3.4-3.8, Lazy-DP-TS 1.8-2.0, DP-SE
+    3.1-3.7, AdaC-UCB 2.5-2.7, DP-KLUCB 1.8-2.0, DP-IMED 3.4-3.8, Lazy-DP-TS 1.7-2.0, DP-SE
     1.99, DP-UCB (Gaussian) 1.13-1.30."""
     entry = learners()[name]
     case = entry.test_cases[-1]  # DP-UCB: its Gaussian case
