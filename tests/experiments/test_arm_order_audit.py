@@ -178,3 +178,13 @@ def test_user_k_armed_learner_audited_by_the_order_of_its_arms():
         )
         assert result.audited == 600 and result.fitted == 0
         assert result.refuted is refuted
+    with pytest.raises(ValueError, match="not both"):
+        one_run_audit(
+            learner,
+            stream,
+            canary,
+            plan,
+            dim=arms,
+            white_box=arm_order_model(learner),
+            score=np.sum,
+        )

@@ -90,17 +90,13 @@ class _PosteriorDraws(KArmedLearner):
 
     anytime_capable: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        n_arms: int,
-        horizon: int | None,
-        *,
-        replicas: int = 1,
-        rng: RngLike = None,
-        clip: bool = False,
-    ) -> None:
-        super().__init__(n_arms, horizon, replicas=replicas, rng=rng, clip=clip)
-        self._draws = ReplicaDraws(self.replicas, 2 * self.n_arms)
+    @property
+    def _draws(self) -> ReplicaDraws:
+        """The replicas' blocks of numbers (made at the first draw or load)."""
+        draws = self.__dict__.get("_replica_draws")
+        if draws is None:
+            draws = self._replica_draws = ReplicaDraws(self.replicas, 2 * self.n_arms)
+        return draws
 
     @abstractmethod
     def _beta_params(self, rows: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

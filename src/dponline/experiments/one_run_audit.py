@@ -281,45 +281,9 @@ def one_run_audit(
     :class:`ArmOrderModel`, e.g. ``arm_order_model(learner)`` for a K-armed learner) in place
     of the features and ``score``; every canary is then audited.
     """
-    return _one_run(
-        learner,
-        stream,
-        canary,
-        plan,
-        dim=dim,
-        kind=kind,
-        make_loss=make_loss,
-        score=score,
-        fit=fit,
-        claim=claim,
-        significance=significance,
-        methods=methods,
-        seed=seed,
-        white_box=white_box,
-    )
-
-
-def _one_run(
-    learner: Any,
-    stream: Any,
-    canary: tuple[Any, Any],
-    plan: CanaryPlan,
-    *,
-    dim: int,
-    kind: FeedbackKind | None = None,
-    make_loss: Callable[[np.ndarray, float], Any] | None = None,
-    score: Callable[[np.ndarray], np.ndarray] | None = None,
-    fit: int | None = None,
-    claim: PrivacyGuarantee | tuple[float, float] | None = None,
-    significance: float = 0.05,
-    methods: Sequence[str] = METHODS,
-    seed: int | None = 0,
-    white_box: WhiteBox | None = None,
-) -> OneRunAudit:
-    """:func:`one_run_audit`, or with ``white_box`` its scores (:class:`ReleaseModel`: the
-    learner's release read back from its actions; :class:`ArmOrderModel`: the order in which it
-    returns to its arms; every canary audited)."""
     started = time.perf_counter()
+    if score is not None and white_box is not None:
+        raise ValueError("give score (from the features) or white_box (from the actions), not both")
     kind = learner.feedback_kind if kind is None else FeedbackKind(kind)
     rows = np.array(stream, dtype=float, copy=True)
     if rows.ndim != 2 or rows.shape[0] < plan.horizon:
@@ -998,7 +962,7 @@ def audit_registered(
     make_loss = getattr(env, "loss_of", None)
     reader = WHITE_BOX.get(f"{entry.name}/{case.label}", WHITE_BOX.get(entry.name))
     model = reader(learner, make_loss) if reader is not None and white_box else None
-    return _one_run(
+    return one_run_audit(
         learner,
         filler_rows,
         (row_a, row_b),
