@@ -162,6 +162,7 @@ DEFAULT_DELTA = {
     "adap-klucb": lambda env, options: 0.0,
     "adac-ucb": lambda env, options: 1e-6,
     "batched-exp3": lambda env, options: 0.0,
+    "batched-htinf": lambda env, options: 0.0,
     "batched-exp2": lambda env, options: 0.0,
     "batched-exp4": lambda env, options: 0.0,
     "private-exp4": lambda env, options: 0.0,

@@ -219,13 +219,17 @@ def _d_eps_scalar(x: float, y: float, eps: float) -> float:
         z0 = y / (y + (1.0 - y) * math.exp(min(eps, 700.0)))
         if z0 <= x:
             return _kl_scalar(x, y)
-        return max(-eps * x - _log_mix(y, math.log1p(-y), math.log(y), eps), 0.0)
+        # the closed form subtracts numbers of size eps: clamp its rounding to the bounds
+        # d_eps <= min(eps |x - y|, kl(x, y)) that hold exactly
+        d = max(-eps * x - _log_mix(y, math.log1p(-y), math.log(y), eps), 0.0)
+        return min(d, eps * (y - x), _kl_scalar(x, y))
     if y == 0.0:
         return eps * x
     z0 = y / (y + (1.0 - y) * math.exp(-eps))  # expit(logit(y) + eps)
     if z0 >= x:
         return _kl_scalar(x, y)
-    return max(-eps * (1.0 - x) - _log_mix(1.0 - y, math.log(y), math.log1p(-y), eps), 0.0)
+    d = max(-eps * (1.0 - x) - _log_mix(1.0 - y, math.log(y), math.log1p(-y), eps), 0.0)
+    return min(d, eps * (x - y), _kl_scalar(x, y))
 
 
 def _d_eps_upper_scalar(x: float, level: float, eps: float) -> float:
@@ -331,6 +335,9 @@ def _d_eps_numpy(x: np.ndarray, y: np.ndarray, eps: np.ndarray) -> np.ndarray:
     log_y, log_1y = np.log(yi), np.log1p(-yi)
     below = np.maximum(-e * x - _log_mix_numpy(yi, log_1y, log_y, e), 0.0)
     above = np.maximum(-e * (1.0 - x) - _log_mix_numpy(1.0 - yi, log_y, log_1y, e), 0.0)
+    # the closed forms' rounding clamped to d_eps <= min(eps |x - y|, kl), exact bounds
+    below = np.minimum(np.minimum(below, e * (y - x)), kl)
+    above = np.minimum(np.minimum(above, e * (x - y)), kl)
     below = np.where(y == 1.0, e * (1.0 - x), below)
     above = np.where(y == 0.0, e * x, above)
     out = np.where(finite & (x < y) & ((y == 1.0) | (z_lo > x)), below, kl)
