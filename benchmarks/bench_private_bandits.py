@@ -16,9 +16,9 @@ each table (suffixes ``_eps0.1`` and ``_unequal_gaps`` for tables 2 and 3); ``ba
 the batched conversion around EXP3 over DP-EXP2 (tight), epsilon = 1, T = 1e5, the larger of the
 two streams (K = 10 adversarial losses and the NYSE bandit), with uniform play beside it; and
 ``speed_seconds``, 100 replicas x T = 1e6 x K = 10 of the best private learner of table 1 on one
-core. The batched table also runs the conversion around HTINF (the paper's base; its ratio to
-DP-EXP2 is printed, not a target). ``--quick`` runs T = 1e4 (the speed figure at T = 1e5)
-and takes a few minutes on 2 cores.
+core. The batched table also runs the conversion around HTINF (the paper's base):
+``batched_htinf_vs_dp_exp2``, the larger of its two ratios to DP-EXP2. ``--quick`` runs
+T = 1e4 (the speed figure at T = 1e5) and takes a few minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -190,6 +190,9 @@ def main() -> None:
     rows, worst = batched_table(horizon, args.replicas)
     out["tables"]["batched"] = rows
     out["ratios"]["batched_vs_dp_exp2"] = worst
+    out["ratios"]["batched_htinf_vs_dp_exp2"] = max(
+        r["batched_htinf_vs_dp_exp2"] for r in rows.values()
+    )
     out["ratios"]["speed_seconds"] = speed(best, 100_000 if args.quick else 1_000_000)
     out["best_private"] = best
     print("\nratios:", json.dumps(out["ratios"], indent=1))

@@ -3,11 +3,11 @@ Vladu's PrivateBandit, Han et al.'s GLM bandit and uniform play (the contextual 
 stochastic K-armed suite (the base :class:`KArmedLearner`, UCB1, KL-UCB, IMED, AdaP-UCB,
 AdaP-KLUCB, AdaC-UCB, DP-KLUCB, DP-IMED, DP-UCB, successive elimination, DP-SE, Thompson
 sampling, Lazy-DP-TS) with the Bernoulli KL divergences and the regret lower bounds they are
-measured against; the batched private conversion of Asi, Raman & Talwar (2025) around EXP3, EXP2 and
-EXP4; and the river-style interface (:class:`RiverPolicy`)."""
+measured against; the batched private conversion of Asi, Raman & Talwar (2025) around EXP3,
+HTINF, EXP2 and EXP4; and the river-style interface (:class:`RiverPolicy`)."""
 
 from dponline.bandits.adaptive_episodes import AdaCUCB, AdaPKLUCB, AdaPUCB, EpisodeCalibrator
-from dponline.bandits.batched import BatchedEXP2, BatchedEXP3, BatchedPrivateBandit
+from dponline.bandits.batched import BatchedEXP2, BatchedEXP3, BatchedHTINF, BatchedPrivateBandit
 from dponline.bandits.dp_phases import DPIMED, DPKLUCB, GeometricPhases, RewardSumCalibrator
 from dponline.bandits.dp_ucb import DPUCB
 from dponline.bandits.elimination import (
@@ -20,6 +20,7 @@ from dponline.bandits.exp2 import DPEXP2, EXP2, exp2_parameters
 from dponline.bandits.exp3 import EXP3
 from dponline.bandits.exp4 import EXP4, BatchedEXP4, PrivateEXP4
 from dponline.bandits.glm_bandit import DPGLMBandit
+from dponline.bandits.htinf import HTINF
 from dponline.bandits.index_policies import IMED, KLUCB, UCB1
 from dponline.bandits.k_armed import KArmedLearner, replica_generators
 from dponline.bandits.kl import bernoulli_kl, d_eps, d_eps_upper, kl_lower, kl_upper
@@ -47,6 +48,7 @@ __all__ = [
     "EXP2",
     "EXP3",
     "EXP4",
+    "HTINF",
     "IMED",
     "KLUCB",
     "UCB1",
@@ -57,6 +59,7 @@ __all__ = [
     "BatchedEXP2",
     "BatchedEXP3",
     "BatchedEXP4",
+    "BatchedHTINF",
     "BatchedPrivateBandit",
     "DPGLMBandit",
     "DPSCRiBLe",
