@@ -56,6 +56,7 @@ Without noise (y_t = S_t in [0, 1]) no value needs skipping: ``threshold=None`` 
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -75,6 +76,7 @@ from dponline.rng import generator_state
 __all__ = [
     "DEFAULT_THRESHOLD",
     "EXP3",
+    "SampledArms",
     "exp3_parameters",
     "exp3_regret_bound",
     "laplace_second_moment",
@@ -153,7 +155,46 @@ def sample_rows(p: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.minimum(picks, p.shape[1] - 1).astype(np.int64)
 
 
-class EXP3:
+class SampledArms(ABC):
+    """What an arm-drawing base algorithm shares (EXP3, :class:`~dponline.bandits.htinf.HTINF`):
+    ``act()`` draws each replica's arm from its ``probabilities()`` with one uniform of ``rng``
+    per replica (:func:`sample_rows`); ``played_arms()``, ``played()`` report it;
+    ``load_state_dict`` installs a checked state (``prepare_load``)."""
+
+    one_hot: ClassVar[bool] = True
+    n_arms: int
+    replicas: int
+    rng: np.random.Generator
+    _chosen: np.ndarray
+
+    @abstractmethod
+    def probabilities(self) -> np.ndarray:
+        """x_t, the distribution of each replica's arm, shape (replicas, K)."""
+
+    @abstractmethod
+    def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
+        """Check a saved state and return the function that installs it."""
+
+    def act(self) -> np.ndarray:
+        """Draw I_t ~ x_t per replica; returns the arms, shape (replicas,)."""
+        u = self.rng.random(self.replicas)
+        self._chosen = sample_rows(self.probabilities(), u)
+        return self._chosen.copy()
+
+    def played_arms(self) -> np.ndarray:
+        """I_t, the arm each replica played, shape (replicas,)."""
+        return self._chosen
+
+    def played(self) -> np.ndarray:
+        """The standard basis vector of each replica's arm, shape (replicas, K)."""
+        return np.eye(self.n_arms)[self._chosen]
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from :meth:`state_dict`; a corrupt state raises and changes nothing."""
+        self.prepare_load(state)()
+
+
+class EXP3(SampledArms):
     """EXP3 on ``n_arms`` arms, vectorised over ``replicas``, with the optional two-sided
     skipping rule of robust EXP3 (module docstring).
 
@@ -174,8 +215,6 @@ class EXP3:
         c: a value y of the arm i played is skipped when |y| > c x_t(i) / eta. ``None`` never
         skips (plain EXP3, for values in [0, 1]).
     """
-
-    one_hot: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -203,20 +242,6 @@ class EXP3:
         z = np.exp(self._log_w - self._log_w.max(axis=1, keepdims=True))
         return z / z.sum(axis=1, keepdims=True)
 
-    def act(self) -> np.ndarray:
-        """Draw I_t ~ x_t per replica; returns the arms, shape (replicas,)."""
-        u = self.rng.random(self.replicas)
-        self._chosen = sample_rows(self.probabilities(), u)
-        return self._chosen.copy()
-
-    def played_arms(self) -> np.ndarray:
-        """I_t, the arm each replica played, shape (replicas,)."""
-        return self._chosen
-
-    def played(self) -> np.ndarray:
-        """The standard basis vector of each replica's arm, shape (replicas, K)."""
-        return np.eye(self.n_arms)[self._chosen]
-
     def estimates(self, values: np.ndarray) -> np.ndarray:
         """y / x_t(I_t) at the arm played (0 where skipped), per replica, shape (replicas,)."""
         values = np.asarray(values, dtype=float)
@@ -242,10 +267,6 @@ class EXP3:
             "chosen": self._chosen.copy(),
             "rng": generator_state(self.rng),
         }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume from :meth:`state_dict`; a corrupt state raises and changes nothing."""
-        self.prepare_load(state)()
 
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
         """Check the whole state (configuration, log-weights, arms, RNG) and return the

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from dponline.bandits.exp3 import sample_rows
+from dponline.bandits.exp3 import SampledArms
 from dponline.privacy.arguments import (
     ArgumentError,
     checked_generator,
@@ -76,7 +76,7 @@ def tsallis_weights(
     return x / x.sum(axis=1, keepdims=True), lam
 
 
-class HTINF:
+class HTINF(SampledArms):
     """HTINF with alpha = 2 on ``n_arms`` arms, vectorised over ``replicas`` (module docstring).
 
     It offers what a wrapper needs of a bandit algorithm
@@ -92,8 +92,6 @@ class HTINF:
     theta:
         The skipping constant (default :data:`SKIP_CONSTANT`); ``None`` never skips.
     """
-
-    one_hot: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -131,20 +129,6 @@ class HTINF:
             self._x, self._lam = tsallis_weights(self.eta * self._losses, self._lam)
         return self._x
 
-    def act(self) -> np.ndarray:
-        """Draw I_t ~ x_t per replica; returns the arms, shape (replicas,)."""
-        u = self.rng.random(self.replicas)
-        self._chosen = sample_rows(self.probabilities(), u)
-        return self._chosen.copy()
-
-    def played_arms(self) -> np.ndarray:
-        """I_t, the arm each replica played, shape (replicas,)."""
-        return self._chosen
-
-    def played(self) -> np.ndarray:
-        """The standard basis vector of each replica's arm, shape (replicas, K)."""
-        return np.eye(self.n_arms)[self._chosen]
-
     def estimates(self, values: np.ndarray) -> np.ndarray:
         """y / x_t(I_t) at the arm played, 0 where |y| > theta x_t(I_t)^(1/2) / eta_t."""
         values = np.asarray(values, dtype=float)
@@ -172,10 +156,6 @@ class HTINF:
             "chosen": self._chosen.copy(),
             "rng": generator_state(self.rng),
         }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume from :meth:`state_dict`; a corrupt state raises and changes nothing."""
-        self.prepare_load(state)()
 
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
         """Check the whole state (configuration, round, estimates, arms, RNG) and return the
