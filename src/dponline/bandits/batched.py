@@ -287,6 +287,19 @@ class BatchedPrivateBandit(NoiseHandle, RoundDiscipline):
         """Whether round t (0-indexed) is the last of its batch."""
         return (t + 1) % self.batch == 0 or t + 1 == self.horizon
 
+    def probabilities(self) -> np.ndarray:
+        """The base's distribution over the arms this batch, shape (replicas, K) (a base that
+        draws its arms from one: EXP3, HTINF, EXP2)."""
+        return self.algorithm.probabilities()  # type: ignore[attr-defined, no-any-return]
+
+    def _set_arms(self, n_arms: int) -> int:
+        """K >= 2 arms, the action dimension too."""
+        k = checked_count("n_arms", n_arms)
+        if k < 2:
+            raise ValueError(f"n_arms must be at least 2, got {n_arms!r}")
+        self.n_arms = self.dim = k
+        return k
+
     # --- hooks of the base's action space ---------------------------------------------------
 
     def _play(self, choice: np.ndarray, t: int) -> np.ndarray:
@@ -424,10 +437,7 @@ class BatchedEXP3(BatchedPrivateBandit):
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
-        k = checked_count("n_arms", n_arms)
-        if k < 2:
-            raise ValueError(f"n_arms must be at least 2, got {n_arms!r}")
-        self.n_arms = self.dim = k
+        k = self._set_arms(n_arms)
         t = checked_count("horizon", horizon)
         c = DEFAULT_THRESHOLD if threshold is None else float(threshold)
 
@@ -463,10 +473,6 @@ class BatchedEXP3(BatchedPrivateBandit):
             rng=rng,
             clip=clip,
         )
-
-    def probabilities(self) -> np.ndarray:
-        """The base's distribution over the arms, shape (replicas, K)."""
-        return self.algorithm.probabilities()  # type: ignore[attr-defined, no-any-return]
 
     def regret_bound(self) -> float:
         """tau times the base's proven regret over its n rounds at its learning rate: robust
@@ -515,10 +521,7 @@ class BatchedHTINF(BatchedPrivateBandit):
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
-        k = checked_count("n_arms", n_arms)
-        if k < 2:
-            raise ValueError(f"n_arms must be at least 2, got {n_arms!r}")
-        self.n_arms = self.dim = k
+        k = self._set_arms(n_arms)
 
         def make(b: float, n: int, gen: np.random.Generator) -> HTINF:
             s = math.sqrt(laplace_second_moment(b)) if sigma is None else sigma
@@ -535,10 +538,6 @@ class BatchedHTINF(BatchedPrivateBandit):
             rng=rng,
             clip=clip,
         )
-
-    def probabilities(self) -> np.ndarray:
-        """The base's distribution over the arms, shape (replicas, K)."""
-        return self.algorithm.probabilities()  # type: ignore[attr-defined, no-any-return]
 
 
 class BatchedEXP2(BatchedPrivateBandit):

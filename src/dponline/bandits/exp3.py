@@ -163,9 +163,11 @@ class SampledArms(ABC):
 
     one_hot: ClassVar[bool] = True
     n_arms: int
+    dim: int
     replicas: int
     rng: np.random.Generator
     _chosen: np.ndarray
+    _rows: np.ndarray
 
     @abstractmethod
     def probabilities(self) -> np.ndarray:
@@ -174,6 +176,17 @@ class SampledArms(ABC):
     @abstractmethod
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
         """Check a saved state and return the function that installs it."""
+
+    def _start_arms(self, n_arms: int, replicas: int, rng: np.random.Generator) -> None:
+        """The checked arms (K >= 2, also ``dim``), replicas and generator, no arm drawn yet."""
+        self.n_arms = checked_count("n_arms", n_arms)
+        if self.n_arms < 2:
+            raise ValueError(f"n_arms must be at least 2, got {n_arms!r}")
+        self.dim = self.n_arms
+        self.replicas = checked_count("replicas", replicas)
+        self.rng = rng
+        self._chosen = np.zeros(self.replicas, dtype=np.int64)
+        self._rows = np.arange(self.replicas)
 
     def act(self) -> np.ndarray:
         """Draw I_t ~ x_t per replica; returns the arms, shape (replicas,)."""
@@ -225,17 +238,10 @@ class EXP3(SampledArms):
         rng: np.random.Generator,
         threshold: float | None = None,
     ) -> None:
-        self.n_arms = checked_count("n_arms", n_arms)
-        if self.n_arms < 2:
-            raise ValueError(f"n_arms must be at least 2, got {n_arms!r}")
-        self.dim = self.n_arms
+        self._start_arms(n_arms, replicas, rng)
         self.eta = checked_positive("eta", eta)
         self.threshold = None if threshold is None else checked_positive("threshold", threshold)
-        self.replicas = checked_count("replicas", replicas)
-        self.rng = rng
         self._log_w = np.zeros((self.replicas, self.n_arms))
-        self._chosen = np.zeros(self.replicas, dtype=np.int64)
-        self._rows = np.arange(self.replicas)
 
     def probabilities(self) -> np.ndarray:
         """x_t, shape (replicas, K): the softmax of the negative scaled cumulative estimates."""

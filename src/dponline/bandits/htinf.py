@@ -45,7 +45,6 @@ from dponline.privacy.arguments import (
     checked_real_array,
     saved_field,
 )
-from dponline.protocol import checked_count
 from dponline.rng import generator_state
 
 __all__ = ["HTINF", "SKIP_CONSTANT", "tsallis_weights"]
@@ -102,20 +101,13 @@ class HTINF(SampledArms):
         rng: np.random.Generator,
         theta: float | None = SKIP_CONSTANT,
     ) -> None:
-        self.n_arms = checked_count("n_arms", n_arms)
-        if self.n_arms < 2:
-            raise ValueError(f"n_arms must be at least 2, got {n_arms!r}")
-        self.dim = self.n_arms
+        self._start_arms(n_arms, replicas, rng)
         self.sigma = checked_positive("sigma", sigma)
         self.theta = None if theta is None else checked_positive("theta", theta)
-        self.replicas = checked_count("replicas", replicas)
-        self.rng = rng
         self.t = 1  # the round about to be played (1-based)
         self._losses = np.zeros((self.replicas, self.n_arms))  # L~
         self._lam = np.ones((self.replicas, 1))  # the last normaliser (Newton's warm start)
         self._x: np.ndarray | None = None  # x_t once computed for this round
-        self._chosen = np.zeros(self.replicas, dtype=np.int64)
-        self._rows = np.arange(self.replicas)
 
     @property
     def eta(self) -> float:
