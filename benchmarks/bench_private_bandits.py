@@ -17,7 +17,11 @@ the batched conversion around EXP3 over DP-EXP2 (tight), epsilon = 1, T = 1e5, t
 two streams (K = 10 adversarial losses and the NYSE bandit), with uniform play beside it; and
 ``speed_seconds``, 100 replicas x T = 1e6 x K = 10 of the best private learner of table 1 on one
 core. The batched table also runs the conversion around HTINF (the paper's base):
-``batched_htinf_vs_dp_exp2``, the larger of its two ratios to DP-EXP2. ``--quick`` runs
+``batched_htinf_vs_dp_exp2``, the larger of its two ratios to DP-EXP2. A last table runs the
+private learners for bandits with expert advice (private EXP4, the batched conversion over the
+experts around EXP3 and around HTINF) against EXP4 on an informed-expert stream and on the NYSE
+bandit with experts: ``best_private_expert_vs_exp4``, the larger over the two streams of the
+best private learner's regret over EXP4's (no target). ``--quick`` runs
 T = 1e4 (the speed figure at T = 1e5) and takes a few minutes on 2 cores.
 """
 
@@ -32,9 +36,12 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from dponline.bandits.exp4 import arm_experts, random_advice
 from dponline.bandits.lower_bounds import lai_robbins_coefficient, lower_bound_coefficients
 from dponline.environments.catalogue import build_environment
+from dponline.environments.expert_advice import ExpertAdviceBandit
 from dponline.environments.k_armed import KArmedBandit, two_level_means, unequal_gap_means
+from dponline.environments.real import stock_losses
 from dponline.experiments.rounds import Tally, play
 from dponline.registry import build_learner, learners
 
@@ -57,10 +64,12 @@ def interval(values: np.ndarray) -> tuple[float, float]:
     return float(v.mean()), float(1.96 * v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
 
 
-def run(name: str, env, epsilon: float | None, replicas: int, seed: int = 1) -> tuple:
+def run(name: str, env, epsilon: float | None, replicas: int, seed: int = 1, options=None) -> tuple:
     """Final pseudo-regret of each replica and the seconds it took (the round loop's fast path
-    where the learner offers it)."""
-    learner = build_learner(name, env, epsilon=epsilon, replicas=replicas, rng=seed)
+    where the learner offers it); ``options`` go to the learner's factory."""
+    learner = build_learner(
+        name, env, epsilon=epsilon, replicas=replicas, rng=seed, **(options or {})
+    )
     tally = Tally.start(replicas, last=env.horizon, record_every=env.horizon)
     start = time.perf_counter()
     play(env, learner, range(env.horizon), keep=False, tally=tally, blocks=True)
@@ -155,6 +164,78 @@ def batched_table(horizon: int, replicas: int) -> tuple[dict, float]:
     return rows, worst
 
 
+def nyse_with_experts(n_random: int = 12, seed: int = 0) -> ExpertAdviceBandit:
+    """The NYSE bandit (5,651 days, 36 stocks) with 36 + ``n_random`` experts: one per stock and
+    ``n_random`` with Dirichlet(1) advice drawn up front from ``seed`` (advice independent of the
+    losses, as the guarantees require: it is public)."""
+    losses = stock_losses("nyse_o")
+    t, k = losses.shape
+    advice = np.concatenate(
+        [arm_experts(t, k), random_advice(t, n_random, k, seed)], axis=1, dtype=float
+    )
+    return ExpertAdviceBandit(losses, name="stock_bandit:nyse_o+experts", advice=advice)
+
+
+def uniform_expert_regret(env: ExpertAdviceBandit) -> float:
+    """Uniform play's expected regret against the best expert in hindsight, exactly."""
+    experts = np.einsum("tjk,tk->j", env.advice, env.losses)
+    return float(env.losses.mean(axis=1).sum() - experts.min())
+
+
+#: the expert-advice learners of the table: (label, registry name, options)
+EXPERT_LEARNERS = (
+    ("private-exp4", "private-exp4", {}),
+    ("batched-exp4 (EXP3)", "batched-exp4", {"base": "exp3"}),
+    ("batched-exp4 (HTINF)", "batched-exp4", {"base": "htinf"}),
+    ("exp4", "exp4", {}),
+)
+
+
+def expert_table(horizon: int, replicas: int) -> dict:
+    """The private learners for bandits with expert advice against EXP4, epsilon = 1, with
+    uniform play's exact expected regret (against the best expert): the informed-expert stream
+    (K = 10 Bernoulli arms whose best switches 4 times, N = 20: an expert that knows the best
+    arm, the 10 arm experts, 9 Dirichlet ones) and the NYSE bandit with its 36 stock experts
+    and 12 Dirichlet ones (its 5,651 days at most)."""
+    streams = {
+        "informed experts, K = 10, N = 20": lambda t: build_environment(
+            "expert_advice", t, np.random.default_rng(1)
+        ),
+        "NYSE bandit, K = 36, N = 48": lambda t: nyse_with_experts(),
+    }
+    print(
+        f"\nBandits with expert advice, epsilon = 1, {replicas} replicas (regret against the "
+        "best expert)"
+    )
+    print(f"{'stream':<34}{'learner':<22}{'T':>8}{'regret':>11}{'+-95%':>9}")
+    rows: dict[str, dict] = {}
+    for label, make in streams.items():
+        rows[label] = {}
+        for name, entry, options in EXPERT_LEARNERS:
+            env = make(horizon)
+            t_env = min(horizon, env.horizon)
+            if t_env < env.horizon:
+                env = ExpertAdviceBandit(
+                    env.losses[:t_env], name=env.name, advice=env.advice[:t_env]
+                )
+            eps = 1.0 if learners()[entry].private else None
+            regret, _ = run(entry, env, eps, replicas, options=options)
+            mean, half = interval(regret)
+            rows[label][name] = {"regret": mean, "half_width": half, "horizon": t_env}
+            print(f"{label:<34}{name:<22}{t_env:>8}{mean:>11.1f}{half:>9.1f}")
+        uniform = uniform_expert_regret(env)
+        rows[label]["uniform"] = {"regret": uniform, "half_width": 0.0, "horizon": t_env}
+        print(f"{label:<34}{'uniform':<22}{t_env:>8}{uniform:>11.1f}{'exact':>9}")
+        private = [n for n, e, _ in EXPERT_LEARNERS if learners()[e].private]
+        best = min(private, key=lambda n: rows[label][n]["regret"])
+        rows[label]["best_private"] = best
+        rows[label]["best_private_vs_exp4"] = (
+            rows[label][best]["regret"] / rows[label]["exp4"]["regret"]
+        )
+        print(f"{label}: best private {best}, {rows[label]['best_private_vs_exp4']:.2f}x EXP4")
+    return rows
+
+
 def speed(best: str, horizon: int, replicas: int = 100) -> float:
     """Seconds for ``replicas`` x ``horizon`` rounds of ``best`` on K = 10, one core."""
     env = KArmedBandit(family="bernoulli", means=two_level_means(), horizon=horizon, rng=7)
@@ -192,6 +273,11 @@ def main() -> None:
     out["ratios"]["batched_vs_dp_exp2"] = worst
     out["ratios"]["batched_htinf_vs_dp_exp2"] = max(
         r["batched_htinf_vs_dp_exp2"] for r in rows.values()
+    )
+    rows = expert_table(horizon, args.replicas)
+    out["tables"]["expert_advice"] = rows
+    out["ratios"]["best_private_expert_vs_exp4"] = max(
+        r["best_private_vs_exp4"] for r in rows.values()
     )
     out["ratios"]["speed_seconds"] = speed(best, 100_000 if args.quick else 1_000_000)
     out["best_private"] = best

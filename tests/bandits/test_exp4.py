@@ -11,6 +11,7 @@ import pytest
 
 from dponline.bandits.batched import batched_exp3_regret_bound
 from dponline.bandits.exp3 import EXP3, laplace_second_moment
+from dponline.bandits.htinf import HTINF
 from dponline.bandits.exp4 import (
     EXP4,
     BatchedEXP4,
@@ -111,10 +112,39 @@ def test_batched_exp4_plays_the_batch_expert_s_advice():
         np.testing.assert_array_equal(experts[t], experts[t - t % 4])
 
 
+def test_batched_exp4_htinf_base():
+    """base="htinf": HTINF over the experts with sigma = sqrt(1 + 2 b^2), tau = ceil(1 / epsilon)
+    in both calibrations (no bound to tune it), the conversion's guarantee unchanged; the other
+    base's options are refused, an unknown base too."""
+    advice = random_advice(40, 4, 3)
+    for cal in ("tight", "paper"):
+        lr = BatchedEXP4(advice, budget=PrivacyBudget(0.3, 0.0, cal), base="htinf", rng=0)
+        assert isinstance(lr.algorithm, HTINF) and lr.algorithm.n_arms == 4
+        assert lr.batch == 4 and lr.laplace_scale == pytest.approx(1.0 / (0.3 * 4))
+        assert lr.algorithm.sigma == pytest.approx(math.sqrt(laplace_second_moment(1 / 1.2)))
+        assert lr.privacy.epsilon == pytest.approx(0.3) and lr.privacy.delta == 0.0
+    assert isinstance(BatchedEXP4(advice, budget=None, rng=0).algorithm, EXP3)
+    fixed = BatchedEXP4(advice, budget=PrivacyBudget(1.0), base="htinf", sigma=2.0, theta=None)
+    assert fixed.algorithm.sigma == 2.0 and fixed.algorithm.theta is None
+    for bad in ({"eta": 0.1}, {"threshold": 2.0}):
+        with pytest.raises(ValueError, match="other base"):
+            BatchedEXP4(advice, budget=PrivacyBudget(1.0), base="htinf", **bad)
+    for bad in ({"sigma": 2.0}, {"theta": 0.5}):
+        with pytest.raises(ValueError, match="other base"):
+            BatchedEXP4(advice, budget=PrivacyBudget(1.0), **bad)
+    with pytest.raises(ValueError, match="base must be one of"):
+        BatchedEXP4(advice, budget=PrivacyBudget(1.0), base="exp4")
+    saved = BatchedEXP4(advice, budget=PrivacyBudget(1.0), base="htinf", rng=0).state_dict()
+    other = BatchedEXP4(advice, budget=PrivacyBudget(1.0), rng=0)
+    with pytest.raises(ValueError, match="BatchedEXP4"):
+        other.load_state_dict(saved)
+
+
 def test_regret_against_the_best_expert():
     """The informed-expert benchmark (T = 3000, 10 arms, 12 experts): EXP4 and both private
-    versions (epsilon = 1) have mean regret of 60 replicas against the best expert below their
-    proven bounds and below uniform play's by more than 10 standard errors (fixed seeds)."""
+    versions (epsilon = 1; the batched one with both bases) have mean regret of 60 replicas
+    against the best expert below their proven bounds (HTINF's: none here) and below uniform
+    play's by more than 10 standard errors (fixed seeds)."""
     T, R = 3000, 60
     env = informed_expert_advice(T, 0, n_arms=10, n_experts=12, switches=3, gap=0.3)
     uniform = env.losses.sum() / env.dim - env.best_cumulative_loss()[-1]
@@ -122,11 +152,15 @@ def test_regret_against_the_best_expert():
         "exp4": build_learner("exp4", env, replicas=R, rng=1),
         "private-exp4": build_learner("private-exp4", env, epsilon=1.0, replicas=R, rng=2),
         "batched-exp4": build_learner("batched-exp4", env, epsilon=1.0, replicas=R, rng=3),
+        "batched-exp4:htinf": build_learner(
+            "batched-exp4", env, epsilon=1.0, replicas=R, rng=4, base="htinf"
+        ),
     }
     bounds = {
         "exp4": exp4_regret_bound(12, 10, T),
         "private-exp4": robust_exp4_regret_bound(12, 10, T, laplace_second_moment(1.0)),
         "batched-exp4": batched_exp3_regret_bound(12, T, 1, 1.0),
+        "batched-exp4:htinf": math.inf,  # no bound with HTINF's constants is proven here
     }
     for name, lr in learners.items():
         cum = np.zeros(R)
@@ -170,13 +204,16 @@ def test_factories_take_the_environment_s_advice_or_the_experts_option():
         build_learner("exp4", plain, experts="oracle")
 
 
-@pytest.mark.parametrize("name", ["private-exp4", "batched-exp4"])
-def test_resume_bit_for_bit_and_replicas_independent(name):
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [("private-exp4", {}), ("batched-exp4", {}), ("batched-exp4", {"base": "htinf"})],
+)
+def test_resume_bit_for_bit_and_replicas_independent(name, options):
     T = 24
     env = informed_expert_advice(T, 0, n_arms=3, n_experts=5)
 
     def make(seed):
-        return build_learner(name, env, epsilon=0.5, replicas=4, rng=seed)
+        return build_learner(name, env, epsilon=0.5, replicas=4, rng=seed, **options)
 
     def run(lr, rounds):
         out = []
