@@ -11,7 +11,6 @@ import pytest
 
 from dponline.bandits.batched import batched_exp3_regret_bound
 from dponline.bandits.exp3 import EXP3, laplace_second_moment
-from dponline.bandits.htinf import HTINF
 from dponline.bandits.exp4 import (
     EXP4,
     BatchedEXP4,
@@ -23,6 +22,7 @@ from dponline.bandits.exp4 import (
     random_advice,
     robust_exp4_regret_bound,
 )
+from dponline.bandits.htinf import HTINF
 from dponline.environments import BanditEnvironment
 from dponline.environments.expert_advice import ExpertAdviceBandit, informed_expert_advice
 from dponline.privacy.budget import PrivacyBudget
@@ -129,7 +129,7 @@ def test_batched_exp4_htinf_base():
     for bad in ({"eta": 0.1}, {"threshold": 2.0}):
         with pytest.raises(ValueError, match="other base"):
             BatchedEXP4(advice, budget=PrivacyBudget(1.0), base="htinf", **bad)
-    for bad in ({"sigma": 2.0}, {"theta": 0.5}):
+    for bad in ({"sigma": 2.0}, {"theta": 0.5}, {"theta": None}):
         with pytest.raises(ValueError, match="other base"):
             BatchedEXP4(advice, budget=PrivacyBudget(1.0), **bad)
     with pytest.raises(ValueError, match="base must be one of"):

@@ -398,8 +398,8 @@ class BatchedEXP4(BatchedPrivateBandit):
         EXP3's learning rate and skipping threshold c (as
         :class:`~dponline.bandits.batched.BatchedEXP3`).
     sigma, theta:
-        HTINF's sigma (default sqrt(1 + 2 b^2)) and skipping constant (as
-        :class:`~dponline.bandits.batched.BatchedHTINF`).
+        HTINF's sigma (default sqrt(1 + 2 b^2)) and skipping constant (default
+        1 - 2^(-1/3); ``None``: no skipping), as :class:`~dponline.bandits.batched.BatchedHTINF`.
     """
 
     paper: ClassVar[str] = "Asi, Raman & Talwar (2025), batched conversion over the experts"
@@ -417,7 +417,7 @@ class BatchedEXP4(BatchedPrivateBandit):
         eta: float | None = None,
         threshold: float | None = None,
         sigma: float | None = None,
-        theta: float | None = SKIP_CONSTANT,
+        theta: float | str | None = "default",
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
@@ -428,12 +428,15 @@ class BatchedEXP4(BatchedPrivateBandit):
             raise ValueError(f"the batched conversion needs at least 2 experts, got {n_exp}")
         if base not in self.BASES:
             raise ValueError(f"base must be one of {self.BASES}, got {base!r}")
-        given = {"eta": eta, "threshold": threshold} if base == "htinf" else {"sigma": sigma}
-        if base == "exp3" and theta != SKIP_CONSTANT:
-            given["theta"] = theta
-        for name, value in given.items():
-            if value is not None:
+        other = (
+            {"eta": eta is not None, "threshold": threshold is not None}
+            if base == "htinf"
+            else {"sigma": sigma is not None, "theta": theta != "default"}
+        )
+        for name, given in other.items():
+            if given:
                 raise ValueError(f"{name} is an option of the other base, not of {base!r}")
+        skip = SKIP_CONSTANT if theta == "default" else theta
         self.base = base
         self.n_arms, self.n_experts, self.dim = k, n_exp, k
         c = DEFAULT_THRESHOLD if threshold is None else float(threshold)
@@ -444,7 +447,7 @@ class BatchedEXP4(BatchedPrivateBandit):
         def make(b: float, n: int, gen: np.random.Generator) -> EXP3 | HTINF:
             if base == "htinf":
                 s = math.sqrt(laplace_second_moment(b)) if sigma is None else sigma
-                return HTINF(n_exp, sigma=s, replicas=replicas, rng=gen, theta=theta)
+                return HTINF(n_exp, sigma=s, replicas=replicas, rng=gen, theta=skip)
             if b == 0.0:
                 rate = exp3_parameters(n_exp, n) if eta is None else eta
                 return EXP3(n_exp, eta=rate, replicas=replicas, rng=gen, threshold=threshold)
