@@ -117,6 +117,23 @@ def k_armed_table(title: str, means: np.ndarray, horizon: int, epsilon: float, r
     return rows, ratios
 
 
+def measured(env, name: str, replicas: int, cells: tuple, options=None) -> dict:
+    """Run registry learner ``name`` (epsilon = 1 when private) on ``env``, print its row
+    (``cells``: stream label and width, learner label and width) and return it."""
+    eps = 1.0 if learners()[name].private else None
+    mean, half = interval(run(name, env, eps, replicas, options=options)[0])
+    label, w1, shown, w2 = cells
+    print(f"{label:<{w1}}{shown:<{w2}}{env.horizon:>8}{mean:>11.1f}{half:>9.1f}")
+    return {"regret": mean, "half_width": half, "horizon": env.horizon}
+
+
+def exact_row(regret: float, env, cells: tuple) -> dict:
+    """Print and return the row of an exactly computed regret (no interval)."""
+    label, w1, shown, w2 = cells
+    print(f"{label:<{w1}}{shown:<{w2}}{env.horizon:>8}{regret:>11.1f}{'exact':>9}")
+    return {"regret": regret, "half_width": 0.0, "horizon": env.horizon}
+
+
 def uniform_regret(env) -> float:
     """Uniform play's expected regret on an oblivious loss matrix, exactly."""
     return float(env.losses.mean(axis=1).sum() - env.losses.sum(axis=0).min())
@@ -139,14 +156,9 @@ def batched_table(horizon: int, replicas: int) -> tuple[dict, float]:
         rows[label] = {}
         for name in ("batched-exp3", "batched-htinf", "dp-exp2", "exp3"):
             env = build_environment(env_name, t_env, np.random.default_rng(1), **options)
-            eps = 1.0 if learners()[name].private else None
-            regret, _ = run(name, env, eps, replicas)
-            mean, half = interval(regret)
-            rows[label][name] = {"regret": mean, "half_width": half, "horizon": t_env}
-            print(f"{label:<22}{name:<14}{t_env:>8}{mean:>11.1f}{half:>9.1f}")
+            rows[label][name] = measured(env, name, replicas, (label, 22, name, 14))
         uniform = uniform_regret(env)
-        rows[label]["uniform"] = {"regret": uniform, "half_width": 0.0, "horizon": t_env}
-        print(f"{label:<22}{'uniform':<14}{t_env:>8}{uniform:>11.1f}{'exact':>9}")
+        rows[label]["uniform"] = exact_row(uniform, env, (label, 22, "uniform", 14))
         batched = rows[label]["batched-exp3"]
         ratio = batched["regret"] / rows[label]["dp-exp2"]["regret"]
         below = batched["regret"] + batched["half_width"] < uniform
@@ -218,14 +230,9 @@ def expert_table(horizon: int, replicas: int) -> dict:
                 env = ExpertAdviceBandit(
                     env.losses[:t_env], name=env.name, advice=env.advice[:t_env]
                 )
-            eps = 1.0 if learners()[entry].private else None
-            regret, _ = run(entry, env, eps, replicas, options=options)
-            mean, half = interval(regret)
-            rows[label][name] = {"regret": mean, "half_width": half, "horizon": t_env}
-            print(f"{label:<34}{name:<22}{t_env:>8}{mean:>11.1f}{half:>9.1f}")
+            rows[label][name] = measured(env, entry, replicas, (label, 34, name, 22), options)
         uniform = uniform_expert_regret(env)
-        rows[label]["uniform"] = {"regret": uniform, "half_width": 0.0, "horizon": t_env}
-        print(f"{label:<34}{'uniform':<22}{t_env:>8}{uniform:>11.1f}{'exact':>9}")
+        rows[label]["uniform"] = exact_row(uniform, env, (label, 34, "uniform", 22))
         private = [n for n, e, _ in EXPERT_LEARNERS if learners()[e].private]
         best = min(private, key=lambda n: rows[label][n]["regret"])
         rows[label]["best_private"] = best
