@@ -96,8 +96,11 @@ def test_saved_state_resumes_the_same_numbers():
 def test_refusals():
     draws = ReplicaDraws(2, 3)
     gens = replica_generators(0, 2)
-    with pytest.raises(ValueError, match="at least 1"):
-        draws.gamma(gens, np.arange(2), np.full((2, 3), 0.5))
+    for bad in (0.5, np.inf, np.nan, 2e15):  # infinity once looped forever (NaN test)
+        with pytest.raises(ValueError, match=r"in \[1, 1e\+15\]"):
+            draws.gamma(gens, np.arange(2), np.full((2, 3), bad))
+    with pytest.raises(ValueError, match="distinct"):
+        draws.gamma(gens, np.array([0, 0]), np.ones((2, 3)))
     with pytest.raises(ValueError, match="shape"):
         draws.gamma(gens, np.arange(2), np.ones(3))
     state = draws.state()

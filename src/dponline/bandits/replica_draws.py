@@ -40,6 +40,8 @@ __all__ = ["ReplicaDraws"]
 
 #: the smallest block of numbers kept per replica
 MIN_BLOCK = 1024
+#: the largest Gamma shape drawn (above it the acceptance test's rounding error reaches 1)
+MAX_SHAPE = 1e15
 
 
 class ReplicaDraws:
@@ -79,14 +81,19 @@ class ReplicaDraws:
     def gamma(
         self, generators: Sequence[np.random.Generator], rows: np.ndarray, shape: np.ndarray
     ) -> np.ndarray:
-        """Gamma(shape, 1) variables, shape (len(rows), m) with every shape >= 1; row i from
-        replica rows[i]'s numbers (Marsaglia & Tsang, module docstring)."""
+        """Gamma(shape, 1) variables, shape (len(rows), m) with every shape in [1, 1e15]; row i
+        from replica rows[i]'s numbers (Marsaglia & Tsang, module docstring), rows distinct.
+        Above 1e15 the acceptance test d - d v + d log v loses its precision to cancellation
+        (its rounding error is about d times the machine epsilon), so larger shapes are
+        refused; the learners' shapes are counts of rounds."""
         rows = np.asarray(rows, dtype=np.int64)
         a = np.asarray(shape, dtype=float)
         if a.ndim != 2 or a.shape[0] != rows.size:
             raise ValueError(f"shape must be (rows, m) = ({rows.size}, m), got {a.shape}")
-        if not np.all(a >= 1.0):
-            raise ValueError("Gamma shapes must be at least 1")
+        if not np.all((a >= 1.0) & (a <= MAX_SHAPE)):
+            raise ValueError(f"Gamma shapes must lie in [1, {MAX_SHAPE:g}] (finite)")
+        if np.unique(rows).size != rows.size:
+            raise ValueError("rows must be distinct (each replica draws its own numbers once)")
         d = a - 1.0 / 3.0
         c = 1.0 / np.sqrt(9.0 * d)
         n, m = d.shape
