@@ -211,6 +211,23 @@ def test_batched_exp2_over_a_general_action_set():
     assert lr.t == 1
 
 
+def test_a_loss_inside_the_set_that_rounds_past_its_interval_is_accepted():
+    # <l, a_0> for this l in [0, 1]^8 is 0.65 in floating point, its computed upper bound
+    # 0.6499999999999999: the value is clipped back (the sensitivity stays the width)
+    a0 = np.array([-0.38, 0.19, -1.46, 0.13, 0.18, -0.56, -0.43, 0.15])
+    loss = (a0 > 0).astype(float)
+    lr = BatchedEXP2(8, 10, budget=_budget(1.0), actions=np.stack([a0, -a0]), eta=0.1,
+                     gamma=0.1, batch=2, rng=0)  # fmt: skip
+    assert loss @ a0 > lr._value_high[0]
+    while lr.act()[0] != 0:  # arm 1 (-a_0, values in [-0.65, 2.83]) until a batch of arm 0
+        lr.observe(BanditFeedback(np.array([0.1])))
+    lr.observe(BanditFeedback(np.array([loss @ a0])))  # the first round of arm 0's batch
+    assert lr._sum[0] == lr._value_high[0]
+    lr.act()
+    with pytest.raises(ValueError, match="outside the declared bounds"):  # further out: refused
+        lr.observe(BanditFeedback(np.array([lr._value_high[0] + 1e-9])))
+
+
 def test_regret_within_the_proven_bound_on_an_oblivious_sequence():
     """epsilon = 0.2 (tau = 5, Laplace(1) on the batch value) on a fixed loss matrix with a
     best arm: the mean realised regret of 100 replicas is below the proven bound (2.5 times

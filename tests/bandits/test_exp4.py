@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.optimize import minimize_scalar
 
 from dponline.bandits.batched import batched_exp3_regret_bound
 from dponline.bandits.exp3 import EXP3, laplace_second_moment
@@ -15,11 +16,13 @@ from dponline.bandits.exp4 import (
     EXP4,
     BatchedEXP4,
     PrivateEXP4,
+    advice_digest,
     arm_experts,
     checked_advice,
     exp4_parameters,
     exp4_regret_bound,
     random_advice,
+    robust_exp4_parameters,
     robust_exp4_regret_bound,
 )
 from dponline.bandits.htinf import HTINF
@@ -80,6 +83,16 @@ def test_constants_by_hand():
     assert robust_exp4_regret_bound(8, 3, 100, s2) == pytest.approx(
         2 * math.sqrt(100 * 3 * s2 * h * math.log(8))
     )
+    # the default rate minimises the bound for every N >= 2 (N = 2 once took log N as 1)
+    for n_exp in (2, 3, 50):
+        eta = robust_exp4_parameters(n_exp, 3, 10_000, 3.0)
+        best = minimize_scalar(
+            lambda e, n=n_exp: robust_exp4_regret_bound(n, 3, 10_000, 3.0, eta=e),
+            bounds=(1e-6, 1.0),
+            method="bounded",
+            options={"xatol": 1e-10},
+        )
+        assert eta == pytest.approx(best.x, rel=1e-4)
 
 
 def test_private_exp4_guarantee_and_noise():
@@ -104,9 +117,12 @@ def test_batched_exp4_plays_the_batch_expert_s_advice():
     assert lr.batch == 4 and lr.laplace_scale == pytest.approx(1.0)
     experts = []
     for t in range(T):
+        if t % 4 == 0:  # before the batch's expert is drawn: the advice mixed by the weights
+            np.testing.assert_allclose(lr.probabilities(), lr.weights() @ advice[t])
         arm = lr.act()
         experts.append(lr._choice.copy())  # the base's action for the batch: an expert
         np.testing.assert_array_equal(arm, (experts[-1] + t) % K)
+        np.testing.assert_array_equal(lr.probabilities(), advice[t][experts[-1]])
         lr.observe(BanditFeedback(np.full(6, 0.5)))
     for t in range(T):  # one expert per batch of 4 rounds
         np.testing.assert_array_equal(experts[t], experts[t - t % 4])
@@ -138,6 +154,22 @@ def test_batched_exp4_htinf_base():
     other = BatchedEXP4(advice, budget=PrivacyBudget(1.0), rng=0)
     with pytest.raises(ValueError, match="BatchedEXP4"):
         other.load_state_dict(saved)
+
+
+def test_a_state_resumes_only_with_the_same_advice():
+    """Advice of the same shape but other values is refused (its digest is in the state)."""
+    one, two = random_advice(40, 4, 3, seed=1), random_advice(40, 4, 3, seed=2)
+    for make in (
+        lambda a: BatchedEXP4(a, budget=PrivacyBudget(1.0), rng=0),
+        lambda a: PrivateEXP4(a, budget=PrivacyBudget(1.0), rng=0),
+    ):
+        saved = make(one).state_dict()
+        make(one).load_state_dict(saved)
+        with pytest.raises(ValueError, match="advice"):
+            make(two).load_state_dict(saved)
+    # a broadcast view and its copy have one digest
+    view = arm_experts(5000, 3)
+    assert advice_digest(view) == advice_digest(np.array(view))
 
 
 def test_regret_against_the_best_expert():

@@ -80,7 +80,7 @@ from dponline.bandits.exp3 import (
     robust_exp3_regret_bound,
 )
 from dponline.bandits.htinf import HTINF, SKIP_CONSTANT
-from dponline.bandits.private_reduction import BanditAlgorithm, value_range
+from dponline.bandits.private_reduction import BanditAlgorithm, snapped, value_range
 from dponline.privacy.arguments import checked_int_array, checked_real_array, saved_field
 from dponline.privacy.bounds import Box, check_finite
 from dponline.privacy.budget import PrivacyBudget
@@ -328,6 +328,7 @@ class BatchedPrivateBandit(NoiseHandle, RoundDiscipline):
         value = checked_bandit_loss(self, feedback, acted=self._acted, finite=False)
         assert self._arm is not None  # acted
         low, high = self._bounds(self._arm)
+        value = snapped(value, low, high)  # rounding past a computed interval is clipped
         inside = (value >= low) & (value <= high)
         if not inside.all():
             check_finite(value, "bandit loss")  # NaN and infinity are never accepted
@@ -490,8 +491,8 @@ class BatchedEXP3(BatchedPrivateBandit):
 class BatchedHTINF(BatchedPrivateBandit):
     """The batched conversion around HTINF (:mod:`dponline.bandits.htinf`), the base of the
     paper's Corollary 2: tau = ceil(1 / epsilon) in both calibrations (no proven bound with
-    HTINF's constants here to tune it), sigma = sqrt(1 + 2 b^2), the exact second moment of a
-    batch value.
+    HTINF's constants here to tune it), sigma = sqrt(1 + 2 b^2), a bound on the second moment
+    of a batch value (a batch mean in [0, 1] plus Laplace(b)).
 
     Parameters
     ----------

@@ -69,8 +69,10 @@ how its noise scales with N.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
@@ -112,6 +114,7 @@ __all__ = [
     "EXP4",
     "BatchedEXP4",
     "PrivateEXP4",
+    "advice_digest",
     "arm_experts",
     "checked_advice",
     "exp4_parameters",
@@ -146,6 +149,16 @@ def checked_advice(
         t, j = np.unravel_index(int(np.argmax(np.abs(sums - 1.0))), sums.shape)
         raise ValueError(f"advice rows must sum to 1, got {sums[t, j]!r} at round {t}, expert {j}")
     return a
+
+
+def advice_digest(advice: np.ndarray, rows: int = 4096) -> str:
+    """SHA-256 of the advice's shape and values (float64, row-major), read a few thousand
+    rounds at a time (a broadcast view such as :func:`arm_experts` is never copied whole): a
+    saved state records it, so that it resumes only with the same advice."""
+    digest = hashlib.sha256(repr(advice.shape).encode())
+    for start in range(0, advice.shape[0], rows):
+        digest.update(np.ascontiguousarray(advice[start : start + rows], dtype=float).tobytes())
+    return digest.hexdigest()
 
 
 def arm_experts(horizon: int, n_arms: int) -> np.ndarray:
@@ -186,11 +199,12 @@ def robust_exp4_parameters(
 ) -> float:
     """eta = sqrt(log N / (n K sigma^2 h(c))), the minimiser of
     :func:`robust_exp4_regret_bound` (ours; module docstring); 1 / sqrt(n K sigma^2 h(c)) for
-    a single expert."""
+    a single expert (log 1 = 0: nothing to learn)."""
     n_exp, k = checked_count("n_experts", n_experts), checked_count("n_arms", n_arms)
     n = checked_count("horizon", horizon)
     s2 = checked_positive("second_moment", second_moment)
-    return math.sqrt(max(math.log(n_exp), 1.0) / (n * k * s2 * skip_constant(threshold)))
+    log_n = math.log(n_exp) if n_exp >= 2 else 1.0
+    return math.sqrt(log_n / (n * k * s2 * skip_constant(threshold)))
 
 
 def robust_exp4_regret_bound(
@@ -275,9 +289,14 @@ class EXP4:
         self._log_q -= self._log_q.max(axis=1, keepdims=True)
         self.step += 1
 
+    @cached_property
+    def _advice_digest(self) -> str:
+        return advice_digest(self.advice)
+
     def _config(self) -> dict[str, Any]:
         return {
             "shape": [self.horizon, self.n_experts, self.n_arms],
+            "advice": self._advice_digest,
             "eta": self.eta,
             "threshold": self.threshold,
         }
@@ -471,8 +490,21 @@ class BatchedEXP4(BatchedPrivateBandit):
         """The base's distribution over the experts, shape (replicas, N)."""
         return self.algorithm.probabilities()  # type: ignore[attr-defined, no-any-return]
 
+    def probabilities(self) -> np.ndarray:
+        """The distribution this round's arm is drawn from, shape (replicas, K): the advice of
+        the batch's expert once it is drawn (from the batch's first ``act()`` on), before that
+        the advice mixed by the base's weights, sum_j w(j) xi_t^j."""
+        row = self.advice[min(self.t, self.horizon - 1)]
+        if self._choice is not None:
+            return np.asarray(row[self._choice], dtype=float)
+        return self.weights() @ row
+
+    @cached_property
+    def _advice_digest(self) -> str:
+        return advice_digest(self.advice)
+
     def _config(self) -> dict[str, Any]:
-        return {**super()._config(), "base": self.base}
+        return {**super()._config(), "base": self.base, "advice": self._advice_digest}
 
     def _play(self, choice: np.ndarray, t: int) -> np.ndarray:
         """I_t ~ xi_t^{J_b} per replica, J_b the batch's expert."""

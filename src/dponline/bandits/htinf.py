@@ -61,18 +61,23 @@ def tsallis_weights(
     (R, 1). Newton's method on lambda, from ``start`` (a previous lambda) or from
     lambda_0 = 1 - min_i s_i, where the sum is at least 1, so the root is not below it. The sum
     is convex and decreasing in lambda: from the left every step stays left of the root and the
-    iterates increase to it; from the right one step lands on the left (clamped to lambda_0)."""
+    iterates increase to it; from the right one step lands on the left (clamped to lambda_0).
+    The iteration runs on s - min_i s_i (and lambda + min_i s_i), which has the same solution:
+    with the common offset removed, s_i + lambda does not cancel when the offset is large."""
     s = np.asarray(scaled, dtype=float)
-    low = 1.0 - s.min(axis=1, keepdims=True)
-    lam = low if start is None else np.maximum(np.asarray(start, dtype=float), low)
+    offset = s.min(axis=1, keepdims=True)
+    s = s - offset
+    lam = np.ones_like(offset)  # lambda_0 = 1 - min_i s_i, shifted
+    if start is not None:
+        lam = np.maximum(np.asarray(start, dtype=float) + offset, 1.0)
     for _ in range(max_steps):
         d = s + lam
         excess = (d**-2).sum(axis=1, keepdims=True) - 1.0
         if np.all(np.abs(excess) <= tol):
             break
-        lam = np.maximum(lam + excess / (2.0 * (d**-3).sum(axis=1, keepdims=True)), low)
+        lam = np.maximum(lam + excess / (2.0 * (d**-3).sum(axis=1, keepdims=True)), 1.0)
     x = (s + lam) ** -2
-    return x / x.sum(axis=1, keepdims=True), lam
+    return x / x.sum(axis=1, keepdims=True), lam - offset
 
 
 class HTINF(SampledArms):

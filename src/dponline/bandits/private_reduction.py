@@ -101,6 +101,16 @@ def value_range(bounds: InputBounds, x: np.ndarray) -> tuple[np.ndarray, np.ndar
     raise TypeError(f"loss set must be a NormBall or a Box, got {type(bounds).__name__}")
 
 
+def snapped(value: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """``value`` with the entries within 1e-12 (relative) of [low, high] clipped into it: <l, x>
+    of a loss inside the set can round a hair past the computed interval, and clipping such
+    values keeps the sensitivity exactly the interval's width. Values further out (and NaN)
+    are returned as they are, for the caller to refuse or clip."""
+    slack = 1e-12 * np.maximum(np.abs(low), np.abs(high))
+    near = (value >= low - slack) & (value <= high + slack)
+    return np.where(near, np.clip(value, low, high), value)
+
+
 @dataclass(frozen=True)
 class ReductionCalibrator:
     """The Laplace scale lambda of Algorithm 4 (Lemma 4.2; see the module docstring)."""
@@ -229,11 +239,7 @@ class PrivateBanditReduction(NoiseHandle, RoundDiscipline):
             value = checked_bandit_loss(self, feedback, acted=self._acted)
             x = self.algorithm.played()
             low, high = value_range(self.bounds, x)
-            # <l, x> of a loss inside the set can round a hair past the computed interval:
-            # such values are clipped back, so the sensitivity is exactly the interval's
-            slack = 1e-12 * np.maximum(np.abs(low), np.abs(high))
-            near = (value >= low - slack) & (value <= high + slack)
-            value = np.where(near, np.clip(value, low, high), value)
+            value = snapped(value, low, high)
         inside = (value >= low) & (value <= high)
         if not inside.all():
             check_finite(value, "bandit loss")  # NaN and infinity are never accepted
