@@ -52,6 +52,11 @@ def test_tight_calibration_minimises_the_proven_bound(eps):
     # epsilon = 1: tau = 1, as the paper's (the bound ties at tau = 2 and the least tau wins)
     if eps == 1.0:
         assert lr.batch == paper.batch == 1
+    # a learning rate of the user's: tau minimises the bound at that rate
+    fixed = BatchedEXP3(k, t, budget=_budget(eps), eta=0.002, rng=0)
+    at = {tau: batched_exp3_regret_bound(k, t, tau, 1 / (eps * tau), eta=0.002) for tau in bounds}
+    assert fixed.batch == min(at, key=at.get)
+    assert fixed.regret_bound() == pytest.approx(at[fixed.batch])
 
 
 def test_a_batch_plays_one_arm_and_feeds_sum_over_tau_plus_noise():
@@ -279,6 +284,8 @@ def test_resume_mid_batch_bit_for_bit_and_refusals_leave_the_state():
         lr.observe(BanditFeedback(np.full(5, 1.5)))
     with pytest.raises(ValueError, match="batch length"):
         make(3).load_state_dict(dict(before, config={**before["config"], "batch": 2}))
+    with pytest.raises(ValueError, match="acted this round but holds no arm"):
+        make(3).load_state_dict(dict(before, arm=None))
     after = lr.state_dict()
     np.testing.assert_array_equal(after["sum"], before["sum"])
     assert after["t"] == before["t"]

@@ -81,7 +81,12 @@ from dponline.bandits.exp3 import (
 )
 from dponline.bandits.htinf import HTINF, SKIP_CONSTANT
 from dponline.bandits.private_reduction import BanditAlgorithm, snapped, value_range
-from dponline.privacy.arguments import checked_int_array, checked_real_array, saved_field
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_int_array,
+    checked_real_array,
+    saved_field,
+)
 from dponline.privacy.bounds import Box, check_finite
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate
@@ -132,14 +137,15 @@ def batched_exp3_regret_bound(
     batch: int,
     laplace_scale: float,
     threshold: float = DEFAULT_THRESHOLD,
+    eta: float | None = None,
 ) -> float:
     """tau * (robust EXP3's bound over n = ceil(T / tau) rounds with second moment
-    1 + 2 b^2): the batched conversion's proven regret with robust EXP3 at its default
-    learning rate (ours; the module docstring)."""
+    1 + 2 b^2): the batched conversion's proven regret with robust EXP3 at learning rate
+    ``eta`` (default: the bound's minimiser for those n rounds; ours, the module docstring)."""
     tau = checked_count("batch", batch)
     n = -(-checked_count("horizon", horizon) // tau)
     s2 = laplace_second_moment(laplace_scale)
-    return tau * robust_exp3_regret_bound(n_arms, n, s2, threshold)
+    return tau * robust_exp3_regret_bound(n_arms, n, s2, threshold, eta=eta)
 
 
 @dataclass(frozen=True)
@@ -394,6 +400,8 @@ class BatchedPrivateBandit(NoiseHandle, RoundDiscipline):
         arm = saved_field(state, "arm")
         if arm is not None:
             arm = checked_int_array("saved arm", arm, (self.replicas,), 0, self.n_arms)
+        if acted and (arm is None or choice is None):
+            raise ArgumentError("saved state has acted this round but holds no arm or action")
         install_algorithm = self.algorithm.prepare_load(saved_field(state, "algorithm"))
 
         def install() -> None:
@@ -442,8 +450,8 @@ class BatchedEXP3(BatchedPrivateBandit):
         t = checked_count("horizon", horizon)
         c = DEFAULT_THRESHOLD if threshold is None else float(threshold)
 
-        def bound(tau: int, b: float) -> float:
-            return batched_exp3_regret_bound(k, t, tau, b, c)
+        def bound(tau: int, b: float) -> float:  # at the rate the run will use
+            return batched_exp3_regret_bound(k, t, tau, b, c, eta=eta)
 
         def make(b: float, n: int, gen: np.random.Generator) -> EXP3:
             if b == 0.0:  # exact values in [0, 1]: plain EXP3 (Theorem 11.2)

@@ -460,8 +460,8 @@ class BatchedEXP4(BatchedPrivateBandit):
         self.n_arms, self.n_experts, self.dim = k, n_exp, k
         c = DEFAULT_THRESHOLD if threshold is None else float(threshold)
 
-        def bound(tau: int, b: float) -> float:
-            return batched_exp3_regret_bound(n_exp, horizon, tau, b, c)
+        def bound(tau: int, b: float) -> float:  # at the rate the run will use
+            return batched_exp3_regret_bound(n_exp, horizon, tau, b, c, eta=eta)
 
         def make(b: float, n: int, gen: np.random.Generator) -> EXP3 | HTINF:
             if base == "htinf":
