@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from dponline.bandits.river_style import ArmSpace, RiverPolicy
+from dponline.environments.catalogue import build_environment
 from dponline.registry import build_learner
 
 ARMS = ["red", "green", "blue"]
@@ -27,6 +28,15 @@ def test_pull_then_update_is_a_round_of_the_learner():
     assert p.learner.t == 1 and p.n == 1 and p._n == 1
 
 
+@pytest.mark.parametrize("name", ["dp-exp2", "exp2", "private-exp4", "dp-ucb"])
+def test_a_second_pull_of_a_round_returns_its_arm(name):
+    # EXP2's and EXP4's act() draws afresh each call: the policy asks once a round
+    for seed in range(20):
+        p = RiverPolicy.from_registry(name, ARMS, 10, seed=seed)
+        first = p.pull(ARMS)
+        assert all(p.pull(ARMS) == first for _ in range(5))
+
+
 def test_the_learner_sees_one_minus_the_reward_as_its_loss():
     seen = []
     p = _policy("exp2")
@@ -36,9 +46,7 @@ def test_the_learner_sees_one_minus_the_reward_as_its_loss():
     assert seen == [0.75]
 
 
-@pytest.mark.parametrize(
-    "reward", [1.5, -0.1, math.nan, math.inf, "1", True, None, 1j, np.array([0.5])]
-)
+@pytest.mark.parametrize("reward", [1.5, -0.1, math.nan, math.inf, "1", None, 1j, np.array([0.5])])
 def test_rewards_outside_the_unit_interval_or_not_numbers_are_refused(reward):
     p = _policy()
     arm = p.pull(ARMS)
@@ -49,6 +57,16 @@ def test_rewards_outside_the_unit_interval_or_not_numbers_are_refused(reward):
     np.testing.assert_equal(p.learner.state_dict()["t"], before["t"])
     p.update(arm, 0.5)  # the pull still waits for its reward
     assert p.learner.t == 1
+
+
+@pytest.mark.parametrize(("click", "loss"), [(True, 0.0), (False, 1.0), (np.True_, 0.0)])
+def test_a_boolean_reward_is_a_click(click, loss):
+    seen = []
+    p = _policy()
+    observe = p.learner.observe
+    p.learner.observe = lambda fb: (seen.append(float(fb.loss[0])), observe(fb))
+    p.update(p.pull(ARMS), click)
+    assert seen == [loss]
 
 
 def test_update_must_be_for_the_arm_pulled_and_once():
@@ -115,6 +133,12 @@ def test_what_a_river_policy_cannot_wrap_is_refused():
     learner = build_learner("exp2", ArmSpace(3, 10), replicas=2)
     with pytest.raises(ValueError, match="replicas = 1"):
         RiverPolicy(learner, ARMS)
+    for k in (2, 5):  # a learner of another number of arms
+        with pytest.raises(ValueError, match="plays one of 3 arms"):
+            RiverPolicy(build_learner("dp-ucb", ArmSpace(k, 10), epsilon=1.0), ARMS)
+    env = build_environment("bandit_linear", 10, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="n_arms = None"):  # plays points, not arms
+        RiverPolicy(build_learner("dp-scrible", env, epsilon=1.0), ARMS)
 
 
 def test_the_non_private_counterpart_is_built_with_epsilon_none():

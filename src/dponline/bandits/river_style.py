@@ -12,20 +12,23 @@ river itself is not needed.
 What stays the library's, because the guarantee needs it:
 
 * **Rewards lie in [0, 1]** (the learners' input bound): a reward outside, NaN or a
-  non-number is refused with the learner's state untouched. The learner receives the loss
-  1 - reward (the library's bandit feedback carries losses).
+  non-number is refused with the learner's state untouched; a boolean (a click, as river's
+  own examples give it) counts as 1 or 0. The learner receives the loss 1 - reward (the
+  library's bandit feedback carries losses).
 * **One update per pull, for the arm pulled.** A round of the learner is a pull and its reward;
   ``update`` for another arm, or a second ``update`` for one pull, is refused. A pull without an
   update (replay drops the rounds where the logged arm differs) is not a round: the next pull
-  asks the learner again in the same round, and it answers with the same arm (its state has not
-  changed, and its decision for the round is drawn once).
+  returns the arm already pulled in that round (the learner is asked once a round, so a
+  learner that would draw afresh at every ``act()`` cannot change its decision).
 * **The horizon**: the learner was built for T rounds; the update of round T + 1 is refused.
 * ``ranking`` orders the arms by how often the policy pulled them, a function of its private
   decisions alone; river's ranking by empirical means would publish the rewards' means without
   noise.
 
 ``RiverPolicy.from_registry(name, arm_ids, horizon, epsilon=...)`` builds a registered learner
-for ``len(arm_ids)`` arms (one replica) and keeps the recipe for ``clone()``.
+for ``len(arm_ids)`` arms (one replica) and keeps the recipe for ``clone()``. A non-private
+learner (``ucb1``, ``thompson``, ``exp3``, ...) has no epsilon and ignores it: its ``privacy``
+is ``None``, which a deployment should check.
 """
 
 from __future__ import annotations
@@ -82,6 +85,12 @@ class RiverPolicy:
         ids = list(arm_ids)
         if len(ids) < 2 or len(set(ids)) != len(ids):
             raise ValueError(f"arm_ids must name at least two distinct arms, got {ids!r}")
+        n_arms = getattr(learner, "n_arms", None)
+        if n_arms != len(ids):
+            raise ValueError(
+                f"a river-style policy over {len(ids)} arms needs a learner that plays one of "
+                f"{len(ids)} arms, got {type(learner).__name__} with n_arms = {n_arms!r}"
+            )
         self.learner = learner
         self._ids = ids
         self._index = {a: i for i, a in enumerate(ids)}
@@ -139,6 +148,8 @@ class RiverPolicy:
             raise ValueError(
                 f"this policy plays the arms {self._ids!r}; pull() was offered {offered!r}"
             )
+        if self._pulled is not None:  # asked again in the same round: the same arm
+            return self._pulled
         arm = int(np.asarray(self.learner.act()).reshape(-1)[0])
         if not 0 <= arm < len(self._ids):
             raise RuntimeError(f"the learner played arm index {arm}, outside its {len(self._ids)}")
@@ -160,9 +171,10 @@ class RiverPolicy:
                 "private learner learns only from the arms it plays"
             )
         reward = reward_args[0]
+        if isinstance(reward, (bool, np.bool_)):  # a click
+            reward = float(reward)
         if (
-            isinstance(reward, bool)
-            or not isinstance(reward, (int, float, np.integer, np.floating))
+            not isinstance(reward, (int, float, np.integer, np.floating))
             or not math.isfinite(float(reward))
             or not 0.0 <= float(reward) <= 1.0
         ):
