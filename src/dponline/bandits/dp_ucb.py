@@ -21,8 +21,9 @@ default (the public implementation's experiments; Azize & Basu 2022 ran gamma = 
 
 **tight.** One continual counter of dimension K fed x_t = r_t e_{a_t} every round (indexed by
 time), released after every round: S~_t = S_t + Z_t, mu~_a = S~_{t,a} / N_a. The counter is
-:func:`~dponline.continual.selection.choose_mechanism`'s for (T, K, noise) (Honaker's estimator
-for Laplace noise, the square-root or a BLT factorisation for Gaussian), calibrated for l1 and
+:func:`~dponline.continual.selection.choose_mechanism`'s for (T, K, noise) (the k-ary tree for
+Laplace noise, Honaker's estimator where memory rules the tree out; the rescaled square root,
+or a BLT factorisation for large T K, for Gaussian), calibrated for l1 and
 l2 sensitivity 1 (below). Every coordinate of Z_t has the counter's exact variance sigma_t^2
 (:meth:`~dponline.continual.base.ContinualCounter.variance`), and the widening is
 w_a = u_t / N_a with

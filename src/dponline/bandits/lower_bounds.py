@@ -16,9 +16,10 @@ a > 0 on every instance of the class), liminf_{T -> inf} Reg_T / log T >= C(mean
 * :func:`azize_2025_coefficient`, epsilon-global DP (Azize, Wu, Honda, Orabona, Ito & Basu, arXiv
   2505.05613, Theorem 1): C = sum_a Delta_a / d_eps(mu_a, mu*). Read in a third-party summary
   of the NeurIPS 2025 version only (see :mod:`dponline.bandits.kl`). Since
-  d_eps <= min(kl, eps Delta) <= min(kl, 6 eps Delta), it is never below the 2022 bound; it
-  equals the Lai-Robbins coefficient for eps large enough (d_eps = kl once the constraint
-  binds for every arm).
+  d_eps <= min(kl, eps Delta) <= min(kl, 6 eps Delta), it is never below the 2022 bound; when
+  mu* < 1 it equals the Lai-Robbins coefficient for eps large enough (d_eps = kl once the
+  constraint binds for every arm); when mu* = 1, kl(mu_a, 1) is infinite and Lai-Robbins' is 0
+  while both private coefficients stay positive for every finite eps.
 
 Minimax (finite T) bound, :func:`minimax_lower_bound`: for K > 1, T >= K - 1 and eps > 0,
 inf_policy sup_instance Reg_T >= max(sqrt(T (K - 1)) / 27, (K - 1) / (131 eps)) (Azize & Basu
