@@ -314,6 +314,43 @@ def test_resume_mid_episode_through_a_checkpoint_is_bit_exact():
         other.load_state_dict(loaded)
 
 
+@pytest.mark.parametrize("cls", [AdaPUCB, AdaCUCB])
+def test_a_state_off_the_doubling_schedule_is_refused(cls):
+    """States the learner cannot reach: they once loaded, and then divided by a zero count or
+    (AdaP's paper calibration) released one reward with a 32nd of its noise."""
+    budget = PrivacyBudget(1.0, 0.0, "paper") if cls is AdaPUCB else PrivacyBudget(1.0, 1e-6)
+    lr = cls(3, 400, budget=budget, replicas=2, rng=0)
+    play_rounds(lr, [0.2, 0.5, 0.8], 40)
+    good = lr.state_dict()
+    cls(3, 400, budget=budget, replicas=2).load_state_dict(good)
+
+    def edited(**fields):
+        return {**good, **{k: np.array(v) for k, v in fields.items()}}
+
+    zero = np.zeros_like(good["last_count"])
+    with pytest.raises(ValueError, match="last_count is not the last episode"):
+        cls(3, 400, budget=budget, replicas=2).load_state_dict(edited(last_count=zero))
+    # both replicas on arm 0 with 64 concluded pulls and a running episode of one round
+    pulls = np.array([[64, 1, 1]] * 2)
+    bad = edited(
+        pulls=pulls,
+        arm=[0, 0],
+        left=[1, 1],
+        episode_count=[0, 0],
+        episode_sum=[0.0, 0.0],
+        sums=pulls * 0.5,
+        last_count=[[32, 1, 1]] * 2,
+    )
+    bad["t"] = int(pulls[0].sum())
+    with pytest.raises(ValueError, match="running episode is not the length"):
+        cls(3, 400, budget=budget, replicas=2).load_state_dict(bad)
+    cls(3, 400, budget=budget, replicas=2).load_state_dict(dict(bad, left=np.array([64, 64])))
+    pulls[:, 0] = 48  # not a power of 2
+    off = dict(bad, pulls=pulls, sums=pulls * 0.5, left=np.array([48, 48]), t=50)
+    with pytest.raises(ValueError, match="doubling episodes"):
+        cls(3, 400, budget=budget, replicas=2).load_state_dict(off)
+
+
 def test_regret_on_the_papers_bernoulli_arms():
     # Means (0.75, 0.625, 0.5, 0.375, 0.25) (the paper's Figure 2), eps = 1, T = 1e5, 40
     # replicas, fixed seeds. Measured mean regrets: AdaP-UCB about 1340, AdaP-KLUCB about 1150

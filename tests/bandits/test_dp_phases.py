@@ -25,6 +25,9 @@ def test_phase_ends_grow_geometrically() -> None:
     assert next_phase_end([1, 2, 3, 5, 8], 1.5).tolist() == [2, 3, 5, 8, 12]
     # at least one more pull, and 1.1 x 10 = 11.000000000000002 is not pushed to 12
     assert next_phase_end([1, 5, 10, 100], 1.1).tolist() == [2, 6, 11, 110]
+    # large ends are not pulled one down by the tolerance, and never overflow
+    assert next_phase_end([2**30, 10**12], 2.0).tolist() == [2**31, 2 * 10**12]
+    assert next_phase_end([3], 1e19).tolist() == [2**62]
 
 
 @pytest.mark.parametrize("cls", LEARNERS)
@@ -119,6 +122,9 @@ def test_a_resumed_run_is_bit_exact(cls) -> None:
 
 def test_the_default_first_phase_is_ten_over_epsilon() -> None:
     assert [first_phase_length(e) for e in (1.0, 0.1, 0.3, 20.0, math.inf)] == [10, 100, 34, 1, 1]
+    assert first_phase_length(1e-9) == 10**10 and first_phase_length(1e-30) == 2**62
+    with pytest.raises(ValueError, match="at most 2"):
+        DPIMED(2, 10, budget=PrivacyBudget(1.0), first_phase=2**63)
     assert DPKLUCB(3, 10, budget=PrivacyBudget(0.5)).first_phase == 20
     assert DPIMED(3, 10, budget=None).first_phase == 1  # the non-private counterpart: n_1 = 1
     assert DPIMED(3, 10, budget=PrivacyBudget(0.5), first_phase=3).first_phase == 3
@@ -148,6 +154,24 @@ def test_a_state_of_another_first_phase_is_refused() -> None:
     play_rounds(a, np.array([0.5, 0.5, 0.5]), 7)
     with pytest.raises(ValueError, match="first_phase"):
         DPIMED(3, 40, budget=PrivacyBudget(1.0), first_phase=3).load_state_dict(a.state_dict())
+
+
+@pytest.mark.parametrize("cls", LEARNERS)
+def test_a_state_off_the_phase_schedule_is_refused(cls) -> None:
+    """A zeroed phase_end once loaded and then divided by zero; a running phase of another
+    length than the schedule's is refused too."""
+    lr = cls(3, 400, budget=PrivacyBudget(1.0), replicas=2, first_phase=2, rng=0)
+    play_rounds(lr, np.array([0.2, 0.5, 0.8]), 41)
+    good = lr.state_dict()
+    assert np.all(good["left"] > 0)
+    cls(3, 400, budget=PrivacyBudget(1.0), replicas=2, first_phase=2).load_state_dict(good)
+    for edit, message in (
+        ({"phase_end": np.zeros_like(good["phase_end"])}, "phase_end is not the pulls"),
+        ({"left": good["left"] + 1}, "running phase is not the length"),
+    ):
+        fresh = cls(3, 400, budget=PrivacyBudget(1.0), replicas=2, first_phase=2)
+        with pytest.raises(ValueError, match=message):
+            fresh.load_state_dict({**good, **edit})
 
 
 def _imed_round_3_plays_arm_0(r0: float, eps: float) -> float:

@@ -333,7 +333,9 @@ class AdaptiveEpisodes(KArmedLearner):
         """Release the episode's noisy mean (one draw per replica, its own generator)."""
         mean = sums / counts
         if self.unit_scale > 0.0:
-            n = self._effective_n(self.pulls[rows, arms], counts)
+            # the paper's N_a / 2 equals the episode's count after the first pull (0.5 there);
+            # never more than the count, whatever state the learner was resumed from
+            n = np.minimum(self._effective_n(self.pulls[rows, arms], counts), counts)
             mean = mean + self._noise(rows, self.unit_scale / n, self.mechanism)
         self.private_mean[rows, arms] = mean
         self.last_count[rows, arms] = counts
@@ -358,9 +360,17 @@ class AdaptiveEpisodes(KArmedLearner):
             checked_real_array("saved private_mean", saved_field(state, "private_mean"), shape)
         )
         count = checked_int_array("saved last_count", saved_field(state, "last_count"), shape, 0)
-        pulls = np.asarray(saved_field(state, "pulls"))
-        if count.shape == np.shape(pulls) and np.any(count > pulls):
-            raise ArgumentError("saved last_count exceeds the pulls of an arm")
+        # the doubling schedule: an arm's concluded pulls c are 0, 1, 2, 4, ...; its last
+        # episode held c / 2 of them (the first pull: 1); a running episode has max(c, 1) rounds
+        done, running, length = self._saved_schedule(state)
+        power = (done >= 1) & ((done & (done - 1)) == 0)
+        if np.any((done > 0) & ~power):
+            raise ArgumentError("saved pulls do not follow the doubling episodes")
+        if np.any(count != np.where(done >= 2, done // 2, done)):
+            raise ArgumentError("saved last_count is not the last episode's length of its arm")
+        arm = np.asarray(saved_field(state, "arm"), dtype=np.int64)
+        if np.any(length != np.maximum(done[running, arm[running]], 1)):
+            raise ArgumentError("saved running episode is not the length its arm's pulls give")
         if self.unit_scale == 0.0 and (np.any(mean < 0.0) or np.any(mean > 1.0)):
             raise ArgumentError("saved private_mean of a noiseless learner must lie in [0, 1]")
 
@@ -457,7 +467,8 @@ def _audit(seed: int, **learner_options: Any) -> AuditCase:
 _SETTING = "stochastic K-armed bandit (rewards 1 - loss in [0, 1])"
 _GUARANTEE = (
     "event-level epsilon-DP (Lap(1/(eps n)) on the mean of each episode's n rewards, "
-    "sensitivity 1/n; each reward in one released mean: Azize & Basu 2022 Lemma 1, Theorem 6) "
+    "sensitivity 1/n; the paper calibration's first pull of an arm Lap(2/eps), n = N_a / 2; "
+    "each reward in one released mean: Azize & Basu 2022 Lemma 1, Theorem 6) "
     "over reward sequences differing in one round, rewards 1 - loss in [0, 1]"
 )
 _OPTIONS = {"alpha": "confidence exponent alpha (default 3.1; the theorems need alpha > 3)"}

@@ -134,23 +134,37 @@ DEFAULT_RATIO = 2.0
 FIRST_PHASE_CONSTANT = 10.0
 
 
+#: the longest phase end (pulls): far past any horizon, and clear of int64's overflow
+MAX_PHASE_END = 2**62
+
+
+def _ceil_of_rounded(v: Any) -> np.ndarray:
+    """ceil(v), except that a v within min(1e-9 v, 1e-6) of an integer is that integer (an
+    alpha n or c / eps that is an integer up to rounding, 1.1 x 10 or 10 / 0.1, is not pushed
+    one up; the absolute cap keeps large values from being pulled one down), capped at
+    :data:`MAX_PHASE_END`."""
+    v = np.minimum(np.asarray(v, dtype=float), float(MAX_PHASE_END))
+    r = np.round(v)
+    near = np.abs(v - r) <= np.minimum(1e-9 * v, 1e-6)
+    return np.where(near, r, np.ceil(v)).astype(np.int64)
+
+
 def first_phase_length(epsilon: float) -> int:
     """The default first phase n_1 = ceil(c / eps), c = :data:`FIRST_PHASE_CONSTANT` (ours,
-    module docstring), computed with a relative tolerance of 1e-9 (c / eps = 10 / 0.1 gives
-    100, not 101); 1 for eps = inf (no noise)."""
+    module docstring), with the rounding tolerance of :func:`_ceil_of_rounded` (c / eps =
+    10 / 0.1 gives 100, not 101), at most 2^62; 1 for eps = inf (no noise)."""
     if math.isinf(epsilon):
         return 1
-    v = FIRST_PHASE_CONSTANT / float(epsilon)
-    return max(1, math.ceil(v - 1e-9 * v))
+    return max(1, int(_ceil_of_rounded(FIRST_PHASE_CONSTANT / float(epsilon))))
 
 
 def next_phase_end(n: Any, alpha: float) -> np.ndarray:
     """The pull at which the phase after the one ending at pull ``n`` (>= 1) ends:
-    max(n + 1, ceil(alpha n)), computed with a relative tolerance of 1e-9 so that an alpha n
-    that is an integer up to rounding (1.1 x 10) is not pushed one up."""
+    max(n + 1, ceil(alpha n)), with the rounding tolerance of :func:`_ceil_of_rounded`, at most
+    2^62 (a phase that long outlasts every horizon)."""
     n = np.asarray(n, dtype=np.int64)
-    v = float(alpha) * n
-    return np.maximum(n + 1, np.ceil(v - 1e-9 * v).astype(np.int64))
+    end = np.maximum(n + 1, _ceil_of_rounded(float(alpha) * n))
+    return np.minimum(end, MAX_PHASE_END)
 
 
 @dataclass(frozen=True)
@@ -254,6 +268,8 @@ class GeometricPhases(KArmedLearner):
             if first_phase is None
             else checked_count("first_phase", first_phase)
         )
+        if self.first_phase > MAX_PHASE_END:
+            raise ArgumentError(f"first_phase must be at most 2^62, got {first_phase!r}")
         r, k = self.replicas, self.n_arms
         #: S~_i: every reward of the completed phases plus one Laplace term per phase
         self.noisy_sum = np.zeros((r, k))
@@ -332,9 +348,18 @@ class GeometricPhases(KArmedLearner):
         )
         end = checked_int_array("saved phase_end", saved_field(state, "phase_end"), shape, 0)
         phases = checked_int_array("saved phases", saved_field(state, "phases"), shape, 0)
-        pulls = np.asarray(saved_field(state, "pulls"))
-        if end.shape == np.shape(pulls) and np.any(end > pulls):
-            raise ArgumentError("saved phase_end exceeds the pulls of an arm")
+        # the schedule: an arm's concluded pulls are its last phase's end; a running phase
+        # has n_1 rounds (the arm's first) or next_phase_end(n) - n
+        done, running, length = self._saved_schedule(state)
+        if np.any(end != done):
+            raise ArgumentError("saved phase_end is not the pulls of the arm's concluded phases")
+        arm = np.asarray(saved_field(state, "arm"), dtype=np.int64)
+        n = done[running, arm[running]]
+        expected = np.where(
+            n == 0, self.first_phase, next_phase_end(np.maximum(n, 1), self.alpha) - n
+        )
+        if np.any(length != expected):
+            raise ArgumentError("saved running phase is not the length its arm's phases give")
         if np.any(phases > end) or np.any((phases == 0) != (end == 0)):
             raise ArgumentError("saved phases must number between 1 and phase_end (0 for none)")
         if np.any((end > 0) & (end < self.first_phase)):

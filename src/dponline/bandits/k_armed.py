@@ -211,6 +211,23 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
 
     # --- helpers for subclasses -----------------------------------------------------------------
 
+    @staticmethod
+    def _saved_schedule(state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """From a saved state whose own fields :meth:`prepare_load` has checked (it calls
+        ``_prepare_extra`` after them): each arm's pulls in concluded commitments (pulls minus
+        the running commitment's on its arm), shape (replicas, K); the replicas with a running
+        commitment; and its whole length (rounds played plus left) for those replicas. A
+        subclass checks them against its schedule, so that a state the learner could not have
+        reached is refused."""
+        pulls = np.array(saved_field(state, "pulls"), dtype=np.int64)
+        arm = np.asarray(saved_field(state, "arm"), dtype=np.int64)
+        left = np.asarray(saved_field(state, "left"), dtype=np.int64)
+        count = np.asarray(saved_field(state, "episode_count"), dtype=np.int64)
+        rows = np.arange(pulls.shape[0])
+        pulls[rows, arm] -= count  # 0 where no commitment runs (checked)
+        running = np.flatnonzero(left > 0)
+        return pulls, running, (left + count)[running]
+
     def _noise(self, rows: np.ndarray, scale: Any, kind: str = "laplace") -> np.ndarray:
         """One draw per replica of ``rows``, each from that replica's own generator, in
         ``rows`` order: Laplace(0, b) (``kind="laplace"``) or N(0, sigma^2) (``"gaussian"``)

@@ -33,8 +33,8 @@ Instance families (mean vectors), for specs and tests:
   hard instance, all suboptimal arms equally hard, where the lower bounds are a multiple of
   (K - 1);
 * :func:`unequal_gap_means`: means spaced linearly from ``worst`` (arm 0) up to ``best`` (the
-  last arm; default 0.5 to 0.9), so the gaps spread from (best - worst) / (K - 1) to best - worst: shows how an
-  algorithm pays for near arms versus far ones;
+  last arm; default 0.5 to 0.9), so the gaps spread from (best - worst) / (K - 1) to
+  best - worst: shows how an algorithm pays for near arms versus far ones;
 * :func:`azize_basu_means`: (0.75, 0.625, 0.5, 0.375, 0.25), the instance of Azize & Basu's
   experiments (NeurIPS 2022, arXiv 2209.02570) and of Azize et al. (arXiv 2505.05613), on which
   :mod:`dponline.bandits.lower_bounds` pins its worked numbers.
