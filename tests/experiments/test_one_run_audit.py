@@ -17,6 +17,8 @@ from dponline.experiments.one_run_audit import (
     one_run_audit,
     one_run_table,
 )
+from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyNotion
+from dponline.protocol import ContextFeedback, FeedbackKind
 from dponline.registry import build_learner, learners
 
 
@@ -142,6 +144,60 @@ def test_refusals():
         one_run_audit(two, stream, ([0, 0], [1, 0]), plan, dim=2)
     with pytest.raises(ValueError, match="non-private"):
         audit_registered(learners()["ftrl"])
+
+
+def test_a_canary_of_several_rounds_needs_a_claim_over_that_many():
+    """A coin setting k rounds tests a k-round change: against a one-round claim it would
+    refute a learner that keeps its claim (a per-round randomised response did, at 1.6-2.1
+    with claim 1)."""
+    plan = CanaryPlan(canaries=60, gap=6, participations=2, separation=2)
+    stream = np.zeros((plan.horizon, 2))
+    canary = ([0.0, 0.0], [1.0, 0.0])
+    learner = _dp_ftrl(1.0, plan.horizon)
+    for claim in (None, (1.0, 0.0)):  # the learner's own (one round) or a bare pair
+        with pytest.raises(ValueError, match="larger change than the claim covers"):
+            one_run_audit(learner, stream, canary, plan, dim=2, claim=claim)
+    person = PrivacyGuarantee(
+        epsilon=2.0, delta=0.0, derivation="test", participations=2, min_separation=2
+    )
+    one_run_audit(_dp_ftrl(1.0, plan.horizon), stream, canary, plan, dim=2, claim=person)
+    close = CanaryPlan(canaries=60, gap=6, participations=2, separation=1)
+    with pytest.raises(ValueError, match="larger change"):
+        one_run_audit(_dp_ftrl(1.0, close.horizon), stream, canary, close, dim=2, claim=person)
+    with pytest.raises(ValueError, match="reach the next canary"):
+        CanaryPlan(canaries=4, gap=2, participations=3, separation=2)
+
+
+class _OwnContextOnly:
+    """Plays the argmax of its own round's context and nothing else: jointly DP at any
+    epsilon (no round's data reaches another round's action)."""
+
+    feedback_kind = FeedbackKind.CONTEXTUAL_BANDIT
+    replicas = 1
+    privacy = PrivacyGuarantee(
+        epsilon=0.1, delta=0.0, derivation="test", notion=PrivacyNotion.JOINT_DP
+    )
+
+    def __init__(self) -> None:
+        self.arm = 0
+
+    def observe(self, feedback) -> None:
+        if isinstance(feedback, ContextFeedback):
+            self.arm = int(np.argmax(np.asarray(feedback.context).ravel()))
+
+    def act(self) -> np.ndarray:
+        return np.array([self.arm])
+
+
+def test_joint_dp_hides_the_canary_s_own_action():
+    """Canary rows that differ in their context: the canary's own action follows it, which
+    joint DP allows. Read, it refuted this learner at 3.8 (claim 0.1); hidden, nothing does."""
+    plan = CanaryPlan(canaries=600, gap=2, window=1)
+    row_a, row_b = np.r_[1.0, 0.0, 0.5, 0.5], np.r_[0.0, 1.0, 0.5, 0.5]
+    stream = np.tile(row_a, (plan.horizon, 1))
+    for score in (None, lambda f: -f[:, 0]):
+        res = one_run_audit(_OwnContextOnly(), stream, (row_a, row_b), plan, dim=2, score=score)
+        assert not res.refuted and res.epsilon_lower == 0.0
 
 
 def test_registered_learner_and_table_row():

@@ -71,7 +71,7 @@ from dponline.experiments.learner_audit import (
 )
 from dponline.experiments.rounds import play
 from dponline.privacy.arguments import checked_count, checked_nonnegative_int
-from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
+from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyNotion, PrivacyWarning
 from dponline.privacy.one_run import METHODS, OneRunResult, audit_canaries
 from dponline.protocol import FeedbackKind
 from dponline.registry import LearnerEntry, LearnerTestCase, learners
@@ -114,6 +114,12 @@ class CanaryPlan:
         checked_count("participations", self.participations)
         checked_count("separation", self.separation)
         span = (self.participations - 1) * self.separation + self.window
+        if self.participations > 1 and self.gap <= (self.participations - 1) * self.separation:
+            raise ValueError(
+                f"gap ({self.gap}) must exceed (participations - 1) * separation "
+                f"({(self.participations - 1) * self.separation}): a canary's rounds would "
+                "reach the next canary's"
+            )
         if self.participations > 1 and self.gap * self.canaries <= span:
             raise ValueError("a canary's rounds must fit in the stream")
         if self.participations == 1 and self.window > self.gap:
@@ -296,12 +302,22 @@ def one_run_audit(
     if np.array_equal(row_a, row_b):
         raise ValueError("the two inputs of a canary round must differ")
     claim = learner.privacy if claim is None else claim
+    joint = False
     if isinstance(claim, PrivacyGuarantee):
         claimed, delta = claim.epsilon, claim.delta
+        unit = (claim.participations, claim.min_separation)
+        joint = claim.notion is PrivacyNotion.JOINT_DP
     elif claim is None:
         raise ValueError("the learner declares no guarantee: give claim=(epsilon, delta)")
     else:
         claimed, delta = (float(c) for c in claim)
+        unit = (1, 1)  # a bare (epsilon, delta): one round's
+    if plan.participations > unit[0] or (plan.participations > 1 and plan.separation < unit[1]):
+        raise ValueError(
+            f"a canary sets {plan.participations} rounds {plan.separation} apart, but the claim "
+            f"protects at most {unit[0]} rounds at least {unit[1]} apart: the audit would test "
+            "a larger change than the claim covers (give a PrivacyGuarantee with that unit)"
+        )
     gen = np.random.default_rng(seed)
     coins = gen.random(plan.canaries) < 0.5
     rounds = plan.rounds
@@ -310,6 +326,8 @@ def one_run_audit(
     rows[rounds[coins]] = row_b
     rows[rounds[~coins]] = row_a
     actions = _play_actions(learner, kind, rows, dim, make_loss)
+    if joint:  # joint DP protects the other rounds' actions only: hide the canaries' own
+        actions = _without_canary_actions(actions, rounds)
     if white_box is not None:
         fit = 0
         scores = white_box.scores(actions, public, row_a, row_b, plan)
@@ -346,6 +364,17 @@ def one_run_audit(
         fitted=fit,
         seconds=time.perf_counter() - started,
     )
+
+
+def _without_canary_actions(actions: np.ndarray, rounds: np.ndarray) -> np.ndarray:
+    """The actions with each canary round's own action replaced by the round's before (zeros
+    for round 0), in increasing order of rounds: what a guesser may read under joint DP, whose
+    guarantee covers every round's action but the canary's own (a contextual learner acts on
+    the canary's context, which its row holds)."""
+    out = np.array(actions, copy=True)
+    for c in np.sort(np.asarray(rounds).ravel()):
+        out[c] = out[c - 1] if c > 0 else 0
+    return out
 
 
 def _discriminant(fa: np.ndarray, fb: np.ndarray) -> np.ndarray:
