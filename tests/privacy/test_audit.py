@@ -133,6 +133,22 @@ def test_epsilon_lower_bound_is_zero_when_vacuous():
     assert epsilon_lower_bound(100, 100, 0, 100, 0.0, 1e-3) > 2.0
 
 
+def test_a_deterministic_release_is_not_refuted_and_alpha_is_checked():
+    """Outputs that ignore the input and never vary: the Fisher statistic once failed on their
+    zero covariance; now the audit runs and finds nothing. alpha outside (0, 1) is refused."""
+
+    def constant(data, n, rng):
+        return np.ones((n, 3))
+
+    res = audit(
+        constant, np.zeros(2), np.ones(2), claim=(0.0, 0.0), trials=200, pilot_trials=50, rng=0
+    )
+    assert not res.refuted and res.epsilon_lower == 0.0
+    for alpha in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="alpha"):
+            audit(constant, np.zeros(2), np.ones(2), claim=(1.0, 0.0), alpha=alpha, rng=0)
+
+
 # Generalized Gaussian trees: d = 20, sensitivity in l_inf (the l_inf diameter of [0, 1]^20 is 1,
 # reached by the all-ones vector), smooth norm l_r with r = ln(20) ~ 3 (Han et al. Lemma 3.9).
 GG_T, GG_D = 8, 20

@@ -100,7 +100,9 @@ def fisher_statistic(out_a: np.ndarray, out_b: np.ndarray, ridge: float = 1e-6) 
     xb = out_b.reshape(len(out_b), -1)
     diff = xb.mean(axis=0) - xa.mean(axis=0)
     pooled = np.atleast_2d(np.cov(np.vstack([xa - xa.mean(0), xb - xb.mean(0)]), rowvar=False))
-    pooled = pooled + ridge * np.trace(pooled) / len(pooled) * np.eye(len(pooled))
+    # the ridge is relative to the trace, plus a tiny absolute one: outputs that never vary
+    # (a deterministic release) give a zero covariance, and then the direction of the means
+    pooled = pooled + (ridge * np.trace(pooled) / len(pooled) + 1e-12) * np.eye(len(pooled))
     w = np.linalg.solve(pooled, diff)
 
     def stat(out: np.ndarray) -> np.ndarray:
@@ -171,6 +173,10 @@ def audit(
         The probability of refuting a correct claim.
     """
     eps, delta = (claim.epsilon, claim.delta) if isinstance(claim, PrivacyGuarantee) else claim
+    if not 0.0 < float(alpha) < 1.0:
+        raise ValueError(
+            f"alpha (the chance of refuting a correct claim) must lie in (0, 1), got {alpha!r}"
+        )
     if trials < 1 or pilot_trials < 10:
         raise ValueError(f"need trials >= 1 and pilot_trials >= 10, got {trials}, {pilot_trials}")
     gen = as_generator(rng)
