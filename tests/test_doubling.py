@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from dponline.bandits.glm_bandit import DPGLMBandit
 from dponline.bandits.private_bandit import PrivateBandit, default_zeta
 from dponline.doubling import DoublingLearner, epoch_generator, epoch_lengths
 from dponline.environments.catalogue import build_environment
@@ -25,7 +26,7 @@ from dponline.privacy.arguments import (
     saved_field,
 )
 from dponline.privacy.budget import PrivacyBudget
-from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
+from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee, PrivacyWarning
 from dponline.protocol import (
     BanditFeedback,
     BlockPlayer,
@@ -388,6 +389,19 @@ def test_a_user_level_budget_is_refused():
     env = build_environment("bandit_convex", 16, np.random.default_rng(0), domain="simplex", dim=3)
     with pytest.raises(ValueError, match="several epochs"):
         build_learner("private-bandit", env, epsilon=1.0, participations=2, anytime=True)
+
+
+def test_a_joint_dp_learner_is_refused():
+    """Joint DP leaves a user's own action unprotected and later epochs may adapt to it: the
+    wrapper once stated full DP for DP-GLM-bandit epochs, and a user's context moved the next
+    epoch's action for that user by a ratio of about 11 at epsilon 1."""
+    budget = PrivacyBudget(1.0, 1e-5, neighbouring=Neighbouring.ONE_USER)
+
+    def make(n: int, gen: np.random.Generator) -> DPGLMBandit:
+        return DPGLMBandit(3, 2, n, h_sub=0.5, warmup=None, link="linear", budget=budget, rng=gen)
+
+    with pytest.raises(ValueError, match="keeps event-level DP only"):
+        DoublingLearner(make, budget=budget, first=4)
 
 
 def test_make_must_build_fresh_learners_of_the_epoch_length():

@@ -66,7 +66,7 @@ from dponline.privacy.arguments import (
     saved_field,
 )
 from dponline.privacy.budget import PrivacyBudget, group_privacy_hint
-from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
+from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyNotion, PrivacyWarning
 from dponline.protocol import (
     ContextFeedback,
     Feedback,
@@ -289,6 +289,13 @@ class DoublingLearner(NoiseHandle, RoundDiscipline):
                 f"the epochs' learners must be private under a budget; {type(learner).__name__} "
                 "states no guarantee"
             )
+        notions = {g.notion for g in found} - {PrivacyNotion.EVENT_LEVEL_DP}
+        if notions:  # the proof reads later epochs as post-processing of an epoch's actions
+            raise ValueError(
+                f"the doubling trick keeps event-level DP only; the epochs' learners state "
+                f"{sorted(str(n) for n in notions)} (under joint DP a user's own action is not "
+                "protected, and later epochs may adapt to it)"
+            )
         relations = {g.neighbouring for g in found}
         if len(relations) != 1:
             raise ValueError(f"the epochs' guarantees are over different relations: {relations}")
@@ -329,6 +336,7 @@ class DoublingLearner(NoiseHandle, RoundDiscipline):
         slack = 1 + _SLACK
         weaker = (
             g is None
+            or g.notion is not PrivacyNotion.EVENT_LEVEL_DP
             or g.neighbouring is not stated.neighbouring
             or g.epsilon > stated.epsilon * slack
             or g.delta > stated.delta * slack
