@@ -17,7 +17,8 @@ with T. The noise on each expert's loss is a sum of at most k + 1 counter noises
 (||M-dagger||_{2 -> inf} = sqrt(depth), Eq. 4.3).
 
 The learner plays a grid point drawn from Hedge's weights (post-processing), so it has the
-counter's guarantee: event-level DP over loss sequences differing in one round, for losses whose
+counter's guarantee: event-level DP over loss sequences differing in one round (or, with a
+user-level budget, in one person's rounds, as the counter's guarantee states), for losses whose
 transform lies in the counter's ball, which every G-Lipschitz loss's does (checked each round).
 
 Anytime (``horizon=None``; ours): the inner private Hedge is the anytime DP-FTRL
