@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from dponline.continual import MECHANISMS, make_counter
 from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.factory import build_counter
+from dponline.continual.kary_tree import KaryTreeCounter
 from dponline.continual.selection import (
     MEMORY_BUDGET,
     best_mechanism,
@@ -139,3 +140,26 @@ def test_the_tight_noise_before_its_proof_is_the_proven_noise(mechanism, noise, 
     norm = 3.0 if noise == "generalized_gaussian" else None
     calibrator = CounterCalibrator(MECHANISMS[mechanism], 32, bounds, noise, norm)
     assert calibrator.tight_noise(budget) == calibrator.tight(budget).noise
+
+
+def test_a_fixed_layout_tree_is_built_as_calibrated():
+    """A k-ary tree with a fixed layout shares the name of the default layout: the factory once
+    calibrated the fixed one (l1 factor 1) and built the default one (factor 3 at T = 1024),
+    three times the stated epsilon. Fixed and anytime horizons alike."""
+    fixed = KaryTreeCounter.with_layout(3, 1)
+    bounds = Box(0.0, 1.0, dim=1)
+    counter = build_counter(
+        PrivacyBudget(1.0),
+        horizon=1024,
+        bounds=bounds,
+        calibrator=CounterCalibrator(fixed, 1024, bounds, "laplace"),
+    )
+    assert type(counter) is fixed
+    anytime = build_counter(
+        PrivacyBudget(1.0),
+        horizon=None,
+        bounds=bounds,
+        calibrator=lambda n: CounterCalibrator(fixed, n, bounds, "laplace"),
+    )
+    anytime.step_block(np.zeros((1500, 1)))
+    assert type(anytime._block) is fixed

@@ -20,6 +20,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from dponline.continual.anytime_factorization import (
     AnytimeFactorizationCounter,
@@ -44,6 +45,16 @@ __all__ = [
     "doubling_counter",
     "make_counter",
 ]
+
+
+def _calibrated_class(calibrator: Any, name: str) -> type[ContinualCounter]:
+    """The counter class a calibration was made for: the calibrator's own class when it holds
+    one of that name (a k-ary tree with a fixed layout shares the name ``kary_tree`` with the
+    default layout, whose column norms, and so noise, differ), else the registered class."""
+    own = getattr(calibrator, "mechanism", None)
+    if isinstance(own, type) and getattr(own, "name", None) == name:
+        return own
+    return get_mechanism(name)
 
 
 def build_counter(
@@ -146,7 +157,7 @@ def build_counter(
             f"mechanism={mechanism!r})"
         )
     cal = calibrate(calibrator, budget)
-    return get_mechanism(cal.mechanism)(
+    return _calibrated_class(calibrator, cal.mechanism)(
         horizon,
         dim,
         cal.noise,
@@ -272,8 +283,9 @@ def anytime_counter(
     lenient = replace(budget, allow_weaker=True)
 
     def private(length: int) -> BlockCalibration:
-        cal = calibrate(make(length), lenient)
-        return BlockCalibration(get_mechanism(cal.mechanism), cal.noise, cal.guarantee)
+        block = make(length)
+        cal = calibrate(block, lenient)
+        return BlockCalibration(_calibrated_class(block, cal.mechanism), cal.noise, cal.guarantee)
 
     return doubling_counter(
         private,

@@ -304,7 +304,9 @@ class KaryTreeCounter(ContinualCounter):
         return out
 
     def _step_block(self, xs: np.ndarray, out: np.ndarray) -> None:
-        """The same draws in the same order as single steps, vectorised over chunks of rounds:
+        """The draws of single steps, in the same order, vectorised over chunks of rounds (for
+        Gaussian noise the very same numbers; Laplace's sampler picks its method by the size of
+        a call, so there the same law, not the same numbers):
         every group (and top cell) that becomes current in a chunk is drawn at once, and each
         release gathers its digits' running sums."""
         b = xs.shape[0]
