@@ -13,6 +13,7 @@ import pytest
 
 from dponline.continual import HonakerCounter, KaryTreeCounter, make_counter
 from dponline.continual.base import HorizonExceededError
+from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.kary_tree import (
     _layout_cost,
     kary_column_norms,
@@ -255,3 +256,9 @@ def test_contract_horizon_replicas_and_bad_layouts(layout):
             KaryTreeCounter.with_layout(bad, 2)
     with pytest.raises(ValueError, match="levels"):
         KaryTreeCounter.with_layout(3, 0)
+
+
+def test_generalized_gaussian_noise_is_refused():
+    """Only Laplace and Gaussian noise have the module's adaptive-input proof."""
+    with pytest.raises(ValueError, match="supports noise"):
+        CounterCalibrator(KaryTreeCounter, 64, Box(0.0, 1.0, dim=3), "generalized_gaussian", 3.0)

@@ -228,6 +228,10 @@ class KaryTreeCounter(ContinualCounter):
     state_arrays: ClassVar[tuple[str, ...]] = ("groups", "top", "prefix")
     #: a fixed (arity, levels), or None for :func:`kary_layout` of the horizon
     fixed_layout: ClassVar[tuple[int, int] | None] = None
+    #: the noises whose guarantee for adaptively chosen inputs the module proves (negative
+    #: digits release a cell's noise before its inputs are complete; a per-cell composition of
+    #: generalized-Gaussian noise is not proven for that)
+    supported_noise: ClassVar[frozenset[str]] = frozenset({"gaussian", "laplace"})
 
     def __init__(self, horizon: int, dim: int, noise: NoiseDistribution, **kwargs: Any) -> None:
         super().__init__(horizon, dim, noise, **kwargs)
