@@ -37,6 +37,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from dponline.bandits.exp4 import arm_experts, random_advice
+from dponline.bandits.k_armed import PRIVATE_K_ARMED
 from dponline.bandits.lower_bounds import lai_robbins_coefficient, lower_bound_coefficients
 from dponline.environments.catalogue import build_environment
 from dponline.environments.expert_advice import ExpertAdviceBandit
@@ -45,16 +46,7 @@ from dponline.environments.real import stock_losses
 from dponline.experiments.rounds import Tally, play
 from dponline.registry import build_learner, learners
 
-PRIVATE = (
-    "adap-ucb",
-    "adap-klucb",
-    "adac-ucb",
-    "dp-klucb",
-    "dp-imed",
-    "lazy-dp-ts",
-    "dp-se",
-    "dp-ucb",
-)
+PRIVATE = PRIVATE_K_ARMED
 NON_PRIVATE = ("kl-ucb", "ucb1", "imed", "thompson", "successive-elimination")
 
 

@@ -11,7 +11,9 @@ import warnings
 import numpy as np
 import pytest
 
+from dponline.bandits.k_armed import PRIVATE_K_ARMED, KArmedLearner
 from dponline.environments.catalogue import ENVIRONMENTS, build_environment
+from dponline.environments.k_armed import KArmedBandit
 from dponline.experiments.spec import SpecError, parse_spec
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyWarning
@@ -365,3 +367,19 @@ def test_a_learner_without_an_anytime_version_takes_no_anytime_option():
     assert not learners()["dp-exp2"].anytime
     with pytest.raises(ValueError, match="has no option 'anytime'"):
         build_learner("dp-exp2", env, epsilon=1.0, anytime=True)
+
+
+def test_the_private_k_armed_list_is_the_registry_s():
+    """PRIVATE_K_ARMED (the bench's tables, the one-run audit's arm-order guesser) names every
+    private learner of the registry that is a KArmedLearner, and nothing else."""
+    env = KArmedBandit(family="bernoulli", means=np.array([0.2, 0.5, 0.8]), horizon=50, rng=0)
+    found = set()
+    for name, entry in learners().items():
+        if entry.private and entry.feedback_kind is FeedbackKind.BANDIT:
+            try:
+                learner = build_learner(entry, env, epsilon=1.0, rng=0)
+            except (ValueError, TypeError, AttributeError):
+                continue  # plays no arms of a K-armed environment
+            if isinstance(learner, KArmedLearner):
+                found.add(name)
+    assert found == set(PRIVATE_K_ARMED) and len(PRIVATE_K_ARMED) == len(found)

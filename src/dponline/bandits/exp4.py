@@ -81,6 +81,7 @@ from dponline.bandits.batched import BatchedPrivateBandit, batched_exp3_regret_b
 from dponline.bandits.exp3 import (
     DEFAULT_THRESHOLD,
     EXP3,
+    SampledArms,
     exp3_parameters,
     laplace_second_moment,
     robust_exp3_parameters,
@@ -224,13 +225,12 @@ def robust_exp4_regret_bound(
     return math.log(n_experts) / eta + horizon * eta * n_arms * s2 * skip_constant(threshold)
 
 
-class EXP4:
+class EXP4(SampledArms):
     """EXP4 over the experts of ``advice`` (T, N, K), vectorised over ``replicas``, with the
     optional skipping rule of robust EXP4 (module docstring). A bandit algorithm for the
-    wrappers (:class:`~dponline.bandits.private_reduction.BanditAlgorithm`): it plays arms,
-    reading advice row s in its own round s (``step``, advanced by ``learn``)."""
-
-    one_hot: ClassVar[bool] = True
+    wrappers (:class:`~dponline.bandits.private_reduction.BanditAlgorithm`): it plays arms
+    (drawn as :class:`~dponline.bandits.exp3.SampledArms` draws them), reading advice row s in
+    its own round s (``step``, advanced by ``learn``)."""
 
     def __init__(
         self,
@@ -242,16 +242,12 @@ class EXP4:
         threshold: float | None = None,
     ) -> None:
         self.advice = checked_advice(advice)
-        self.horizon, self.n_experts, self.n_arms = self.advice.shape
-        self.dim = self.n_arms
+        self.horizon, self.n_experts, k = self.advice.shape
+        self._start_arms(k, replicas, rng)
         self.eta = checked_positive("eta", eta)
         self.threshold = None if threshold is None else checked_positive("threshold", threshold)
-        self.replicas = checked_count("replicas", replicas)
-        self.rng = rng
         self.step = 0
         self._log_q = np.zeros((self.replicas, self.n_experts))
-        self._chosen = np.zeros(self.replicas, dtype=np.int64)
-        self._rows = np.arange(self.replicas)
 
     def weights(self) -> np.ndarray:
         """q_t over the experts, shape (replicas, N)."""
@@ -264,18 +260,6 @@ class EXP4:
     def probabilities(self) -> np.ndarray:
         """p_t = sum_j q_t(j) xi_t^j over the arms, shape (replicas, K)."""
         return self.weights() @ self._row()
-
-    def act(self) -> np.ndarray:
-        """Draw I_t ~ p_t per replica; returns the arms, shape (replicas,)."""
-        u = self.rng.random(self.replicas)
-        self._chosen = sample_rows(self.probabilities(), u)
-        return self._chosen.copy()
-
-    def played_arms(self) -> np.ndarray:
-        return self._chosen
-
-    def played(self) -> np.ndarray:
-        return np.eye(self.n_arms)[self._chosen]
 
     def learn(self, values: np.ndarray) -> None:
         """y~_t(j) = xi_t^j(I_t) y_t / p_t(I_t) (0 where skipped) added to every expert."""
@@ -309,10 +293,6 @@ class EXP4:
             "chosen": self._chosen.copy(),
             "rng": generator_state(self.rng),
         }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume from :meth:`state_dict`; a corrupt state raises and changes nothing."""
-        self.prepare_load(state)()
 
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
         """Check the whole state (configuration, round, weights, arms, RNG) and return the

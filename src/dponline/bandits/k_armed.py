@@ -97,6 +97,7 @@ from dponline.protocol import (
 from dponline.rng import RngLike, as_generator, generator_state
 
 __all__ = [
+    "PRIVATE_K_ARMED",
     "KArmedLearner",
     "StochasticArms",
     "StochasticArmsPlayer",
@@ -105,6 +106,19 @@ __all__ = [
     "horizon_for",
     "replica_generators",
 ]
+
+#: the registry names of the private stochastic K-armed learners (each a :class:`KArmedLearner`;
+#: tests/test_registry.py checks the list against the registry), in the order of the tables
+PRIVATE_K_ARMED = (
+    "adap-ucb",
+    "adap-klucb",
+    "adac-ucb",
+    "dp-klucb",
+    "dp-imed",
+    "lazy-dp-ts",
+    "dp-se",
+    "dp-ucb",
+)
 
 
 def arms_of(env: Any) -> int:

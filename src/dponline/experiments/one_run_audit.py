@@ -63,6 +63,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from dponline.bandits.elimination import dp_se_constants, midpoint_loss
+from dponline.bandits.k_armed import PRIVATE_K_ARMED
 from dponline.environments.fixed_streams import fixed_stream
 from dponline.experiments.learner_audit import (
     audit_environment,
@@ -732,19 +733,7 @@ def first_epoch_release(learner: Any) -> Callable[[np.ndarray], np.ndarray]:
 #: K-armed learner's arms (:class:`ArmOrderModel`)
 WHITE_BOX: dict[str, Callable[..., WhiteBox | None]] = {
     "dp-ftrl/laplace": ftrl_release_model,
-    **{
-        name: arm_order_model
-        for name in (
-            "adap-ucb",
-            "adap-klucb",
-            "adac-ucb",
-            "dp-klucb",
-            "dp-imed",
-            "lazy-dp-ts",
-            "dp-se",
-            "dp-ucb",
-        )
-    },
+    **dict.fromkeys(PRIVATE_K_ARMED, arm_order_model),
 }
 
 
