@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from dponline.continual import HonakerCounter, KaryTreeCounter, make_counter
+from dponline.continual import HonakerCounter, KaryTreeCounter, kary_tree, make_counter
 from dponline.continual.base import HorizonExceededError
 from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.kary_tree import (
@@ -20,6 +20,7 @@ from dponline.continual.kary_tree import (
     kary_digits,
     kary_factors,
     kary_layout,
+    kary_max_column_norm,
 )
 from dponline.privacy.bounds import Box
 from dponline.privacy.budget import PrivacyBudget
@@ -214,6 +215,34 @@ def test_the_layout_at_T_1024_and_against_honaker():
     assert honaker.max() == pytest.approx(1404.29, abs=0.01)
     assert kary.max() / honaker.max() <= 0.5  # the target; 0.231 here
     assert kary.mean() / honaker.mean() < 0.25
+
+
+@pytest.mark.parametrize("layout", [(3, 1), (3, 4), (5, 2), (7, 3)])
+def test_chunked_computations_match_the_materialised_matrices(layout, monkeypatch):
+    # the horizon-long computations work in chunks of rounds (memory O(T / k)); chunks of 7
+    # rounds cut groups, anchors and top cells at every place a chunk boundary can fall
+    T = 130
+    B, C = kary_factors(T, *layout)
+    kary_max_column_norm.cache_clear()
+    kary_tree._used_cells.cache_clear()
+    monkeypatch.setattr(kary_tree, "_CHUNK", 7)
+    try:
+        np.testing.assert_array_equal(kary_column_norms(T, *layout), C.sum(axis=0))
+        assert kary_max_column_norm(T, *layout) == C.sum(axis=0).max()
+        counts = (B**2).sum(axis=1)
+        assert _layout_cost(T, *layout) == pytest.approx(
+            (
+                C.sum(axis=0).max() ** 2 * counts.max(),
+                C.sum(axis=0).max() ** 2 * counts.mean(),
+                (layout[1] - 1) * layout[0],
+            ),
+            rel=1e-15,
+        )
+        var = KaryTreeCounter.with_layout(*layout).release_variances(T, LaplaceNoise(1.0), 1)
+        np.testing.assert_allclose(var, 2 * counts, rtol=1e-15)
+    finally:
+        kary_max_column_norm.cache_clear()
+        kary_tree._used_cells.cache_clear()
 
 
 @pytest.mark.parametrize("T", [10, 64, 1024])

@@ -81,7 +81,12 @@ __all__ = [
     "kary_digits",
     "kary_factors",
     "kary_layout",
+    "kary_max_column_norm",
 ]
+
+#: rounds per chunk of the computations over the whole horizon (layout, column norms, variances),
+#: so that their memory does not grow with it
+_CHUNK = 2**16
 
 #: largest number of floats a block of :meth:`KaryTreeCounter.step_block` works on at once
 _BLOCK_FLOATS = 2**20
@@ -112,44 +117,71 @@ def kary_digits(t: np.ndarray | int, arity: int, levels: int) -> np.ndarray:
     return np.stack([(rounded[j] - rounded[j + 1]) // k**j for j in range(h)])
 
 
+def _round_chunks(horizon: int):
+    """The rounds 1..horizon as int64 arrays of at most :data:`_CHUNK` rounds, in order."""
+    for start in range(0, horizon, _CHUNK):
+        yield np.arange(start + 1, min(start + _CHUNK, horizon) + 1, dtype=np.int64)
+
+
+def _digit_counts(horizon: int, arity: int, levels: int):
+    """sum_j |d_j(t)| (the cells release t uses) for t = 1..horizon, chunk by chunk."""
+    for t in _round_chunks(horizon):
+        yield np.abs(kary_digits(t, arity, levels)).sum(axis=0)
+
+
 @functools.lru_cache(maxsize=64)
 def _used_cells(horizon: int, arity: int, levels: int) -> tuple[tuple[np.ndarray, ...], int]:
     """For every level below the top: the largest positive and negative digit used under each
     anchor (arrays indexed by the anchor's index R_{j+1} / s_{j+1}); and the top level's largest
-    digit (its cells 0 .. top - 1 are used)."""
+    digit (its cells 0 .. top - 1 are used). Memory O(T / k), whatever the horizon."""
     k, h = _check_layout(arity, levels)
-    t = np.arange(1, int(horizon) + 1, dtype=np.int64)
-    digits = kary_digits(t, k, h)
+    n = int(horizon)
     spans = []
     for j in range(h - 1):
-        anchor = _nearest(t, k ** (j + 1)) // k ** (j + 1)  # non-decreasing in t
-        first = np.flatnonzero(np.diff(anchor, prepend=-1))  # where each anchor starts
-        up = np.zeros(int(anchor[-1]) + 2, dtype=np.int64)
-        down = np.zeros_like(up)
-        up[anchor[first]] = np.maximum.reduceat(np.maximum(digits[j], 0), first)
-        down[anchor[first]] = np.maximum.reduceat(np.maximum(-digits[j], 0), first)
-        spans += [up, down]
-    return tuple(spans), int(digits[h - 1, -1])
+        size = _nearest(n, k ** (j + 1)) // k ** (j + 1) + 2
+        spans += [np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)]
+    for t in _round_chunks(n):
+        digits = kary_digits(t, k, h)
+        for j in range(h - 1):
+            anchor = _nearest(t, k ** (j + 1)) // k ** (j + 1)  # non-decreasing in t
+            first = np.flatnonzero(np.diff(anchor, prepend=-1))  # where each anchor starts
+            at = anchor[first]  # distinct; an anchor may straddle two chunks
+            for span, sign in ((spans[2 * j], 1), (spans[2 * j + 1], -1)):
+                most = np.maximum.reduceat(np.maximum(sign * digits[j], 0), first)
+                span[at] = np.maximum(span[at], most)
+    # the top digit R_{h-1} / s_{h-1} never decreases in t: the horizon's is the largest
+    return tuple(spans), int(kary_digits(n, k, h)[h - 1])
 
 
-@functools.lru_cache(maxsize=64)
+def _column_norm_chunks(horizon: int, arity: int, levels: int):
+    """n_s (:func:`kary_column_norms`) for rounds s = 1..horizon, chunk by chunk."""
+    k, h = _check_layout(arity, levels)
+    spans, top = _used_cells(int(horizon), k, h)
+    half = (k - 1) // 2
+    for t in _round_chunks(int(horizon)):
+        s = t - 1
+        count = np.zeros(s.size, dtype=np.int64)
+        for j in range(h - 1):
+            up, down = spans[2 * j], spans[2 * j + 1]
+            cell = s // k**j
+            anchor = (cell + half) // k
+            offset = cell - anchor * k  # -(k-1)/2 .. (k-1)/2; +(k-1)/2 lies in no group
+            count += np.where(offset >= 0, offset < up[anchor], -offset <= down[anchor])
+        count += s // k ** (h - 1) < top
+        yield count
+
+
 def kary_column_norms(horizon: int, arity: int, levels: int) -> np.ndarray:
     """n_s for rounds s = 1..T: how many used cells (one per level at most) contain round s, the
     squared l2 and the l1 norm of its column of C (module docstring)."""
-    k, h = _check_layout(arity, levels)
-    spans, top = _used_cells(int(horizon), k, h)
-    s = np.arange(int(horizon), dtype=np.int64)  # round s + 1
-    count = np.zeros(int(horizon), dtype=np.int64)
-    half = (k - 1) // 2
-    for j in range(h - 1):
-        up, down = spans[2 * j], spans[2 * j + 1]
-        cell = s // k**j
-        anchor = (cell + half) // k
-        offset = cell - anchor * k  # -(k-1)/2 .. (k-1)/2; +(k-1)/2 lies in no group
-        used = np.where(offset >= 0, offset < up[anchor], -offset <= down[anchor])
-        count += used
-    count += s // k ** (h - 1) < top
-    return count
+    return np.concatenate(list(_column_norm_chunks(int(horizon), arity, levels)))
+
+
+@functools.lru_cache(maxsize=256)
+def kary_max_column_norm(horizon: int, arity: int, levels: int) -> int:
+    """max_s n_s (:func:`kary_column_norms`), the counter's sensitivity factor; memory O(T / k)
+    and cached."""
+    return max(int(c.max()) for c in _column_norm_chunks(int(horizon), arity, levels))
 
 
 def kary_factors(horizon: int, arity: int, levels: int) -> tuple[np.ndarray, np.ndarray]:
@@ -183,9 +215,11 @@ def kary_factors(horizon: int, arity: int, levels: int) -> tuple[np.ndarray, np.
 def _layout_cost(horizon: int, arity: int, levels: int) -> tuple[float, float, int]:
     """(largest, mean) Laplace variance at unit l1 diameter and epsilon = 1 up to the factor 2,
     and the state in vectors: what :func:`kary_layout` minimises, in that order."""
-    norm = int(kary_column_norms(horizon, arity, levels).max())
-    counts = np.abs(kary_digits(np.arange(1, horizon + 1), arity, levels)).sum(axis=0)
-    return norm**2 * float(counts.max()), norm**2 * float(counts.mean()), (levels - 1) * arity
+    norm = kary_max_column_norm(horizon, arity, levels)
+    largest, total = 0, 0
+    for counts in _digit_counts(horizon, arity, levels):
+        largest, total = max(largest, int(counts.max())), total + int(counts.sum())
+    return norm**2 * float(largest), norm**2 * (total / horizon), (levels - 1) * arity
 
 
 @functools.lru_cache(maxsize=64)
@@ -258,7 +292,7 @@ class KaryTreeCounter(ContinualCounter):
 
     @classmethod
     def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
-        n = int(kary_column_norms(int(horizon), *cls.layout(horizon)).max())
+        n = kary_max_column_norm(int(horizon), *cls.layout(horizon))
         return float(n), float(np.sqrt(n))
 
     @classmethod
@@ -275,8 +309,8 @@ class KaryTreeCounter(ContinualCounter):
 
     @classmethod
     def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
-        digits = kary_digits(np.arange(1, int(horizon) + 1), *cls.layout(horizon))
-        return np.abs(digits).sum(axis=0) * noise.coordinate_variance(dim)
+        counts = np.concatenate(list(_digit_counts(int(horizon), *cls.layout(horizon))))
+        return counts * noise.coordinate_variance(dim)
 
     def _config(self) -> dict[str, Any]:
         return {**super()._config(), "layout": [self.arity, self.levels]}
