@@ -4,6 +4,11 @@ dponline never touches a global RNG. Every object that draws noise takes ``rng=`
 integer seed, a :class:`numpy.random.SeedSequence` or a :class:`numpy.random.Generator`) and
 keeps its own :class:`numpy.random.Generator`. Its state is part of ``state_dict()``, so a
 restored object continues exactly the stream of noise an uninterrupted one would have drawn.
+
+Every privacy guarantee assumes the noise is secret. An integer seed makes a run reproducible,
+and a seed that an adversary knows or guesses voids the guarantee; deployments pass ``None``
+(the operating system's entropy). A saved state holds the generator's state and the learner's
+exact statistics, so it is as sensitive as the data.
 """
 
 from __future__ import annotations

@@ -114,6 +114,21 @@ def test_clone_is_a_fresh_policy_of_the_same_configuration():
         RiverPolicy(p.learner, ARMS).clone()
 
 
+def test_clones_without_a_seed_draw_fresh_noise():
+    # dp-exp2's arm probabilities stayed below 0.38 here (50 seeds), so two independent runs
+    # agree on a round with chance at most 0.38 and on all 30 with chance below 3e-13
+    p = RiverPolicy.from_registry("dp-exp2", ARMS, 30, seed=None)
+
+    def pulls(policy: RiverPolicy) -> list:
+        out = []
+        for _ in range(30):
+            out.append(policy.pull(ARMS))
+            policy.update(out[-1], 0.5)
+        return out
+
+    assert pulls(p.clone()) != pulls(p.clone())
+
+
 def test_ranking_counts_pulls_not_rewards():
     p = _policy("exp2", horizon=30)
     pulls = dict.fromkeys(ARMS, 0)

@@ -114,7 +114,9 @@ class RiverPolicy:
         """The registered learner ``name`` for ``len(arm_ids)`` arms and ``horizon`` rounds, at
         ``epsilon`` (``None``: its non-private counterpart) and ``calibration``, seeded with
         ``seed``; ``options`` are the learner's (``dponline list``). ``clone()`` builds the same
-        configuration again with the same seed."""
+        configuration again with the same seed (river's convention): with an integer seed every
+        clone draws the same noise, so episodes of an evaluation share it; ``seed=None`` (a
+        deployment's choice, ``dponline.rng``) gives each clone fresh entropy."""
         from dponline.registry import build_learner, learners
 
         entry = learners().get(name)
