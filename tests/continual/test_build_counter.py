@@ -92,6 +92,15 @@ def test_build_counter_refuses_what_it_cannot_calibrate():
         build_counter(budget, horizon=4, dim=2, mechanism="blt", calibrator=calibrator)
     with pytest.raises(TypeError, match="budget must be a PrivacyBudget or None"):
         build_counter(1.0, horizon=4, dim=2)  # type: ignore[arg-type]
+    # a caller's calibrator without bounds: nobody would check the inputs, unless the caller
+    # says it does (the gradient and batched-loss learners)
+    for horizon, cal in ((4, calibrator), (None, lambda n: calibrator)):
+        with pytest.raises(ValueError, match="caller_checks_inputs=True"):
+            build_counter(budget, horizon=horizon, dim=2, calibrator=cal)
+        counter = build_counter(
+            budget, horizon=horizon, dim=2, calibrator=cal, caller_checks_inputs=True
+        )
+        assert counter.privacy is not None
     with pytest.raises(ValueError, match="calibration must be 'tight' or 'paper'"):
         choose_mechanism("loose", 4, 2, "gaussian")
 

@@ -213,6 +213,7 @@ class PrivateBandit(NoiseHandle, RoundDiscipline):
             calibrator=self.calibrator,
             replicas=self.replicas,
             rng=counter_rng,
+            caller_checks_inputs=True,
         )
         self.privacy: PrivacyGuarantee | None = counter.privacy
         # the counter's coordinates: R^n, or (tight, k < n) the hull basis B: it sums B^T g~

@@ -57,6 +57,19 @@ def _calibrated_class(calibrator: Any, name: str) -> type[ContinualCounter]:
     return get_mechanism(name)
 
 
+def _check_someone_checks_inputs(
+    budget: PrivacyBudget | None, calibrator: Any, bounds: InputBounds | None, promised: bool
+) -> None:
+    """A private counter from a caller's calibrator checks its inputs against ``bounds``; with
+    none, the caller must promise to check them itself (:func:`build_counter`)."""
+    if budget is not None and calibrator is not None and bounds is None and not promised:
+        raise ValueError(
+            "a private counter from a calibrator needs bounds to check its inputs against, or "
+            "caller_checks_inputs=True from a learner that checks them itself: the guarantee "
+            "holds only for inputs within the calibrator's sensitivity"
+        )
+
+
 def build_counter(
     budget: PrivacyBudget | None,
     *,
@@ -70,6 +83,7 @@ def build_counter(
     replicas: int = 1,
     rng: RngLike = None,
     clip: bool = False,
+    caller_checks_inputs: bool = False,
 ) -> ContinualCounter | DoublingCounter | AnytimeFactorizationCounter:
     """The continual counter of a learner that sums ``horizon`` inputs in ``bounds`` (``dim``
     coordinates: the bounds', when given).
@@ -92,6 +106,10 @@ def build_counter(
       t; without a budget, exact prefix sums that never refuse a step. ``calibrator`` is then a
       function of a block length returning a calibrator (for learners whose noise depends on
       the length, such as DP-FTPL's).
+    * A private counter checks every input against ``bounds``. A learner whose calibrator
+      bounds something the counter cannot see (a gradient's sensitivity, a batch's noisy loss)
+      gives no bounds and ``caller_checks_inputs=True``: it then checks its own inputs before
+      they reach the counter, and a calibrator without bounds or that promise is refused.
 
     >>> from dponline.privacy.bounds import Box
     >>> c = build_counter(None, horizon=4, bounds=Box(0, 1, dim=2), rng=0)
@@ -125,6 +143,7 @@ def build_counter(
                 "with horizon=None, calibrator must be a function of a block length returning a "
                 f"calibrator, got {type(calibrator).__name__}"
             )
+        _check_someone_checks_inputs(budget, calibrator, bounds, caller_checks_inputs)
         return anytime_counter(
             budget,
             dim=dim,
@@ -156,6 +175,8 @@ def build_counter(
             f"give mechanism or calibrator, not both: the calibrator names its mechanism (got "
             f"mechanism={mechanism!r})"
         )
+    else:
+        _check_someone_checks_inputs(budget, calibrator, bounds, caller_checks_inputs)
     cal = calibrate(calibrator, budget)
     return _calibrated_class(calibrator, cal.mechanism)(
         horizon,

@@ -364,6 +364,7 @@ class PrivateStreamingFrankWolfe(NoiseHandle, RoundDiscipline):
             calibrator=calibrator,
             replicas=self.replicas,
             rng=rng,
+            caller_checks_inputs=True,
         )
         self.privacy: PrivacyGuarantee | None = self.counter.privacy
         start = np.asarray(domain.interior_point(), dtype=float)
