@@ -103,6 +103,10 @@ def test_audit_command_json(capsys):
     assert {r["mechanism"] for r in rows} == set(MECHANISMS)
     # correctly calibrated rows are never refuted (each: chance <= 1e-3)
     assert not any(r["refuted"] for r in rows if r["noise_fraction"] == 1.0)
+    # the table's chance of refuting a true claim anywhere: a union bound over its audits at
+    # the full noise
+    audits = sum(r["noise_fraction"] == 1.0 for r in rows) + len(data["learners"])
+    assert data["familywise_bound"] == pytest.approx(min(1.0, audits * 1e-3))
     # every registered private learner, each of its test cases, claimed beside audited epsilon
     # at full noise and at a tenth of it
     from dponline.registry import learners
@@ -126,6 +130,7 @@ def test_audit_command_text_lists_learners(capsys):
     assert "eps lower (noise x1)" in out and "noise x" in out
     assert "ctrl-glm" in out
     assert "dp-glm-bandit" in out and "dp-frank-wolfe" in out
+    assert "some true claim is refuted with chance at most" in out
 
 
 @pytest.mark.parametrize(
@@ -241,6 +246,7 @@ def test_audit_one_run_json_subset(capsys):
     assert row["refuted_at_claim"] is False  # chance <= 1e-3
     assert row["guesser"] == "fitted discriminant"
     assert data["wall_seconds"] > 0 and data["significance"] == 1e-3
+    assert data["familywise_bound"] == pytest.approx(1e-3)  # one audit at the claim
     assert data["learners_audited"] == ["dp-ftrl-oco"]
     assert data["learners_refuted_at_claim"] == []
     assert data["learners_refuted_at_tenth"] == (["dp-ftrl-oco"] if row["refuted_at_tenth"] else [])
@@ -251,6 +257,7 @@ def test_audit_one_run_text_and_misuse(capsys):
     out = capsys.readouterr().out
     assert "dp-ftrl-oco" in out and "lower (x0.1)" in out and "Wall time" in out
     assert "Refuted at the claim: 0 of 1 learners." in out
+    assert "over the 1 audit at the full noise" in out
     assert main(["audit", "--canaries", "60"]) == 2
     assert "--one-run" in capsys.readouterr().err
 

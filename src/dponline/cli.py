@@ -224,6 +224,16 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _familywise(audits: int, alpha: float) -> str:
+    """The table's chance of refuting some true claim: each audit errs with chance at most
+    ``alpha``, so all of them together with chance at most ``audits * alpha`` (union bound)."""
+    return (
+        f"Each audit refutes a true claim with chance at most {alpha:g}; over the {audits} "
+        f"audit{'' if audits == 1 else 's'} at the full noise, some true claim is refuted with "
+        f"chance at most {min(1.0, audits * alpha):.3g} (union bound)."
+    )
+
+
 def _cmd_audit_one_run(args: argparse.Namespace) -> int:
     import time
 
@@ -250,6 +260,7 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
                 {
                     "one_run": True,
                     "significance": significance,
+                    "familywise_bound": min(1.0, len(rows) * significance),
                     "canaries": canaries,
                     "wall_seconds": wall,
                     "cpu_seconds": cpu,
@@ -295,6 +306,7 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
         f"{': ' + ', '.join(at_claim) if at_claim else ''}. Refuted at a tenth of the noise: "
         f"{len(at_tenth)} of {len(private)}{': ' + ', '.join(at_tenth) if at_tenth else ''}."
     )
+    print(_familywise(len(rows), significance))
     print(f"Wall time {wall:.1f} s, CPU {cpu:.1f} s.")
     return 0
 
@@ -311,16 +323,26 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     counter_trials = 50_000 if args.trials is None else args.trials
     rows = audit_table(horizon=args.T, trials=counter_trials, seed=counter_seed, progress=True)
     learner_rows = learner_audit_table(trials=args.trials, seed=args.seed, progress=True)
+    alpha = rows[0]["alpha"]
+    at_claim = sum(row["noise_fraction"] == 1 for row in rows) + len(learner_rows)
+    if any(row["alpha"] != alpha for row in rows + learner_rows):
+        raise RuntimeError("the audit tables were run at different confidence levels")
     if args.json:
         print(
             json.dumps(
-                {"T": args.T, "trials": args.trials, "rows": rows, "learners": learner_rows},
+                {
+                    "T": args.T,
+                    "trials": args.trials,
+                    "familywise_bound": min(1.0, at_claim * alpha),
+                    "rows": rows,
+                    "learners": learner_rows,
+                },
                 indent=2,
             )
         )
         return 0
     print(
-        f"Empirical privacy audit, confidence {1 - rows[0]['alpha']:g}: a claim is refuted "
+        f"Empirical privacy audit, confidence {1 - alpha:g}: a claim is refuted "
         "when the audit's lower bound on epsilon exceeds it.\n"
     )
     print(
@@ -358,6 +380,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             ("verdict_under_noised", "verdict", ""),
         ],
     )
+    print("\n" + _familywise(at_claim, alpha))
     return 0
 
 
