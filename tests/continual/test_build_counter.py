@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dponline.continual import MECHANISMS, make_counter
+from dponline.continual.binary_tree import BinaryTreeCounter
 from dponline.continual.calibration import CounterCalibrator
-from dponline.continual.factory import build_counter
+from dponline.continual.factory import anytime_counter, build_counter, doubling_counter
 from dponline.continual.kary_tree import KaryTreeCounter
 from dponline.continual.selection import (
     MEMORY_BUDGET,
@@ -20,6 +21,7 @@ from dponline.continual.selection import (
     choose_mechanism,
     state_bytes,
 )
+from dponline.continual.unknown_horizon import BlockCalibration
 from dponline.online import DPFTRL
 from dponline.privacy.bounds import Box
 from dponline.privacy.budget import PrivacyBudget
@@ -101,6 +103,18 @@ def test_build_counter_refuses_what_it_cannot_calibrate():
             budget, horizon=horizon, dim=2, calibrator=cal, caller_checks_inputs=True
         )
         assert counter.privacy is not None
+    # the anytime helpers build_counter calls are public too
+    with pytest.raises(ValueError, match="caller_checks_inputs=True"):
+        anytime_counter(budget, dim=2, bounds=None, calibrator=lambda n: calibrator)
+
+    def block(length):
+        return BlockCalibration(
+            BinaryTreeCounter, GaussianNoise(1.0), calibrator.tight(budget).guarantee
+        )
+
+    with pytest.raises(ValueError, match="caller_checks_inputs=True"):
+        doubling_counter(block, dim=2, bounds=None, budget=budget)
+    assert doubling_counter(block, dim=2, bounds=None, budget=budget, caller_checks_inputs=True)
     with pytest.raises(ValueError, match="calibration must be 'tight' or 'paper'"):
         choose_mechanism("loose", 4, 2, "gaussian")
 

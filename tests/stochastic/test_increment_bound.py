@@ -116,3 +116,49 @@ def test_increments_are_clipped_before_step_k_and_with_increment_clip_always():
             assert np.isclose(norms, limit).sum() > 30  # the clip binds on most steps
     with pytest.raises(ValueError, match="increment_clip must be finite and positive"):
         _learner(budget=PrivacyBudget(1.0, 1e-3), increment_clip=0.0)
+
+
+def _run(learner, rounds, gen):
+    for _ in range(rounds):
+        learner.act()
+        x = gen.uniform(-1, 1, learner.dim)
+        learner.observe(SampleFeedback(x / (1.01 * np.abs(x).sum()), np.array(gen.uniform(-1, 1))))
+
+
+@pytest.mark.parametrize("algorithm", ["1", "2"])
+def test_a_state_no_run_reaches_is_refused(algorithm):
+    """A loaded state with iterates no run reaches would let increments past the calibrated
+    bound: theta_prev = -e1 and theta = e1 lie in the unit ball, but after 40 rounds a step is
+    at most D / 41 long (once fed 40x the bound to the counter). Both algorithms refuse it,
+    and a theta_prev outside the domain, and load the states their runs reach."""
+    from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe
+
+    def build():
+        budget = PrivacyBudget(1.0, 1e-5)
+        if algorithm == "1":
+            return PrivateStreamingFrankWolfe(LpBall(2, 2.0), 100, budget=budget, rng=0)
+        return NoisyMinFrankWolfe(2, 100, budget=budget, rng=0)
+
+    learner = build()
+    _run(learner, 40, np.random.default_rng(1))
+    state = learner.state_dict()
+    build().load_state_dict(state)  # the run's own state loads
+    far = {**state, "theta": np.array([[1.0, 0.0]]), "theta_prev": np.array([[-1.0, 0.0]])}
+    with pytest.raises(ValueError, match="step's target point of replica 0 lies outside"):
+        build().load_state_dict(far)
+    outside = {**state, "theta": np.array([[2.0, 0.0]]), "theta_prev": np.array([[2.0, 0.0]])}
+    with pytest.raises(ValueError, match="theta_prev of replica 0 lies outside"):
+        build().load_state_dict(outside)
+
+
+def test_every_increment_is_clipped_to_the_bound():
+    # iterates set by hand (no load path accepts them) still feed the counter at most the bound
+    fw = PrivateStreamingFrankWolfe(LpBall(2, 2.0), 100, budget=PrivacyBudget(1.0, 1e-5), rng=0)
+    _run(fw, 40, np.random.default_rng(1))
+    fw.theta, fw.theta_prev = np.array([[1.0, 0.0]]), np.array([[-1.0, 0.0]])
+    fed = []
+    step = fw.counter.step
+    fw.counter.step = lambda g: (fed.append(float(np.linalg.norm(g))), step(g))[1]
+    fw.act()
+    fw.observe(SampleFeedback(np.array([0.99, 0.0]), np.array(0.99)))
+    assert fed and fed[0] <= fw.increment_bound * (1 + 1e-12)

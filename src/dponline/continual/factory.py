@@ -143,7 +143,6 @@ def build_counter(
                 "with horizon=None, calibrator must be a function of a block length returning a "
                 f"calibrator, got {type(calibrator).__name__}"
             )
-        _check_someone_checks_inputs(budget, calibrator, bounds, caller_checks_inputs)
         return anytime_counter(
             budget,
             dim=dim,
@@ -155,6 +154,7 @@ def build_counter(
             replicas=replicas,
             rng=rng,
             clip=clip,
+            caller_checks_inputs=caller_checks_inputs,
         )
     if budget is None:
         return BinaryTreeCounter(
@@ -265,6 +265,7 @@ def anytime_counter(
     replicas: int = 1,
     rng: RngLike = None,
     clip: bool = False,
+    caller_checks_inputs: bool = False,
 ) -> DoublingCounter | AnytimeFactorizationCounter:
     """The horizon-free counter of every learner built with ``horizon=None``: the one place
     where that mechanism is chosen (``build_counter(budget, horizon=None, ...)`` calls it).
@@ -276,7 +277,9 @@ def anytime_counter(
     :func:`~dponline.continual.selection.choose_mechanism` of n (so a block's noise state fits
     the memory budget however long the stream runs), calibrated for n at the full budget, or
     ``calibrator(n)`` where given; without a budget, noiseless trees (exact prefix sums).
+    ``caller_checks_inputs``: as for :func:`build_counter`.
     """
+    _check_someone_checks_inputs(budget, calibrator, bounds, caller_checks_inputs)
     if budget is None:
 
         def exact(length: int) -> BlockCalibration:
@@ -317,6 +320,7 @@ def anytime_counter(
         clip=clip,
         budget=budget,
         name=mechanism or "per-block choice",
+        caller_checks_inputs=caller_checks_inputs,
     )
 
 
@@ -352,6 +356,7 @@ def doubling_counter(
     clip: bool = False,
     budget: PrivacyBudget | None = None,
     name: str = "doubling",
+    caller_checks_inputs: bool = False,
 ) -> DoublingCounter:
     """Doubling blocks of lengths 1, 2, 4, ... (Chan, Shi & Song 2011; :class:`~dponline.
     continual.unknown_horizon.DoublingCounter`), block n being ``block(n)``'s mechanism with its
@@ -365,7 +370,10 @@ def doubling_counter(
     may depend on earlier releases, which each block's guarantee allows). ``tight`` blocks each
     meet the request, so the first block's guarantee is the stream's; ``paper`` blocks prove
     different epsilons per length, and the largest over the lengths 2^0 .. 2^62 is taken.
+    A private one (``budget`` given) checks its inputs against ``bounds``, or the caller
+    promises to (``caller_checks_inputs``, as for :func:`build_counter`).
     """
+    _check_someone_checks_inputs(budget, block, bounds, caller_checks_inputs)
     cache: dict[int, BlockCalibration] = {}
 
     def calibrated(length: int) -> BlockCalibration:

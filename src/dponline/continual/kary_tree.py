@@ -174,7 +174,9 @@ def _column_norm_chunks(horizon: int, arity: int, levels: int):
 def kary_column_norms(horizon: int, arity: int, levels: int) -> np.ndarray:
     """n_s for rounds s = 1..T: how many used cells (one per level at most) contain round s, the
     squared l2 and the l1 norm of its column of C (module docstring)."""
-    return np.concatenate(list(_column_norm_chunks(int(horizon), arity, levels)))
+    return np.concatenate(
+        [np.zeros(0, dtype=np.int64), *_column_norm_chunks(int(horizon), arity, levels)]
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -309,7 +311,9 @@ class KaryTreeCounter(ContinualCounter):
 
     @classmethod
     def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
-        counts = np.concatenate(list(_digit_counts(int(horizon), *cls.layout(horizon))))
+        counts = np.concatenate(
+            [np.zeros(0, dtype=np.int64), *_digit_counts(int(horizon), *cls.layout(horizon))]
+        )
         return counts * noise.coordinate_variance(dim)
 
     def _config(self) -> dict[str, Any]:

@@ -32,9 +32,31 @@ from dponline.privacy.arguments import (
     saved_field,
 )
 
-__all__ = ["StreamingFrankWolfe", "recursive_gradient"]
+__all__ = ["StreamingFrankWolfe", "checked_iterates", "recursive_gradient"]
 
 Gradient = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def checked_iterates(
+    domain: ConvexDomain, theta: np.ndarray, theta_prev: np.ndarray, t: int
+) -> None:
+    """Refuse saved iterates (rows: replicas) that no run reaches after ``t`` rounds. A step
+    sets theta = theta_prev + (v - theta_prev) / (t + 1) with v in the domain (at t = 0 both
+    are the start), so theta_prev and v = theta_prev + (t + 1) (theta - theta_prev) must lie
+    in ``domain``; the private learners' sensitivity bounds assume both (the step is at most
+    D / (t + 1) long). The tolerance, 1e-12 (t + 2) times the iterates' size, covers the
+    rounding of t steps, which (t + 1) amplifies in v."""
+    size = max(1.0, float(np.abs(theta).max()), float(np.abs(theta_prev).max()))
+    tol = 1e-12 * (int(t) + 2) * size
+    v = theta_prev + (int(t) + 1) * (theta - theta_prev)
+    for name, points in (("theta_prev", theta_prev), ("the step's target point", v)):
+        inside = np.asarray(domain.contains(points, tol=tol))
+        if not inside.all():
+            raise ValueError(
+                f"saved iterates refused: {name} of replica {int(np.argmin(inside))} lies "
+                f"outside the domain, so no run of {int(t)} rounds reached them (the "
+                "sensitivity bound assumes it does)"
+            )
 
 
 def recursive_gradient(

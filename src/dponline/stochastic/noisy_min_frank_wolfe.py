@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dponline.domains.hull import VertexHull
 from dponline.losses import GLMLoss, SquaredLoss
 from dponline.privacy.accounting import zcdp_epsilon
 from dponline.privacy.arguments import (
@@ -61,6 +62,7 @@ from dponline.protocol import (
     checked_count,
 )
 from dponline.rng import RngLike, as_generator, generator_state
+from dponline.stochastic.frank_wolfe import checked_iterates
 from dponline.stochastic.samples import checked_sample
 
 __all__ = ["NoisyMinCalibrator", "NoisyMinFrankWolfe", "l1_ball_vertices"]
@@ -360,6 +362,7 @@ class NoisyMinFrankWolfe(NoiseHandle, RoundDiscipline):
             k: np.array(checked_real_array(f"saved {k}", saved_field(state, k), shape))
             for k in ("theta", "theta_prev", "grad_sum")
         }
+        checked_iterates(VertexHull(self.vertices), arrays["theta"], arrays["theta_prev"], t)
         rng = checked_generator("saved rng", saved_field(state, "rng"))
 
         def install() -> None:

@@ -13,6 +13,9 @@ Sensitivity. For the squared loss the increments obey ||g_t||_q <= L + beta D / 
 (:func:`squared_increment_bound`: grad f is affine, so the two gradients of g_t combine), not
 only Theorem 3.1's L + beta D; ``tight`` uses the bound at step k = ``bound_from_step`` for all
 steps, clipping the increments of steps 1..k-1 to it, which halves the sensitivity at large n.
+Every increment is clipped to the bound in use (from step k on a clip that never binds for the
+run's own iterates), and a saved state is loaded only if some run reaches its iterates
+(:func:`~dponline.stochastic.frank_wolfe.checked_iterates`), so no state feeds the counter more.
 
 Input contract and constants. Samples must satisfy ||x||_q <= X and |y| <= Y (ValueError, or
 clipping with ``clip=True``: x rescaled radially, y clipped). Over the l_p ball of radius r
@@ -89,6 +92,7 @@ from dponline.registry import (
     register_learner,
 )
 from dponline.rng import RngLike
+from dponline.stochastic.frank_wolfe import checked_iterates
 from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe
 from dponline.stochastic.samples import (
     checked_sample,
@@ -405,8 +409,9 @@ class PrivateStreamingFrankWolfe(NoiseHandle, RoundDiscipline):
             return link.d1(theta @ x, y)[:, None] * x[None, :]
 
         g = (t + 1) * grad(self.theta) - t * grad(self.theta_prev)
-        if t < self.bound_from_step:  # the bound holds from step k on: clip the steps before
-            g = clip_lq(g, self.q, self.increment_bound)
+        # the bound holds from step k on for the run's own iterates (a clip that never binds
+        # then); steps before k are clipped, and every step is, so that no state enlarges g
+        g = clip_lq(g, self.q, self.increment_bound)
         d = self.counter.step(g) / (t + 1)
         v = self.domain.lmo(d)
         self.theta_prev, self.theta = self.theta, self.theta + (v - self.theta) / (t + 1)
@@ -430,6 +435,7 @@ class PrivateStreamingFrankWolfe(NoiseHandle, RoundDiscipline):
         theta_prev = np.array(
             checked_real_array("saved theta_prev", saved_field(state, "theta_prev"), shape)
         )
+        checked_iterates(self.domain, theta, theta_prev, t)
         install_counter = self.counter.prepare_load(saved_field(state, "counter"))
 
         def install() -> None:
