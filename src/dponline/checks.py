@@ -25,6 +25,8 @@ environment, and raises ``AssertionError`` naming the learner and what went wron
 * :func:`check_refuses_corrupt_state`: a state with its round counter past the horizon (every
   array changed too), or with its last array of the wrong shape, is refused by
   ``load_state_dict`` and leaves the learner exactly as it was;
+* :func:`check_refuses_a_foreign_noise_multiplier`: a private learner refuses its own state
+  with any one ``noise_multiplier`` entry changed (its noise would shrink under the same claim);
 * :func:`check_audit`: the empirical audit (:mod:`dponline.experiments.learner_audit`) does not
   refute the claim and refutes a tenth of the noise (each refutation of a correct claim has
   probability at most ``alpha``).
@@ -79,6 +81,7 @@ __all__ = [
     "check_fits_its_environment",
     "check_guarantee_declared",
     "check_learner",
+    "check_refuses_a_foreign_noise_multiplier",
     "check_refuses_corrupt_state",
     "check_refuses_round_after_horizon",
     "check_rejects_invalid_inputs",
@@ -664,6 +667,37 @@ def check_refuses_corrupt_state(entry: LearnerEntry, case: LearnerTestCase) -> N
     _refused_state(who, learner, _rebuilt(saved, last_too_long), what)
 
 
+def _paths_named(state: Any, key: str, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every path to an entry called ``key`` in a nested state."""
+    if isinstance(state, dict):
+        for k, v in state.items():
+            if k == key:
+                yield (*path, k)
+            yield from _paths_named(v, key, (*path, k))
+    elif isinstance(state, list | tuple):
+        for i, v in enumerate(state):
+            yield from _paths_named(v, key, (*path, i))
+
+
+def check_refuses_a_foreign_noise_multiplier(entry: LearnerEntry, case: LearnerTestCase) -> None:
+    """A private learner refuses its own state with any one ``noise_multiplier`` entry (top
+    level, configuration or nested learner) set to 1e-6: installing it would scale every later
+    draw while the guarantee still claimed the calibrated epsilon (a crafted state removed the
+    noise of eight K-armed learners that way)."""
+    if not entry.private:
+        return
+    who = _who(entry, case)
+    env, source = build_case(entry, case)
+    play(env, source, range(2))
+    saved = source.state_dict()
+    for where in _paths_named(saved, "noise_multiplier"):
+        env, learner = build_case(entry, case, seed=7)
+        play(env, learner, range(1))
+        crafted = _rebuilt(saved, lambda path, leaf, at=where: 1e-6 if path == at else leaf)
+        what = f"its own state with {'/'.join(map(str, where))} = 1e-6"
+        _refused_state(who, learner, crafted, what)
+
+
 def check_audit(
     entry: LearnerEntry,
     case: LearnerTestCase,
@@ -704,6 +738,7 @@ CHECKS: tuple[Callable[[LearnerEntry, LearnerTestCase], None], ...] = (
     check_refuses_round_after_horizon,
     check_act_before_observe,
     check_refuses_corrupt_state,
+    check_refuses_a_foreign_noise_multiplier,
 )
 
 

@@ -428,16 +428,26 @@ class NoiseHandle:
     def _scale_noise(self, factor: float) -> None:
         raise TypeError(f"{type(self).__name__} draws no noise to scale")
 
-    @staticmethod
-    def _saved_multiplier(state: Any) -> float:
-        """The saved ``noise_multiplier`` of a state, checked (for ``prepare_load``)."""
+    def _saved_multiplier(self, state: Any) -> float:
+        """The saved ``noise_multiplier`` of a state, checked (for ``prepare_load``): it must
+        be this learner's own. A state saved at another multiplier holds noise drawn at
+        another scale, and installing its multiplier would change the noise of every later
+        draw (a crafted state at 1e-6 removed it) while the guarantee still claimed the
+        calibrated epsilon; scale this learner's noise first to load such a state."""
         value = saved_field(state, "noise_multiplier")
         try:
-            return checked_positive("noise_multiplier", value)
+            saved = checked_positive("noise_multiplier", value)
         except ArgumentError:  # a saved state's: say so
             raise ArgumentError(
                 f"saved noise_multiplier must be positive and finite, got {value!r}"
             ) from None
+        if saved != self.noise_multiplier:
+            raise ArgumentError(
+                f"state was saved from a learner whose noise was multiplied by {saved!r}, this "
+                f"one by {self.noise_multiplier!r}: its noise was drawn at another scale "
+                "(scale_noise this learner first)"
+            )
+        return saved
 
     def scale_noise(self, factor: float) -> None:
         """Multiply the calibrated noise by ``factor`` (> 0) before the first round."""

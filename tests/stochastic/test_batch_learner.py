@@ -173,7 +173,11 @@ def test_resume_mid_stream_through_a_checkpoint_is_bit_exact(name, tmp_path: Pat
     learner.act()  # saved between act and observe
     save_state(tmp_path / "b.npz", learner.state_dict(), task="t")
     resumed = build(name, env, rng=99)  # another noise stream, replaced by the state
-    resumed.load_state_dict(load_state(tmp_path / "b.npz", task="t"))
+    saved = load_state(tmp_path / "b.npz", task="t")
+    with pytest.raises(ValueError, match=r"multiplied by 0\.5, this one by 1\.0"):
+        resumed.load_state_dict(saved)  # its noise is at another scale than this learner's
+    resumed.scale_noise(0.5)
+    resumed.load_state_dict(saved)
     assert resumed.noise_multiplier == 0.5 and math.isinf(resumed.privacy.epsilon)
     resumed.observe(SampleFeedback(x[3], y[3]))
     feed(resumed, x, y, rounds=range(4, 6))
