@@ -8,7 +8,9 @@ restored object continues exactly the stream of noise an uninterrupted one would
 Every privacy guarantee assumes the noise is secret. An integer seed makes a run reproducible,
 and a seed that an adversary knows or guesses voids the guarantee; deployments pass ``None``
 (the operating system's entropy). A saved state holds the generator's state and the learner's
-exact statistics, so it is as sensitive as the data.
+exact statistics, so it is as sensitive as the data; and since no check can tell a generator
+state or noise already drawn from edited ones, load only states you wrote (authenticated, for
+example with an HMAC, when they leave your control).
 """
 
 from __future__ import annotations

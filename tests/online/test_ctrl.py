@@ -228,6 +228,39 @@ def test_resume_is_bit_exact():
     np.testing.assert_array_equal(a.switches, c.switches)
 
 
+def test_a_state_that_is_not_its_own_run_is_refused():
+    """From a review: a crafted state could run CTRL at 1/1000 of its sigma, with another
+    switching slack log_phi, on a loss sum that is not convex, or with densities that are not
+    those of its losses, all under the calibrated claim. Each is refused; the run's own loads."""
+    losses = squared_losses(3, 12, seed=9)
+    source = learner(LpBall(3, 2.0), horizon=30, replicas=2, rng=3, p=0.3)
+    for loss in losses:
+        step(source, loss)
+    state = source.state_dict()
+    learner(LpBall(3, 2.0), horizon=30, replicas=2, rng=4, p=0.3).load_state_dict(state)
+
+    def crafted(**changes):
+        out = {**state, **changes}
+        out["losses"] = {**state["losses"], **changes.pop("losses", {})}
+        return out
+
+    concave = state["losses"]["a"] - 100.0 * np.eye(3)
+    cases = [
+        (crafted(sigma=state["sigma"] / 1000), "saved sigma"),
+        (crafted(log_phi=state["log_phi"] * 20), "log_phi is not this learner's"),
+        (crafted(losses={"a": concave}), "not positive semi-definite"),
+        (crafted(losses={"count": 11}), "hold 11 losses, the round counter 12"),
+        (crafted(grad=state["grad"] + 0.5), "gradient of J is not that of the saved losses"),
+        (crafted(log_mu=state["log_mu"] - 3.0), "log_mu is not the density"),
+    ]
+    for bad, match in cases:
+        target = learner(LpBall(3, 2.0), horizon=30, replicas=2, rng=4, p=0.3)
+        before = target.state_dict()
+        with pytest.raises(ValueError, match=match):
+            target.load_state_dict(bad)
+        np.testing.assert_array_equal(target.x, before["x"])  # nothing half-loaded
+
+
 def test_switch_budget_and_forced_rate():
     ctrl = learner(LpBall(2, 2.0), horizon=400, replicas=50, p=0.05, switch_budget=5)
     for loss in squared_losses(2, 399, seed=4):

@@ -452,12 +452,52 @@ class CTRL(NoiseHandle, RoundDiscipline):
             checked_real_array(f"saved losses' rows[{k}] v", row[0], (len(y), d))
             if y.ndim != 1:
                 raise ArgumentError(f"saved losses' rows[{k}] y must be 1-D, got {y.shape}")
+        if self.glm_link is not None and any(
+            not (isinstance(link, list | tuple) and link and link[0] == self.glm_link.name)
+            for link in links
+        ):
+            raise ArgumentError(
+                f"saved losses hold rows of links {links!r:.120}; this learner's guarantee is "
+                f"for the link {self.glm_link.name!r} alone"
+            )
         losses = LossSum(d)
         try:
             losses.load_state_dict(saved)
         except (KeyError, IndexError, TypeError, ValueError) as err:
             raise ArgumentError(f"saved losses are not a sum of losses: {err!r:.200}") from None
+        # a sum of convex losses: its quadratic part is symmetric positive semi-definite (the
+        # proofs need Hess J >= I / eta)
+        a = losses._a
+        scale = max(1.0, float(np.abs(a).max()))
+        if (
+            not np.allclose(a, a.T, rtol=0.0, atol=1e-12 * scale)
+            or np.linalg.eigvalsh(0.5 * (a + a.T)).min() < -1e-9 * scale
+        ):
+            raise ArgumentError(
+                "saved losses' quadratic part is not positive semi-definite: not a sum of convex "
+                "losses"
+            )
         return losses
+
+    def _check_points(
+        self, losses: LossSum, x: np.ndarray, grad: np.ndarray, hess: np.ndarray, t: int
+    ) -> None:
+        """The saved gradient and Hessian of J at the points are those of the saved losses
+        (the run adds each loss's to them, so they agree up to rounding): a state whose
+        densities do not belong to its losses would steer the switching test."""
+        own = self.losses
+        self.losses = losses
+        try:
+            g, h = self.j_gradient_hessian(x)
+        finally:
+            self.losses = own
+        for name, saved, exact in (("gradient", grad, g), ("Hessian", hess, h)):
+            size = max(1.0, float(np.abs(exact).max()))
+            if not np.allclose(saved, exact, rtol=0.0, atol=1e-9 * (t + 1) * size):
+                raise ArgumentError(
+                    f"saved {name} of J is not that of the saved losses at the saved points "
+                    f"(largest difference {float(np.abs(saved - exact).max()):.3g})"
+                )
 
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
         """Check the whole state (configuration, round counter, noise scale, the points played
@@ -472,14 +512,22 @@ class CTRL(NoiseHandle, RoundDiscipline):
         t, acted = self._checked_rounds(state)
         r, d = self.replicas, self.dim
         sigma = checked_positive("saved sigma", saved_field(state, "sigma"))
+        if sigma != self.sigma:
+            raise ArgumentError(
+                f"saved sigma {sigma!r} is not this learner's {self.sigma!r}: its noise was "
+                "drawn at another scale"
+            )
         multiplier = self._saved_multiplier(state)
 
         def array(key: str, *shape: int) -> np.ndarray:
             return np.array(checked_real_array(f"saved {key}", saved_field(state, key), shape))
 
         log_phi = array("log_phi", self.horizon)
-        if np.any(log_phi < 0):
-            raise ArgumentError("saved log_phi must be non-negative")
+        if not np.array_equal(log_phi, self.log_phi):
+            raise ArgumentError(
+                "saved log_phi is not this learner's: the switching test's slack is part of "
+                "its calibration"
+            )
         x, grad, hess = array("x", r, d), array("grad", r, d), array("hess", r, d, d)
         log_mu = array("log_mu", r)
         if not np.all(self.barrier.contains(x)):
@@ -489,6 +537,15 @@ class CTRL(NoiseHandle, RoundDiscipline):
             "saved newton_iterations", saved_field(state, "newton_iterations")
         )
         losses = self._checked_losses(saved_field(state, "losses"))
+        if losses.count != t:
+            raise ArgumentError(f"saved losses hold {losses.count} losses, the round counter {t}")
+        self._check_points(losses, x, grad, hess, t)
+        expected = self.log_density(grad, hess, t)
+        if not np.allclose(log_mu, expected, rtol=1e-9, atol=1e-9):
+            raise ArgumentError(
+                "saved log_mu is not the density at the saved points (largest difference "
+                f"{float(np.abs(log_mu - expected).max()):.3g})"
+            )
         rng = checked_generator("saved rng", saved_field(state, "rng"))
 
         def install() -> None:
