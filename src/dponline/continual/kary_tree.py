@@ -129,7 +129,7 @@ def _digit_counts(horizon: int, arity: int, levels: int):
         yield np.abs(kary_digits(t, arity, levels)).sum(axis=0)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=4)  # O(T / k) each; the maximum it serves is cached apart
 def _used_cells(horizon: int, arity: int, levels: int) -> tuple[tuple[np.ndarray, ...], int]:
     """For every level below the top: the largest positive and negative digit used under each
     anchor (arrays indexed by the anchor's index R_{j+1} / s_{j+1}); and the top level's largest

@@ -201,10 +201,14 @@ class CTRL(NoiseHandle, RoundDiscipline):
         hess = s * self.barrier.hessian(x) + inv * np.eye(self.dim)
         return value, grad, hess
 
-    def j_gradient_hessian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """grad J(l_{1:t}, x) and Hess J(l_{1:t}, x) for the losses seen so far (Eq. 3.1)."""
+    def j_gradient_hessian(
+        self, x: np.ndarray, losses: LossSum | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """grad J(l_{1:t}, x) and Hess J(l_{1:t}, x) for the losses seen so far (Eq. 3.1), or
+        for the sum ``losses``."""
         _, g, h = self._regulariser(x)
-        return g + self.losses.gradient(x), h + self.losses.hessian(x)
+        losses = self.losses if losses is None else losses
+        return g + losses.gradient(x), h + losses.hessian(x)
 
     def j_value(self, x: np.ndarray) -> np.ndarray:
         return self._regulariser(x)[0] + self.losses.value(x)
@@ -485,12 +489,7 @@ class CTRL(NoiseHandle, RoundDiscipline):
         """The saved gradient and Hessian of J at the points are those of the saved losses
         (the run adds each loss's to them, so they agree up to rounding): a state whose
         densities do not belong to its losses would steer the switching test."""
-        own = self.losses
-        self.losses = losses
-        try:
-            g, h = self.j_gradient_hessian(x)
-        finally:
-            self.losses = own
+        g, h = self.j_gradient_hessian(x, losses)
         for name, saved, exact in (("gradient", grad, g), ("Hessian", hess, h)):
             size = max(1.0, float(np.abs(exact).max()))
             if not np.allclose(saved, exact, rtol=0.0, atol=1e-9 * (t + 1) * size):
