@@ -189,9 +189,16 @@ class StochasticArms(Protocol):
     ``means`` (K,), the mean rewards in [0, 1], and ``reward_sums(arms, counts, rng=None)``,
     for arms and counts of shape (R,), the sum of ``counts[i]`` fresh rewards of arm
     ``arms[i]`` for each i, shape (R,) (0 where the count is 0). Its rounds' losses are
-    1 - reward, and the loss it reports for a round is the expected one, 1 - means[arm]."""
+    1 - reward, and the loss it reports for a round is the expected one, 1 - means[arm].
+
+    ``rewards_in_unit_interval``: the environment's promise that every single reward lies in
+    [0, 1]. A learner playing whole commitments sees only their sums, which cannot show a
+    reward outside [0, 1] (-1 and +2 average to a valid mean) though its noise is calibrated
+    for rewards inside; so ``play_stochastic`` refuses an environment that does not make it
+    (play that one round by round, where each reward is checked)."""
 
     means: np.ndarray
+    rewards_in_unit_interval: bool
 
     def reward_sums(
         self, arms: np.ndarray, counts: np.ndarray, rng: np.random.Generator | None = None

@@ -50,6 +50,8 @@ class ExactRewards:
     [0, 1]): ``reward_sums(arms, counts)`` is counts x means[arms], exactly what round-by-round
     play with those rewards gives."""
 
+    rewards_in_unit_interval = True  # StochasticArms: every reward in [0, 1]
+
     def __init__(self, means: Any) -> None:
         self.means = np.asarray(means, dtype=float)
 

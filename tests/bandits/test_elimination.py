@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
+from dponline.bandits.dp_ucb import DPUCB
 from dponline.bandits.elimination import DPSE, SuccessiveElimination, dp_se_constants
 from dponline.environments.k_armed import KArmedBandit
 from dponline.privacy.budget import PrivacyBudget
@@ -226,3 +227,56 @@ def test_act_after_the_horizon_once_one_arm_is_left(name):
     play(env, learner, range(4000), keep=False, blocks=True)
     assert learner._size[0] == 1  # eliminated down to one arm before T
     assert learner.act()[0] == 1
+
+
+class _PlusMinus:
+    """Every reward is -1 or +2, never in [0, 1], yet each arm's mean lies in [0, 1] and a
+    commitment's sum mostly in [0, count]; it makes no promise about single rewards."""
+
+    horizon, dim, n_arms, reveals_context = 2_000, 2, 2, False
+
+    def __init__(self, promise: bool | None = None) -> None:
+        self.means = np.array([0.6, 0.3])
+        self._gen = np.random.default_rng(0)
+        if promise is not None:
+            self.rewards_in_unit_interval = promise
+
+    def _draw(self, arms, n):
+        return np.where(self._gen.random(n) < (self.means[arms] + 1) / 3, 2.0, -1.0)
+
+    def round(self, t, action):
+        arms = np.asarray(action, dtype=int)
+        return BanditFeedback(1.0 - self._draw(arms, arms.shape)), 1.0 - self.means[arms]
+
+    def reward_sums(self, arms, counts, rng=None):
+        return np.array(
+            [self._draw(np.full(c, a), c).sum() for a, c in zip(arms, counts, strict=True)]
+        )
+
+
+def test_the_fast_path_needs_the_promise_of_rewards_in_the_unit_interval() -> None:
+    # from a review: sums hid rewards of -1 and +2 (3x the sensitivity the noise is for) and
+    # the round loop took the fast path for any environment with means and reward_sums
+    from dponline.experiments.rounds import play
+
+    for promise in (None, False):
+        env = _PlusMinus(promise)
+        learner = DPSE(2, env.horizon, budget=PrivacyBudget(1.0), rng=0)
+        with pytest.raises((TypeError, ValueError), match="rewards_in_unit_interval"):
+            learner.play_stochastic(env, 10)
+        with pytest.raises(ValueError, match="must lie in"):  # played round by round instead
+            play(env, learner, range(env.horizon), keep=False, blocks=True)
+        assert learner.t == 0  # refused at its first reward
+
+
+def test_reward_sums_must_be_real_numbers() -> None:
+    for bad in (np.array(["1.0", "2.0"]), np.array([1.0 + 1.0j, 2.0])):
+
+        class Odd(KArmedBandit):
+            def reward_sums(self, arms, counts, rng=None, bad=bad):
+                return bad
+
+        for cls in (DPSE, DPUCB):
+            learner = cls(2, 100, budget=PrivacyBudget(1.0), replicas=2, rng=0)
+            with pytest.raises(ValueError, match="environment reward sums must be real"):
+                learner.play_stochastic(Odd(np.array([0.5, 0.5]), 100), 50)

@@ -22,6 +22,8 @@ class FixedArms:
     """A stochastic K-armed environment with deterministic rewards: arm a always pays
     ``means[a]`` (use means in {0, 1}, or any value: every reward equals its mean)."""
 
+    rewards_in_unit_interval = True  # StochasticArms: every reward in [0, 1]
+
     def __init__(self, means: Any) -> None:
         self.means = np.asarray(means, dtype=float)
         self.calls = 0
@@ -33,6 +35,8 @@ class FixedArms:
 
 class BernoulliArms:
     """Bernoulli arms with mean rewards ``means``; sums of fresh rewards by binomial draws."""
+
+    rewards_in_unit_interval = True  # StochasticArms: every reward in [0, 1]
 
     def __init__(self, means: Any, seed: int) -> None:
         self.means = np.asarray(means, dtype=float)

@@ -148,3 +148,25 @@ def test_per_replica_blocks():
     for cls in ALL:
         out = cls(40, 2, GaussianNoise(0.0), replicas=3, rng=0).step_block(xs)
         np.testing.assert_allclose(out, np.cumsum(xs, axis=0), atol=1e-12)
+
+
+def test_strings_are_refused_on_every_path():
+    # from a review: numpy parses "0.5" as a number; observe refused strings but a counter's
+    # step and step_block (and a learner's play_block on them) took them
+    from dponline.continual.factory import build_counter
+    from dponline.online.ftrl import DPFTRL
+    from dponline.privacy.bounds import Box
+    from dponline.privacy.budget import PrivacyBudget
+
+    budget = PrivacyBudget(1.0)
+    for horizon in (8, None):
+        counter = build_counter(budget, horizon=horizon, bounds=Box(0, 1, dim=2), noise="laplace")
+        with pytest.raises(ValueError, match="must be real numbers"):
+            counter.step(["1", "0"])
+        with pytest.raises(ValueError, match="must be real numbers"):
+            counter.step_block([["1", "0"]])
+        assert counter.t == 0
+    learner = DPFTRL(2, 8, budget=budget, rng=0)
+    with pytest.raises(ValueError, match="must be real numbers"):
+        learner.play_block(np.array([["0.5", "1"], ["1", "0"]]))
+    assert learner.t == 0

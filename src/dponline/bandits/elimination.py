@@ -324,13 +324,11 @@ class RoundRobinEpochs(KArmedLearner):
         sums = np.zeros((r, k))
         for a in np.flatnonzero(counts.any(axis=0)):
             col = counts[:, a]
-            got = np.asarray(
-                env.reward_sums(np.full(r, a, dtype=np.int64), col.copy()), dtype=float
+            got = checked_real_array(
+                "environment reward sums",
+                env.reward_sums(np.full(r, a, dtype=np.int64), col.copy()),
+                (r,),
             )
-            if got.shape != (r,) or not np.all(np.isfinite(got)):
-                raise ValueError(
-                    f"environment reward sums must be {r} finite numbers, got shape {got.shape}"
-                )
             if np.any((got < 0.0) | (got > col)):
                 bad = int(np.flatnonzero((got < 0.0) | (got > col))[0])
                 raise ValueError(

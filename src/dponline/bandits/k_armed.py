@@ -332,8 +332,15 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         mu* - mu_a."""
         if not isinstance(env, StochasticArms):
             raise TypeError(
-                f"play_stochastic needs a stochastic K-armed environment (means and "
-                f"reward_sums(arms, counts)), got {type(env).__name__}"
+                "play_stochastic needs a stochastic K-armed environment (means, "
+                "reward_sums(arms, counts) and rewards_in_unit_interval), got "
+                f"{type(env).__name__}"
+            )
+        if env.rewards_in_unit_interval is not True:
+            raise ValueError(
+                f"play_stochastic sees only sums of rewards, so {type(env).__name__} must "
+                "promise every reward in [0, 1] (rewards_in_unit_interval = True); play it "
+                "round by round, where each reward is checked"
             )
         n = checked_nonnegative_int("rounds", rounds)
         means = checked_real_array("environment means", env.means, (self.n_arms,))
@@ -374,12 +381,9 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
                     self._start_commitments(starting, start + played[starting])
                 counts[:] = 0
                 counts[active] = np.minimum(self.left[active], n - played[active])
-                sums = np.asarray(env.reward_sums(self.arm.copy(), counts.copy()), dtype=float)
-                if sums.shape != (r,) or not np.all(np.isfinite(sums)):
-                    raise ValueError(
-                        f"environment reward sums must be {r} finite numbers, got shape "
-                        f"{sums.shape}"
-                    )
+                sums = checked_real_array(
+                    "environment reward sums", env.reward_sums(self.arm.copy(), counts.copy()), (r,)
+                )
                 if np.any((sums < 0.0) | (sums > counts)):
                     bad = int(np.flatnonzero((sums < 0.0) | (sums > counts))[0])
                     raise ValueError(

@@ -86,7 +86,7 @@ class StreamingCounter(ABC):
     def _prepare(self, x: np.ndarray) -> np.ndarray:
         if np.iscomplexobj(x):
             raise TypeError(f"step {self.t + 1} input must be real, got complex values")
-        arr = np.asarray(x, dtype=float)
+        arr = checked_real_array(f"step {self.t + 1} input", x, finite=False)
         if not np.isfinite(arr).all():
             check_finite(arr, f"step {self.t + 1} input")  # raises with the offending value
         if arr.shape == (self.dim,):
@@ -130,7 +130,7 @@ class StreamingCounter(ABC):
     def _prepare_block(self, xs: np.ndarray) -> np.ndarray:
         if np.iscomplexobj(xs):
             raise TypeError(f"steps {self.t + 1}.. input must be real, got complex values")
-        arr = np.asarray(xs, dtype=float)
+        arr = checked_real_array(f"steps {self.t + 1}.. input", xs, finite=False)
         if arr.ndim not in (2, 3) or arr.shape[1:] not in (
             (self.dim,),
             (self.replicas, self.dim),

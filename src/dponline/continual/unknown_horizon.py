@@ -122,7 +122,7 @@ class DoublingCounter:
         first = self.t + 1
         if np.iscomplexobj(xs):
             raise TypeError(f"step {first} input must be real, got complex values")
-        arr = np.asarray(xs, dtype=float)
+        arr = checked_real_array(f"step {first} input", xs, finite=False)
         lead = arr.shape[:1] if block else ()
         shapes = ((self.dim,), (self.replicas, self.dim))
         if (block and arr.ndim not in (2, 3)) or arr.shape[len(lead) :] not in shapes:

@@ -98,6 +98,8 @@ class KArmedBandit:
     played, the loss charged is 1 - (exact mean reward of that arm)."""
 
     reveals_context: ClassVar[bool] = False
+    #: Bernoulli, Beta and clipped Gaussian rewards lie in [0, 1] (StochasticArms' promise)
+    rewards_in_unit_interval: ClassVar[bool] = True
     means: np.ndarray
     horizon: int
     family: str = "bernoulli"

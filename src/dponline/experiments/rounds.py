@@ -208,6 +208,7 @@ def play(
         and not keep
         and (tally is None or tally.switches is None)
         and isinstance(env, StochasticArms)
+        and env.rewards_in_unit_interval is True  # sums cannot show a reward outside [0, 1]
         and isinstance(learner, StochasticArmsPlayer)
     ):
         _play_stretches(env, learner, rounds, tally, every, checkpoint)
