@@ -285,3 +285,31 @@ def test_the_lazy_ctrl_factory_checks_the_horizon_before_it_uses_it():
         env = SimpleNamespace(horizon=horizon, dim=2)
         with pytest.raises(ValueError, match=r"^horizon must be a positive integer, got "):
             _lazy_ctrl(env, budget=None)
+
+
+def test_a_loss_must_not_report_its_own_constants():
+    """From a review: CTRL reads a loss's Lipschitz and smoothness constants from the loss and
+    its link. A link of its own (true gradient 1e6, reported 0) or a SmoothLoss subclass could
+    report anything, and a Huber link changed after its loss was checked changed every term
+    the sum kept. Only the library's SmoothLoss and links are taken, and the sum keeps a copy."""
+    from dponline.losses import HuberLink
+
+    class Liar(SquaredLink):
+        def max_d1(self, zmax, y):
+            return 0.0
+
+    class Sly(SmoothLoss):
+        def constants(self, radius):
+            return 0.0, 0.0, 1.0
+
+    ctrl = learner(LpBall(2, 2.0))
+    v = np.array([0.5, 0.0])
+    for bad in (SmoothLoss.glm(Liar(), v, 0.0), Sly(2, link=SquaredLink(), v=v, y=0.0)):
+        ctrl.act()
+        with pytest.raises(TypeError, match=r"dponline\.losses|SmoothLoss"):
+            ctrl.observe(feedback(bad))
+    huber = HuberLink(kappa=0.5)
+    step(ctrl, SmoothLoss.glm(huber, v, 0.0))
+    before = ctrl.losses.gradient(ctrl.x)
+    huber.kappa = 1e9  # after the check
+    np.testing.assert_array_equal(ctrl.losses.gradient(ctrl.x), before)

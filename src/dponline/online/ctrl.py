@@ -39,6 +39,7 @@ analysis-only device, not a change of the algorithm):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -46,7 +47,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dponline.domains.base import ConvexDomain, HasBarrier, checked_domain
-from dponline.losses import GLMLink, LossSum, SmoothLoss
+from dponline.losses import GLM_LINKS, GLMLink, LossSum, SmoothLoss, link_by_name
 from dponline.online.ctrl_calibration import CTRLCalibrator
 from dponline.online.ctrl_parameters import lazy_strongly_convex_parameters
 from dponline.privacy.arguments import (
@@ -335,9 +336,19 @@ class CTRL(NoiseHandle, RoundDiscipline):
         if not isinstance(feedback, LossFunctionFeedback):
             raise TypeError(f"{what}declared constants), got {type(feedback).__name__}")
         self._check_round()
-        if not isinstance(feedback.loss, SmoothLoss):
+        if type(feedback.loss) is not SmoothLoss:
+            # a subclass, or a link of its own, could report smaller constants than its own
             raise TypeError(f"{what}declared constants), got the loss {feedback.loss!r:.80}")
         loss = feedback.loss
+        if loss.link is not None:
+            if type(loss.link) is not GLM_LINKS.get(getattr(loss.link, "name", None)):
+                raise TypeError(
+                    f"CTRL's guarantee reads a link's constants from the link itself, so it takes "
+                    f"the links of dponline.losses ({sorted(GLM_LINKS)}), got {loss.link!r:.80}"
+                )
+            # the sum keeps the link: a copy, so that the one checked here is the one summed
+            fresh = link_by_name(loss.link.name, **loss.link.options())
+            loss = dataclasses.replace(loss, link=fresh, v=np.array(loss.v))
         if loss.dim != self.dim:
             raise ValueError(
                 f"a loss on points of shape ({loss.dim},), the learner plays ({self.dim},)"
