@@ -379,3 +379,22 @@ def test_noisy_sgd_is_for_the_linf_ball_only():
     for bad, error in ((0.5, ValueError), (math.nan, ValueError), ("ell", TypeError)):
         with pytest.raises(error, match="option p must be a number >= 1"):
             build("noisy-sfw", regression(4, 2), p=bad)
+
+
+def test_fit_plan_checks_the_dataset_against_the_plan_s_bounds():
+    # from a review: fit_plan (public) fitted a plan on |y| = 1e6 against a bound of 1 and
+    # returned the plan's guarantee; NoisySGD clips no gradient, so its noise assumes the bound
+    from dponline.stochastic.baseline_fit import fit_plan
+    from dponline.stochastic.noisy_sgd import NoisySGDPlan
+
+    n, d = 64, 2
+    plan = NoisySGDPlan(n, d, x_bound=1.0, y_bound=1.0, budget=PrivacyBudget(1.0, 1e-5))
+    x = np.zeros((n, d))
+    x[:, 0] = 1.0
+    y = np.zeros(n)
+    assert fit_plan(plan, x, y, runs=2, rng=0).privacy.epsilon <= 1.0
+    y[0] = 1e6
+    with pytest.raises(ValueError, match=r"\|y\| = 1000000.0 > y_bound = 1.0"):
+        fit_plan(plan, x, y, runs=2, rng=0)
+    with pytest.raises(ValueError, match="the plan is for x of shape"):
+        fit_plan(plan, x[:10], y[:10], runs=2, rng=0)

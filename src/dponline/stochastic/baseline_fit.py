@@ -281,9 +281,15 @@ def fit_plan(
     rng: RngLike,
     noise_multiplier: float = 1.0,
 ) -> BaselineFit:
-    """``plan`` fitted on the validated dataset ``xs``, ``ys`` with ``runs`` runs whose
-    generators are spawned from ``rng`` (:func:`run_generators`): the batch functions' result,
-    the guarantee scaled by ``noise_multiplier`` (:func:`scaled_guarantee`)."""
+    """``plan`` fitted on the dataset ``xs``, ``ys`` with ``runs`` runs whose generators are
+    spawned from ``rng`` (:func:`run_generators`): the batch functions' result, the guarantee
+    scaled by ``noise_multiplier`` (:func:`scaled_guarantee`). The dataset must have the plan's
+    shape and lie within its bounds (:func:`checked_dataset`; clip it there first): the plan's
+    guarantee holds only inside them."""
+    checked_plan_data(plan, xs, ys)
+    xs, ys = checked_dataset(
+        xs, ys, q=plan.q, x_bound=plan.x_bound, y_bound=plan.y_bound, clip=False
+    )
     m = checked_noise_multiplier(noise_multiplier)
     theta = plan.fit(xs, ys, run_generators(rng, checked_runs(runs)), m)
     parameters = dict(plan.parameters)
