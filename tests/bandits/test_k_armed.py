@@ -9,13 +9,17 @@ import numpy as np
 import pytest
 
 from dponline.bandits.k_armed import (
+    PRIVATE_K_ARMED,
     KArmedLearner,
     StochasticArms,
     StochasticArmsPlayer,
     StochasticRounds,
     replica_generators,
 )
+from dponline.environments import KArmedBandit
 from dponline.protocol import BanditFeedback
+from dponline.registry import build_learner
+from tests.bandits.stochastic_arms_helpers import same_state
 
 
 class FixedArms:
@@ -225,6 +229,90 @@ def test_fast_path_respects_the_horizon_and_refuses_bad_sums():
         learner.play_stochastic(FixedArms([1.0, 0.0, 0.0]), 1)
 
 
+class FailsAt(FixedArms):
+    """FixedArms whose ``fail_at``-th call returns sums of rewards of 2 (refused)."""
+
+    def __init__(self, means: Any, fail_at: int) -> None:
+        super().__init__(means)
+        self.fail_at = fail_at
+
+    def reward_sums(self, arms: np.ndarray, counts: np.ndarray, rng: Any = None) -> np.ndarray:
+        sums = super().reward_sums(arms, counts, rng)
+        return 2.0 * counts if self.calls == self.fail_at else sums
+
+
+def test_a_refused_sum_undoes_the_call_but_never_its_noise():
+    """The environment saw arms chosen with the noise the call drew before the refused sum: the
+    learner goes back to its statistics before the call with its generators where the call left
+    them, so a retry draws fresh noise (a plain restore drew the same values again)."""
+    learner = Schedule(2, 30, length=3, replicas=2, rng=1)
+    before = learner.state_dict()
+    with pytest.raises(ValueError, match="outside"):
+        learner.play_stochastic(FailsAt([1.0, 0.0], fail_at=4), 12)  # 3 commitments concluded
+    after = learner.state_dict()
+    assert_same_state(
+        {k: v for k, v in before.items() if k != "generators"},
+        {k: v for k, v in after.items() if k != "generators"},
+    )
+    assert after["generators"] != before["generators"]
+    learner.play_stochastic(FixedArms([1.0, 0.0]), 12)
+    twin = Schedule(2, 30, length=3, replicas=2, rng=1)
+    twin.play_stochastic(FixedArms([1.0, 0.0]), 12)
+    assert np.all(learner.noise_seen != twin.noise_seen)
+    assert learner.log[3:] == twin.log  # the same conclusions (the log is not undone)
+
+
+@pytest.mark.parametrize("name", PRIVATE_K_ARMED)
+@pytest.mark.parametrize("calibration", ["tight", "paper"])
+def test_no_private_learner_reuses_the_noise_of_a_refused_call(name, calibration):
+    """Every private K-armed learner (DP-UCB's counter and DP-SE's epochs included), on
+    deterministic rewards: after a call refused at its last environment call, a retry's
+    generators and releases are not those of a twin that never failed (the old restore made
+    them equal)."""
+    horizon = 20_000 if name == "dp-se" else 2_000  # DP-SE's first epoch: some 10^4 rounds
+    env = KArmedBandit(family="bernoulli", means=np.array([0.2, 0.5, 0.8]), horizon=horizon, rng=0)
+    means = [0.0, 0.5, 1.0]
+
+    def build() -> KArmedLearner:
+        return build_learner(name, env, epsilon=1.0, calibration=calibration, rng=3, replicas=2)
+
+    learner, twin = build(), build()
+    fresh = generator_states(twin.state_dict())
+    counted = FixedArms(means)
+    twin.play_stochastic(counted, horizon)
+    with pytest.raises(ValueError, match="outside"):
+        learner.play_stochastic(FailsAt(means, fail_at=counted.calls), horizon)
+    drew = generator_states(learner.state_dict())
+    assert drew != fresh  # the refused call drew noise before its last environment call
+    learner.play_stochastic(FixedArms(means), horizon)
+    assert generator_states(learner.state_dict()) != generator_states(twin.state_dict())
+    if name != "dp-se":  # DP-SE keeps no released value once its eliminations are decided
+        assert not same_state(statistics(learner.state_dict()), statistics(twin.state_dict()))
+
+
+def generator_states(state: Any) -> list:
+    """Every generator state in a saved state, in order."""
+    if is_generator_state(state):
+        return [state]
+    values = state.values() if isinstance(state, dict) else state
+    if isinstance(state, dict | list | tuple):
+        return [g for v in values for g in generator_states(v)]
+    return []
+
+
+def statistics(state: Any) -> Any:
+    """A saved state without its generator states."""
+    if isinstance(state, dict):
+        return {k: statistics(v) for k, v in state.items() if not is_generator_state(v)}
+    if isinstance(state, list | tuple):
+        return [statistics(v) for v in state if not is_generator_state(v)]
+    return state
+
+
+def is_generator_state(value: Any) -> bool:
+    return isinstance(value, dict) and "bit_generator" in value
+
+
 def test_resume_mid_commitment_is_bit_exact():
     whole = Schedule(2, 30, length=7, replicas=3, rng=4)
     play_rounds(whole, [0.0, 1.0], 30)
@@ -281,8 +369,6 @@ def test_fast_path_has_the_distribution_of_round_by_round_play():
 def test_a_state_saved_after_scale_noise_does_not_load_into_a_calibrated_learner():
     """An audit's learner (a tenth of the noise, privacy void) saves a state; loaded into a
     calibrated learner it would draw a tenth of the noise while claiming epsilon = 1."""
-    from dponline.environments.k_armed import KArmedBandit
-    from dponline.registry import build_learner
 
     env = KArmedBandit(means=[0.2, 0.8], horizon=10, rng=0)
     for name in ("adap-ucb", "dp-imed", "dp-se", "lazy-dp-ts", "dp-ucb"):

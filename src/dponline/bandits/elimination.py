@@ -80,7 +80,7 @@ from dponline.privacy.arguments import (
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import FeedbackKind
 from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, register_learner
-from dponline.rng import RngLike
+from dponline.rng import RngLike, with_current_generators
 
 __all__ = [
     "DPSE",
@@ -231,7 +231,8 @@ class RoundRobinEpochs(KArmedLearner):
         environment draws the reward sum of each arm's pulls at once. Returns each replica's
         pseudo-regret and pulls over these rounds, as
         :meth:`~dponline.bandits.k_armed.KArmedLearner.play_stochastic` does; a refused reward
-        sum leaves the learner as it was before the call."""
+        sum takes the statistics back to before the call, with the generators where it left
+        them."""
         n, gap = self._stochastic_call(env, rounds)
         r, k = self.replicas, self.n_arms
         regret = np.zeros(r)
@@ -299,7 +300,9 @@ class RoundRobinEpochs(KArmedLearner):
                     if done.size:
                         self._end_epochs(done)
         except BaseException:
-            self.prepare_load(snapshot)()
+            # the environment has seen arms chosen with this call's noise: back to the
+            # statistics before the call, never to its noise (a retry would reuse it)
+            self.prepare_load(with_current_generators(snapshot, self.state_dict()))()
             raise
         self._end_rounds(n)
         return StochasticRounds(regret, pulls)

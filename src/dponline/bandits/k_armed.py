@@ -94,7 +94,7 @@ from dponline.protocol import (
     checked_count,
     past_horizon_error,
 )
-from dponline.rng import RngLike, as_generator, generator_state
+from dponline.rng import RngLike, as_generator, generator_state, with_current_generators
 
 __all__ = [
     "PRIVATE_K_ARMED",
@@ -359,7 +359,10 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         decision already made is the one played). Only a commitment's reward sum is seen
         here, so the bound every single reward must meet (in [0, 1]) rests on the
         environment's promise (``StochasticArms``). Reward sums outside [0, count] are refused
-        (``ValueError``) and leave the learner as it was before the call."""
+        (``ValueError``); so is any other error of the call: the learner's statistics go back
+        to what they were before the call, but not its generators, which stay where the call
+        left them (the environment has seen arms chosen with the call's noise, and a retry
+        must not meet that noise again)."""
         n, gap = self._stochastic_call(env, rounds)
         r, k = self.replicas, self.n_arms
         regret = np.zeros(r)
@@ -403,7 +406,9 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
                 if ending.size:
                     self._close(ending, start + played[ending])
         except BaseException:
-            self.prepare_load(snapshot)()
+            # the environment has seen arms chosen with this call's noise: back to the
+            # statistics before the call, never to its noise (a retry would reuse it)
+            self.prepare_load(with_current_generators(snapshot, self.state_dict()))()
             raise
         self._end_rounds(n)
         return StochasticRounds(regret, pulls)
