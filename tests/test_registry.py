@@ -4,6 +4,7 @@ and action space."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import subprocess
 import sys
 import warnings
@@ -383,3 +384,22 @@ def test_the_private_k_armed_list_is_the_registry_s():
             if isinstance(learner, KArmedLearner):
                 found.add(name)
     assert found == set(PRIVATE_K_ARMED) and len(PRIVATE_K_ARMED) == len(found)
+
+
+def test_no_learner_loads_a_state_of_another_kind():
+    """A state saved by one learner of the registry never loads into a learner of another
+    class (DP-IMED and DP-KLUCB, or UCB1 and IMED, keep states of the same shape)."""
+    env = KArmedBandit(family="bernoulli", means=np.array([0.2, 0.5, 0.8]), horizon=50, rng=0)
+    built = {}
+    for name, entry in learners().items():
+        for epsilon in [1.0, None] if entry.private else [None]:
+            try:
+                built[(name, epsilon)] = build_learner(entry, env, epsilon=epsilon, rng=0)
+            except (ValueError, TypeError, AttributeError):
+                continue  # plays no arms of a K-armed environment
+    assert len(built) > 20
+    for (source_name, source), (target_name, target) in itertools.permutations(built.items(), 2):
+        if type(source) is not type(target):
+            with pytest.raises(ValueError):
+                target.load_state_dict(source.state_dict())
+                pytest.fail(f"{target_name} loaded the state of {source_name}")

@@ -420,6 +420,7 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         # scale_noise (an audit's) must not load into a calibrated learner, whose privacy
         # would then claim the calibrated epsilon with a fraction of its noise
         return {
+            "learner": type(self).__name__,  # learners of one shape (DP-IMED, DP-KLUCB) differ
             "n_arms": self.n_arms,
             "horizon": self.horizon,
             "replicas": self.replicas,
@@ -452,7 +453,7 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
             saved_field(state, "config"),
             self._config(),
             who,
-            "number of arms, horizon, replicas, calibration or noise multiplier",
+            "learner, number of arms, horizon, replicas, calibration or noise multiplier",
         )
         t, acted = self._checked_rounds(state)
         multiplier = self._saved_multiplier(state)
