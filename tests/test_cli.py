@@ -260,6 +260,12 @@ def test_audit_one_run_text_and_misuse(capsys):
     assert "over the 1 audit at the full noise" in out
     assert main(["audit", "--canaries", "60"]) == 2
     assert "--one-run" in capsys.readouterr().err
+    for ignored in (["--T", "100"], ["--trials", "100"]):  # options of the many-run audit
+        assert main(["audit", "--one-run", *ignored, "--learners", "dp-ftrl-oco"]) == 2
+        assert "without --one-run" in capsys.readouterr().err
+    assert main(["audit", "--one-run", "--learners", "ucb1"]) == 2  # crashed printing no rows
+    err = capsys.readouterr().err
+    assert "['ucb1'] is not private" in err and "dp-imed" in err
 
 
 def test_mechanisms_for_a_person(capsys):
@@ -285,3 +291,31 @@ def test_mechanisms_anytime_json_meets_the_issue_ratio(capsys):
     ratios = best["ratio_to_fixed_horizon_sqrt"]
     assert sorted(int(t) for t in ratios) == [2**e for e in range(10, 21, 2)]
     assert max(ratios.values()) <= 1.5
+
+
+def test_mechanisms_refuses_options_its_table_would_ignore(capsys):
+    for args, says in [
+        (["--anytime", "--participations", "4"], "--anytime"),
+        (["--anytime", "--T", "64"], "--anytime"),
+        (["--anytime", "--epsilon", "2"], "--anytime"),
+        (["--min-separation", "5"], "goes with --participations"),
+        (["--participations", "4", "--epsilon", "2"], "no --epsilon"),
+        (["--T", "1024", "--participations", "4", "--min-separation", "2000"], "at most 1 do"),
+    ]:
+        assert main(["mechanisms", *args]) == 2, args
+        assert says in capsys.readouterr().err, args
+
+
+def test_list_takes_one_output_form_and_stops_quietly_when_its_reader_does(capsys):
+    with pytest.raises(SystemExit):
+        main(["list", "--json", "--markdown"])
+    assert "not allowed with" in capsys.readouterr().err
+    script = "import sys; from dponline.cli import main; sys.exit(main(['list', '--json']))"
+    proc = subprocess.run(  # `true` reads nothing: the pipe is closed before list writes
+        f'{sys.executable} -c "{script}" | true',
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.stderr == ""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,7 +56,7 @@ def _print_table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]
         for r in rows
     ]
     headers = [h for _, h, _ in columns]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(headers)]
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
     print("  ".join("-" * w for w in widths))
     for c in cells:
@@ -65,10 +66,28 @@ def _print_table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]
 def _cmd_mechanisms(args: argparse.Namespace) -> int:
     from dponline.experiments.mechanism_table import laplace_table, mechanism_table
 
+    person = args.participations > 1 or args.min_separation > 1
+    if args.anytime and (person or args.T is not None or args.epsilon is not None):
+        raise ValueError(
+            "--anytime compares counters without a horizon at --rho, for one round: it takes "
+            "no --T, --epsilon, --participations or --min-separation"
+        )
     if args.anytime:
         return _anytime_mechanisms(args)
-    if args.participations > 1 or args.min_separation > 1:
+    args.T = 1024 if args.T is None else args.T
+    if person:
+        k, b = args.participations, args.min_separation
+        if k == 1:
+            raise ValueError("--min-separation goes with --participations (2 or more)")
+        if args.epsilon is not None:
+            raise ValueError("the table for a person is Gaussian, at --rho: it takes no --epsilon")
+        if (k - 1) * b >= args.T:
+            raise ValueError(
+                f"{k} rounds at least {b} apart do not fit in T = {args.T} rounds: at most "
+                f"{(args.T - 1) // b + 1} do"
+            )
         return _person_mechanisms(args)
+    args.epsilon = 1.0 if args.epsilon is None else args.epsilon
     rows = mechanism_table(args.T, rho=args.rho)
     pure = laplace_table(args.T, epsilon=args.epsilon)
     if args.json:
@@ -315,13 +334,16 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from dponline.experiments.audit_table import audit_table, learner_audit_table
 
     if args.one_run:
+        if args.T is not None or args.trials is not None:
+            raise ValueError("--T and --trials go without --one-run (one run per learner)")
         return _cmd_audit_one_run(args)
     if args.learners is not None or args.canaries is not None:
         raise ValueError("--learners and --canaries go with --one-run")
 
+    horizon = 16 if args.T is None else args.T
     counter_seed = 1 if args.seed is None else args.seed
     counter_trials = 50_000 if args.trials is None else args.trials
-    rows = audit_table(horizon=args.T, trials=counter_trials, seed=counter_seed, progress=True)
+    rows = audit_table(horizon=horizon, trials=counter_trials, seed=counter_seed, progress=True)
     learner_rows = learner_audit_table(trials=args.trials, seed=args.seed, progress=True)
     alpha = rows[0]["alpha"]
     at_claim = sum(row["noise_fraction"] == 1 for row in rows) + len(learner_rows)
@@ -331,7 +353,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         print(
             json.dumps(
                 {
-                    "T": args.T,
+                    "T": horizon,
                     "trials": args.trials,
                     "familywise_bound": min(1.0, at_claim * alpha),
                     "rows": rows,
@@ -346,7 +368,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         "when the audit's lower bound on epsilon exceeds it.\n"
     )
     print(
-        f"Continual-counting mechanisms, T = {args.T}, epsilon = 1, {counter_trials} trials "
+        f"Continual-counting mechanisms, T = {horizon}, epsilon = 1, {counter_trials} trials "
         "per input:\n"
     )
     _print_table(
@@ -682,8 +704,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("list", help="every learner with its paper, setting and guarantee")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument(
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="machine-readable output")
+    form.add_argument(
         "--markdown", action="store_true", help="the guarantees as a Markdown page (the docs')"
     )
     p.set_defaults(func=_cmd_list)
@@ -709,15 +732,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_counting)
 
     p = sub.add_parser("mechanisms", help="continual-counting mechanisms, max and mean variance")
-    p.add_argument("--T", type=_positive_int, default=1024, help="horizon (default: %(default)s)")
+    p.add_argument("--T", type=_positive_int, default=None, help="horizon (default: 1024)")
     p.add_argument(
         "--rho", type=_positive_float, default=0.5, help="zCDP budget (default: %(default)s)"
     )
     p.add_argument(
         "--epsilon",
         type=_positive_float,
-        default=1.0,
-        help="pure-DP budget of the Laplace table (default: %(default)s)",
+        default=None,
+        help="pure-DP budget of the Laplace table (default: 1)",
     )
     p.add_argument(
         "--participations",
@@ -762,8 +785,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--T",
         type=_positive_int,
-        default=16,
-        help="horizon of the counters' streams (default: %(default)s)",
+        default=None,
+        help="horizon of the counters' streams (default: 16)",
     )
     p.add_argument(
         "--trials",
@@ -890,6 +913,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (Interrupted, KeyboardInterrupt) as exc:
         print(f"dponline {args.command}: {_interrupted(args, exc)}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader stopped early (``dponline list | head``)
+        # nothing more can reach it; point stdout at /dev/null so the exit flush is quiet
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a process a pipe closed
 
 
 def _interrupted(args: argparse.Namespace, exc: BaseException) -> str:

@@ -183,6 +183,12 @@ def test_replay_is_deterministic_with_a_seed():
     assert not np.array_equal(u[0].kept_rows, v[0].kept_rows)
     assert not np.array_equal(u[0].kept_rows, u[1].kept_rows)  # the seeds' runs differ
     assert a[0].label == "dp-glm-bandit eps=1"
+    assert u[0].label == "uniform-play"
+
+
+def test_a_private_learner_replayed_without_epsilon_is_labelled_non_private():
+    (run,) = replay_learner("dp-glm-bandit", open_bandit_log(10), seeds=1, horizon=20)
+    assert run.label == "dp-glm-bandit (non-private)"
 
 
 def test_every_contextual_learner_replays_on_the_open_bandit_log():

@@ -1011,9 +1011,16 @@ def one_run_table(
 
     catalogue = learners()
     if names is not None:
+        private = sorted(name for name, entry in catalogue.items() if entry.private)
         unknown = sorted(set(names) - set(catalogue))
         if unknown:
-            raise ValueError(f"unknown learners {unknown}; expected some of {sorted(catalogue)}")
+            raise ValueError(f"unknown learners {unknown}; expected some of {private}")
+        public = sorted(set(names) - set(private))
+        if public:
+            raise ValueError(
+                f"{public} {'is' if len(public) == 1 else 'are'} not private: the audit tests "
+                f"privacy claims, expected some of {private}"
+            )
     cases = [
         (name, entry, case)
         for name, entry in catalogue.items()

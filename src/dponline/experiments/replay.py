@@ -200,7 +200,10 @@ def replay_learner(
     target = ReplayTarget(log.dim, log.arms, h, log.reward_range, radius=radius)
     eps = epsilon if entry.private else None
     if label is None:
-        label = entry.name if eps is None else f"{entry.name} eps={eps:g}"
+        if eps is not None:
+            label = f"{entry.name} eps={eps:g}"
+        else:  # never a private learner's name on its non-private counterpart's row
+            label = f"{entry.name} (non-private)" if entry.private else entry.name
     runs = []
     for j, child in enumerate(np.random.SeedSequence(seed).spawn(seeds)):
         learner = build_learner(
