@@ -4,7 +4,9 @@ partial last batch, an exact computation of the privacy loss on a small case, EX
 
 from __future__ import annotations
 
+import copy
 import math
+import re
 
 import numpy as np
 import pytest
@@ -13,14 +15,18 @@ from dponline.bandits import DPEXP2
 from dponline.bandits.batched import (
     BatchedEXP2,
     BatchedEXP3,
+    BatchedHTINF,
     batched_exp3_regret_bound,
     paper_batch,
 )
+from dponline.bandits.exp2 import exp2_proven_regret_bound
 from dponline.bandits.exp3 import EXP3
 from dponline.environments import BanditEnvironment
 from dponline.environments.experts import stochastic_losses
+from dponline.privacy.arguments import ArgumentError
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import BanditFeedback
+from tests.bandits.stochastic_arms_helpers import same_state
 
 
 def _budget(eps, calibration="tight"):
@@ -300,3 +306,148 @@ def test_replicas_are_independent():
         lr.observe(BanditFeedback(np.full(5, 0.5)))
     runs = np.stack(arms, axis=1)
     assert len({tuple(r) for r in runs}) == 5
+
+
+_SUBSETS = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [1, 0, 0, 1], [0, 1, 1, 0]], dtype=float)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: BatchedEXP3(3, 11, budget=_budget(0.25), replicas=3, rng=0),  # tau 4, m = 3
+        lambda: BatchedEXP3(3, 11, budget=None, batch=3, replicas=2, rng=0),
+        lambda: BatchedHTINF(3, 11, budget=_budget(0.2), replicas=3, rng=0),  # tau 5, m = 1
+        lambda: BatchedEXP2(3, 11, budget=_budget(0.3), batch=4, replicas=2, rng=0),
+        lambda: BatchedEXP2(
+            4,
+            11,
+            budget=_budget(0.5),
+            actions=_SUBSETS,
+            eta=0.3,
+            gamma=0.2,
+            batch=3,
+            replicas=2,
+            rng=0,
+        ),
+    ],
+)
+def test_every_state_of_a_real_run_loads(make):
+    """States saved before and after every act(), at the horizon and after acting past it
+    (mid-batch, at batch ends, in the partial last batch) all pass the cross-checks of
+    prepare_load and load back as they were."""
+    lr = make()
+    losses = np.random.default_rng(3).uniform(size=(lr.horizon, 4))
+    states = []
+    for t in range(lr.horizon):
+        states.append(lr.state_dict())
+        arm = lr.act()
+        states.append(lr.state_dict())
+        loss = losses[t] @ _SUBSETS[arm].T if lr.n_arms == 4 else losses[t, arm]
+        lr.observe(BanditFeedback(np.asarray(loss).reshape(-1)))
+    states.append(lr.state_dict())
+    lr.act()
+    states.append(lr.state_dict())
+    for state in states:
+        fresh = make()
+        fresh.load_state_dict(state)
+        assert same_state(fresh.state_dict(), state)
+
+
+def _mid_batch():
+    """BatchedEXP3 with tau = 4 after 2 rounds of its first batch (losses 1), acted on the
+    third: (learner, state)."""
+    lr = BatchedEXP3(3, 20, budget=_budget(0.25), batch=4, replicas=2, rng=0)
+    for _ in range(2):
+        lr.act()
+        lr.observe(BanditFeedback(np.ones(2)))
+    lr.act()
+    return lr, lr.state_dict()
+
+
+def _corrupt(state, **fields):
+    bad = copy.deepcopy(state)
+    bad.update(fields)
+    return bad
+
+
+def test_a_state_whose_parts_disagree_is_refused_and_changes_nothing():
+    """Each part alone is well formed, but together they are not a state the learner can
+    reach: the batch's action missing mid-batch (the base would act twice in one batch), a
+    batch sum no run of the batch's rounds gives, a batch action other than the one the base
+    drew (the batch value would be credited to an arm not played), an arm without act()."""
+    _, state = _mid_batch()
+    chosen = np.asarray(state["algorithm"]["chosen"])
+    between = BatchedEXP3(3, 20, budget=_budget(0.25), batch=4, replicas=2, rng=0).state_dict()
+    cases = [
+        (_corrupt(state, choice=None, arm=None, acted=False, sum=np.full(2, -50.0)), "choice"),
+        (_corrupt(state, choice=None, arm=None, acted=False), "choice is missing"),
+        (_corrupt(state, sum=np.array([2.0, -0.5])), "saved sum -0.5"),
+        (_corrupt(state, sum=np.array([2.0, 2.5])), "saved sum 2.5"),
+        (_corrupt(between, sum=np.array([0.0, 0.3])), "saved sum must be 0"),
+        (_corrupt(between, choice=chosen), "choice is present"),
+        (_corrupt(state, choice=(chosen + 1) % 3, arm=(chosen + 1) % 3), "base algorithm drew"),
+        (_corrupt(state, arm=(chosen + 1) % 3), "saved arm"),
+        (_corrupt(state, acted=False), "saved arm is present"),
+    ]
+    for bad, match in cases:
+        lr, _ = _mid_batch()
+        before = lr.state_dict()
+        with pytest.raises(ArgumentError, match=match):
+            lr.load_state_dict(bad)
+        assert same_state(lr.state_dict(), before)
+    # a state at the horizon is between batches even when the last batch is partial
+    lr = BatchedEXP3(2, 6, budget=_budget(0.25), batch=4, rng=0)  # batches of 4 and 2 rounds
+    for _ in range(6):
+        lr.act()
+        lr.observe(BanditFeedback(np.ones(1)))
+    end = lr.state_dict()
+    assert lr.batch_position(6) == (2, 0) and np.all(end["sum"] == 0)
+    with pytest.raises(ArgumentError, match="saved sum must be 0"):
+        BatchedEXP3(2, 6, budget=_budget(0.25), batch=4, rng=0).load_state_dict(
+            _corrupt(end, sum=np.array([2.0]))
+        )
+
+
+def _cited_bound(derivation):
+    found = re.search(r"proven regret bound \(([^)]+)\)", derivation)
+    return None if found is None else float(found.group(1))
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"eta": 1e-4, "gamma": 0.05}, {"eta": 1e-4}, {"gamma": 0.5}]
+)
+def test_tight_exp2_tau_minimises_the_bound_at_the_run_s_step_sizes(options):
+    """The tau of batched EXP2's tight calibration minimises the proven bound at the eta and
+    gamma the run uses (the user's where given), and the bound its derivation cites holds for
+    the run: it is the bound at the run's own (eta, gamma, tau, b)."""
+    n, t = 10, 100_000
+    lr = BatchedEXP2(n, t, budget=_budget(1.0), **options)
+    run_bound = lr.batch * exp2_proven_regret_bound(
+        n, lr.rounds, lr.laplace_scale, 1.0, eta=lr.eta, gamma=lr.gamma
+    )
+    assert _cited_bound(lr.privacy.derivation) == pytest.approx(run_bound, rel=1e-3)
+    if options == {"eta": 1e-4, "gamma": 0.05}:
+        at = {}
+        for tau in range(1, 33):
+            try:
+                at[tau] = tau * exp2_proven_regret_bound(
+                    n, -(-t // tau), 1 / tau, 1.0, eta=1e-4, gamma=0.05
+                )
+            except ValueError:
+                pass
+        assert lr.batch == min(at, key=at.get) == 3  # not the default step sizes' 27
+    if not options:
+        assert lr.batch == 27
+
+
+@pytest.mark.parametrize("options", [{"eta": 0.5, "gamma": 0.9}, {"eta": 1e-6, "gamma": 1e-9}])
+def test_tight_exp2_without_a_proven_bound_takes_the_paper_s_tau_and_says_so(options):
+    """Step sizes that violate the proof's condition for every tau: no proven bound to tune
+    (as batched HTINF), so the paper's tau, and the derivation claims no bound."""
+    lr = BatchedEXP2(10, 100_000, budget=_budget(0.25), **options)
+    assert lr.batch == paper_batch(0.25, 100_000) == 4
+    assert "no proven regret bound" in lr.privacy.derivation
+    assert _cited_bound(lr.privacy.derivation) is None
+    assert lr.privacy.epsilon == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="violate"):
+        exp2_proven_regret_bound(10, lr.rounds, lr.laplace_scale, 1.0, eta=lr.eta, gamma=lr.gamma)

@@ -4,7 +4,9 @@ regret against the best expert), the environment, state and replicas."""
 
 from __future__ import annotations
 
+import copy
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -26,11 +28,13 @@ from dponline.bandits.exp4 import (
     robust_exp4_regret_bound,
 )
 from dponline.bandits.htinf import HTINF
-from dponline.environments import BanditEnvironment
+from dponline.environments import BanditEnvironment, expert_advice
 from dponline.environments.expert_advice import ExpertAdviceBandit, informed_expert_advice
+from dponline.privacy.arguments import ArgumentError
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import BanditFeedback
 from dponline.registry import build_learner
+from tests.bandits.stochastic_arms_helpers import same_state
 
 
 def test_advice_is_checked():
@@ -214,9 +218,9 @@ def test_environment_regret_is_against_the_best_expert_by_hand():
     fb, charged = env.round(0, np.array([0, 1]))
     np.testing.assert_array_equal(charged, [1.0, 0.0])
     np.testing.assert_array_equal(fb.loss, [1.0, 0.0])
-    with pytest.raises(ValueError, match="distribution"):
+    with pytest.raises(ValueError, match="must sum to 1"):
         ExpertAdviceBandit(losses, advice=advice * 2)
-    with pytest.raises(ValueError, match="advice must be"):
+    with pytest.raises(ValueError, match="advice covers 2 rounds"):
         ExpertAdviceBandit(losses, advice=advice[:2])
     bench = informed_expert_advice(400, 1, n_arms=4, n_experts=6)
     assert bench.n_experts == 6 and bench.n_arms == 4
@@ -264,3 +268,188 @@ def test_resume_bit_for_bit_and_replicas_independent(name, options):
         np.testing.assert_array_equal(a, b)
     runs = np.stack(reference, axis=1)
     assert len({tuple(r) for r in runs}) == 4
+
+
+def _play(lr, rounds, seed=0):
+    losses = np.random.default_rng(seed).uniform(size=(rounds, lr.replicas))
+    for t in range(rounds):
+        lr.act()
+        lr.observe(BanditFeedback(losses[t]))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: PrivateEXP4(
+            random_advice(9, 4, 3, seed=1), budget=PrivacyBudget(1.0), replicas=2, rng=0
+        ),
+        lambda: BatchedEXP4(
+            random_advice(9, 4, 3, seed=1), budget=PrivacyBudget(0.25), replicas=3, rng=0
+        ),
+        lambda: BatchedEXP4(
+            random_advice(9, 4, 3, seed=1),
+            budget=PrivacyBudget(0.2),
+            base="htinf",
+            replicas=3,
+            rng=0,
+        ),
+    ],
+)
+def test_every_state_of_a_real_run_loads(make):
+    """States saved before and after every act(), at the horizon and after acting past it
+    pass the cross-checks of prepare_load (the batch's arm is any arm its expert advised)."""
+    lr = make()
+    losses = np.random.default_rng(3).uniform(size=(lr.horizon, lr.replicas))
+    states = []
+    for t in range(lr.horizon):
+        states.append(lr.state_dict())
+        lr.act()
+        states.append(lr.state_dict())
+        lr.observe(BanditFeedback(losses[t]))
+    states.append(lr.state_dict())
+    lr.act()
+    states.append(lr.state_dict())
+    for state in states:
+        fresh = make()
+        fresh.load_state_dict(state)
+        assert same_state(fresh.state_dict(), state)
+
+
+def test_a_private_exp4_state_whose_exp4_step_disagrees_is_refused():
+    """EXP4 reads the advice of its own step: a state whose step is not the learner's round
+    (one value learned per round) would read another round's advice."""
+    advice = random_advice(50, 4, 3, seed=1)
+    lr = PrivateEXP4(advice, budget=PrivacyBudget(1.0), rng=0)
+    _play(lr, 10)
+    state = lr.state_dict()
+    assert state["t"] == state["algorithm"]["step"] == 10
+    for step in (0, 9, 11, 40):
+        bad = copy.deepcopy(state)
+        bad["algorithm"]["step"] = step
+        fresh = PrivateEXP4(advice, budget=PrivacyBudget(1.0), rng=0)
+        before = fresh.state_dict()
+        with pytest.raises(ArgumentError, match="learned from"):
+            fresh.load_state_dict(bad)
+        assert same_state(fresh.state_dict(), before)
+    PrivateEXP4(advice, budget=PrivacyBudget(1.0), rng=0).load_state_dict(state)
+
+
+@pytest.mark.parametrize("base", ["exp3", "htinf"])
+def test_a_batched_exp4_state_whose_parts_disagree_is_refused(base):
+    """The batch's expert must be the one the base drew; HTINF must have learned from the
+    batches that ended; the batch sum must be one the batch's rounds can give."""
+    advice = random_advice(40, 4, 3, seed=1)
+
+    def make():
+        return BatchedEXP4(advice, budget=PrivacyBudget(1.0), batch=4, base=base, rng=0)
+
+    lr = make()
+    _play(lr, 6)  # two rounds into the second batch
+    state = lr.state_dict()
+    expert = int(state["choice"][0])
+    bad_choice = copy.deepcopy(state)
+    bad_choice["choice"] = np.array([(expert + 1) % 4])
+    bad_sum = copy.deepcopy(state)
+    bad_sum["sum"] = np.array([2.5])
+    cases = [(bad_choice, "base algorithm drew"), (bad_sum, "saved sum 2.5")]
+    if base == "htinf":
+        bad_round = copy.deepcopy(state)
+        bad_round["algorithm"]["t"] = 1
+        cases.append((bad_round, "learned from"))
+    for bad, match in cases:
+        fresh = make()
+        before = fresh.state_dict()
+        with pytest.raises(ArgumentError, match=match):
+            fresh.load_state_dict(bad)
+        assert same_state(fresh.state_dict(), before)
+
+
+def test_the_learners_keep_their_own_copy_of_the_advice():
+    """Changing the caller's array after construction (a NaN row) changes neither what the
+    learners play nor the digest their states record: each keeps a read-only copy."""
+    pristine = random_advice(20, 3, 3, seed=0)
+    builders = (
+        lambda a: EXP4(a, eta=0.5, replicas=2, rng=np.random.default_rng(0)),
+        lambda a: PrivateEXP4(a, budget=PrivacyBudget(1.0), replicas=2, rng=0),
+        lambda a: BatchedEXP4(a, budget=PrivacyBudget(0.5), replicas=2, rng=0),
+    )
+    for build in builders:
+        shared = pristine.copy()
+        lr, reference = build(shared), build(pristine.copy())
+        shared[3] = np.nan
+        shared[5] = 0.0
+        for _ in range(20):
+            np.testing.assert_array_equal(lr.act(), reference.act())
+            if isinstance(lr, EXP4):
+                lr.learn(np.full(2, 0.5))
+                reference.learn(np.full(2, 0.5))
+            else:
+                lr.observe(BanditFeedback(np.full(2, 0.5)))
+                reference.observe(BanditFeedback(np.full(2, 0.5)))
+        assert np.isfinite(lr.probabilities()).all()
+        assert same_state(lr.state_dict(), reference.state_dict())  # the same advice digest
+        advice = lr.advice if isinstance(lr, EXP4 | BatchedEXP4) else lr.algorithm.advice
+        np.testing.assert_array_equal(advice, pristine)
+        assert not advice.flags.writeable
+
+
+def test_arm_experts_are_checked_without_building_the_whole_array():
+    """The (T, K, K) broadcast view of arm_experts is checked through the identity it repeats:
+    no array (nor temporary) of T K^2 entries is built, and the learners keep a view."""
+    T, K = 100_000, 20  # the view: 40 million entries (a boolean temporary: 40 MB)
+    view = arm_experts(T, K)
+    for build in (
+        checked_advice,
+        lambda a: PrivateEXP4(a, budget=PrivacyBudget(1.0), rng=0),
+        lambda a: BatchedEXP4(a, budget=PrivacyBudget(1.0), rng=0),
+    ):
+        tracemalloc.start()
+        try:
+            built = build(view)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 2_000_000, peak
+        advice = built if isinstance(built, np.ndarray) else getattr(built, "advice", None)
+        if advice is None:
+            advice = built.algorithm.advice
+        assert advice.shape == (T, K, K) and advice.strides[0] == 0
+        assert not advice.flags.writeable
+    with pytest.raises(ValueError, match="sum to 1"):
+        checked_advice(np.broadcast_to(np.full((1, 2, 2), 0.6), (T, 2, 2)))
+    with pytest.raises(ValueError, match="finite"):
+        checked_advice(np.broadcast_to(np.array([np.nan, 1.0]), (T, 3, 2)))
+
+
+def test_advice_is_copied_and_checked_once(monkeypatch):
+    """PrivateEXP4 hands its checked advice to EXP4, which does not check (nor copy) it
+    again; checking an array checked_advice returned returns it as it is."""
+    calls = []
+    copy_and_check = expert_advice._checked_copy
+
+    def counting(advice):
+        calls.append(1)
+        return copy_and_check(advice)
+
+    monkeypatch.setattr(expert_advice, "_checked_copy", counting)
+    advice = random_advice(30, 3, 4, seed=2)
+    for build in (
+        lambda: PrivateEXP4(advice, budget=PrivacyBudget(1.0), rng=0),
+        lambda: BatchedEXP4(advice, budget=PrivacyBudget(1.0), rng=0),
+        lambda: EXP4(advice, eta=0.1, replicas=1, rng=np.random.default_rng(0)),
+    ):
+        calls.clear()
+        build()
+        assert len(calls) == 1
+    checked = checked_advice(advice)
+    calls.clear()
+    assert checked_advice(checked, horizon=30, n_arms=4) is checked and not calls
+    with pytest.raises(ValueError, match="horizon 31"):
+        checked_advice(checked, horizon=31)
+    env = informed_expert_advice(30, 1, n_arms=4, n_experts=6)  # keeps its checked copy
+    calls.clear()
+    for name in ("private-exp4", "batched-exp4", "exp4"):
+        learner = build_learner(name, env, epsilon=1.0 if name != "exp4" else None, rng=0)
+        kept = learner.advice if hasattr(learner, "advice") else learner.algorithm.advice
+        assert kept is env.advice
+    assert not calls  # the environment's copy is every learner's, checked and copied once

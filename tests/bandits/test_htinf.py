@@ -4,6 +4,7 @@ learning on a stochastic instance."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -18,6 +19,7 @@ from dponline.bandits.htinf import HTINF, SKIP_CONSTANT, tsallis_weights
 from dponline.environments.k_armed import KArmedBandit
 from dponline.privacy.arguments import ArgumentError
 from dponline.privacy.budget import PrivacyBudget
+from dponline.protocol import BanditFeedback
 from dponline.registry import build_learner
 
 
@@ -100,3 +102,27 @@ def test_batched_htinf_learns_and_takes_the_papers_batch():
     regret = (pulls * (means.max() - means)).sum(axis=1).mean()
     uniform = horizon * (means.max() - means.mean())
     assert regret < 0.5 * uniform
+
+
+def test_a_batched_htinf_state_whose_base_round_disagrees_is_refused():
+    """HTINF's learning rate reads its round: it must have learned from the batches that
+    ended (t = 10 rounds in batches of 2: 5 values, HTINF at its round 6)."""
+    lr = BatchedHTINF(4, 100, budget=PrivacyBudget(0.5), rng=0)
+    assert lr.batch == 2
+    for _ in range(10):
+        lr.act()
+        lr.observe(BanditFeedback(np.array([0.5])))
+    state = lr.state_dict()
+    assert state["algorithm"]["t"] == 6
+    for t in (1, 5, 7):
+        bad = copy.deepcopy(state)
+        bad["algorithm"]["t"] = t
+        fresh = BatchedHTINF(4, 100, budget=PrivacyBudget(0.5), rng=0)
+        before = fresh.state_dict()
+        with pytest.raises(ArgumentError, match="learned from"):
+            fresh.load_state_dict(bad)
+        after = fresh.state_dict()
+        assert after["t"] == before["t"] == 0 and after["algorithm"]["t"] == 1
+        np.testing.assert_array_equal(after["algorithm"]["losses"], 0.0)
+    BatchedHTINF(4, 100, budget=PrivacyBudget(0.5), rng=0).load_state_dict(state)
+    assert lr.algorithm.learned_rounds(state["algorithm"]) == 5

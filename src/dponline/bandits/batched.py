@@ -55,9 +55,13 @@ depend on them: both are proven here.
 **Calibrations.** Both draw b_noise = width / (epsilon tau) (the exact sensitivity; nothing is
 looser to tighten). ``paper``: tau = ceil(1 / epsilon) (Corollary 2), capped at T. ``tight``:
 the tau in 1..min(T, ceil(16 / epsilon) + 16) that minimises the proven regret bound of the whole
-run (the base family's bound times tau; the least such tau on ties). For robust EXP3 at
-epsilon = 1 that is tau = 1, the paper's; EXP2's bound, with its log(NT) factors, prefers longer
-batches (tau = 27 for N = 10, T = 1e5). A ``batch`` option fixes tau for both.
+run (the base family's bound times tau, at the step sizes the run will use: the user's eta (and
+gamma) where given; the least such tau on ties). For robust EXP3 at epsilon = 1 that is tau = 1,
+the paper's; EXP2's bound, with its log(NT) factors, prefers longer batches (tau = 27 for N = 10,
+T = 1e5). Where the run's step sizes leave no tau with a proven bound (an eta and gamma given to
+EXP2 that violate its proof's condition), or the base has no proven bound (HTINF), ``tight``
+takes the paper's tau and its derivation says so instead of citing a bound. A ``batch`` option
+fixes tau for both.
 """
 
 from __future__ import annotations
@@ -80,10 +84,16 @@ from dponline.bandits.exp3 import (
     robust_exp3_regret_bound,
 )
 from dponline.bandits.htinf import HTINF, SKIP_CONSTANT
-from dponline.bandits.private_reduction import BanditAlgorithm, snapped, value_range
+from dponline.bandits.private_reduction import (
+    BanditAlgorithm,
+    saved_learned_rounds,
+    snapped,
+    value_range,
+)
 from dponline.privacy.arguments import (
     ArgumentError,
     checked_int_array,
+    checked_positive,
     checked_real_array,
     saved_field,
 )
@@ -154,8 +164,9 @@ class BatchCalibrator:
 
     ``width``: how far one round's observed loss can move (the sensitivity of the batch sum);
     ``bound(tau, b)``: the proven regret of the run with batches of tau rounds and Laplace(b)
-    on the batch value, which ``tight`` minimises over tau (``None``: no proven bound, and
-    ``tight`` takes the paper's tau); ``batch``: a fixed tau."""
+    on the batch value, at the step sizes the run will use, which ``tight`` minimises over tau
+    (``None``, or ``inf`` for every tau searched: no proven bound, and ``tight`` takes the
+    paper's tau and says so); ``batch``: a fixed tau."""
 
     horizon: int
     width: float
@@ -201,6 +212,13 @@ class BatchCalibrator:
         eps = budget.epsilon
         bounds = [self.bound(tau, self.width / (eps * tau)) for tau in range(1, top + 1)]
         tau = int(np.argmin(bounds)) + 1
+        if not math.isfinite(bounds[tau - 1]):  # the run's step sizes void the proof for all
+            tau = paper_batch(budget.epsilon, self.horizon)
+            how = (
+                "tau = ceil(1 / epsilon) (no proven regret bound at the run's step sizes for "
+                f"any tau in 1..{top} to tune)"
+            )
+            return self._answer(budget, tau, how)
         how = f"tau minimising the proven regret bound ({bounds[tau - 1]:.4g})"
         return self._answer(budget, tau, how)
 
@@ -382,10 +400,47 @@ class BatchedPrivateBandit(NoiseHandle, RoundDiscipline):
             return None
         return checked_int_array("saved choice", value, (self.replicas,), 0, self.n_arms)
 
+    def _checked_arm(self, arm: np.ndarray, choice: np.ndarray) -> None:
+        """Refuse a saved arm that the batch's action cannot have played (default: the arm is
+        the action itself, :meth:`_play`)."""
+        if not np.array_equal(arm, choice):
+            raise ArgumentError(
+                f"saved arm {arm.tolist()} is not the batch's action {choice.tolist()} (saved "
+                "choice): every round of a batch plays the base's action"
+            )
+
+    def _choice_bounds(self, choice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The interval of one round's observed loss in a batch whose base action is
+        ``choice`` (default: :meth:`_bounds` of the action, the arm every round plays)."""
+        return self._bounds(choice)
+
+    def batch_position(self, t: int) -> tuple[int, int]:
+        """(the batch values the base has learned from, the rounds of the batch under way
+        already observed) after t rounds: a batch ends after its tau-th round or at round T
+        (:meth:`batch_end`), so (floor(t / tau), t mod tau) before the horizon and (n, 0) at
+        it."""
+        if t == self.horizon:
+            return self.rounds, 0
+        return t // self.batch, t % self.batch
+
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
         """Check the configuration, the round counter, the batch's running sum, the batch's
-        and the round's actions and the base's whole state, then return the function that
-        installs them."""
+        and the round's actions and the base's whole state, and that they agree with each
+        other as :meth:`act` and :meth:`observe` keep them; then return the function that
+        installs them. After t rounds with r = :meth:`batch_position` (t)[1] rounds of the
+        batch under way observed:
+
+        * ``choice`` (the base's action for the batch) is present exactly when r > 0 or the
+          state has acted this round (the base acts at a batch's first ``act()``; the batch's
+          end clears it), and then equals the action the base's state says it drew (its
+          ``chosen``, which the bases here keep); ``arm`` is present exactly when the state
+          has acted, and is one the batch's action plays (:meth:`_checked_arm`);
+        * ``sum`` is 0 when r = 0 (a batch's end resets it) and else the sum of r losses of
+          the batch's action, in [r low, r high] for its interval [low, high] (up to the
+          rounding of r additions);
+        * a base that counts the values it learned from (HTINF's round,
+          :func:`~dponline.bandits.private_reduction.saved_learned_rounds`) has learned from
+          the :meth:`batch_position` (t)[0] batches that have ended."""
         checked_config(
             saved_field(state, "config"),
             self._config(),
@@ -402,7 +457,58 @@ class BatchedPrivateBandit(NoiseHandle, RoundDiscipline):
             arm = checked_int_array("saved arm", arm, (self.replicas,), 0, self.n_arms)
         if acted and (arm is None or choice is None):
             raise ArgumentError("saved state has acted this round but holds no arm or action")
-        install_algorithm = self.algorithm.prepare_load(saved_field(state, "algorithm"))
+        if arm is not None and not acted:
+            raise ArgumentError(
+                "saved arm is present but the state has not acted this round (observing a "
+                "round clears the round's arm)"
+            )
+        learned, into = self.batch_position(t)
+        if (choice is not None) != (into > 0 or acted):
+            where = (
+                f"{into} round(s) into a batch of tau = {self.batch}" if into else "between batches"
+            )
+            raise ArgumentError(
+                f"saved choice is {'missing' if choice is None else 'present'} at round "
+                f"t = {t}, {where}, {'after' if acted else 'before'} act(): the batch's "
+                "action is held exactly while a batch is under way (from its first act() to "
+                "its last observe)"
+            )
+        if choice is not None and arm is not None:
+            self._checked_arm(arm, choice)
+        if into == 0:
+            if np.any(total != 0.0):
+                raise ArgumentError(
+                    f"saved sum must be 0 at round t = {t}, between batches (a batch's end "
+                    f"resets it), got {total.tolist()}"
+                )
+        else:
+            assert choice is not None  # a batch is under way
+            low, high = self._choice_bounds(choice)
+            slack = into * into * np.finfo(float).eps * np.maximum(np.abs(low), np.abs(high))
+            outside = (total < into * low - slack) | (total > into * high + slack)
+            if outside.any():
+                j = int(np.argmax(outside))
+                raise ArgumentError(
+                    f"saved sum {float(total[j])!r} of replica {j} is not a sum of the {into} "
+                    f"loss(es) of the batch so far: it must lie in [{into} x {float(low[j]):.6g}, "
+                    f"{into} x {float(high[j]):.6g}]"
+                )
+        saved_algorithm = saved_field(state, "algorithm")
+        install_algorithm = self.algorithm.prepare_load(saved_algorithm)
+        base_learned = saved_learned_rounds(self.algorithm, saved_algorithm)
+        if base_learned is not None and base_learned != learned:
+            raise ArgumentError(
+                f"saved algorithm has learned from {base_learned} batch values, but t = {t} "
+                f"rounds in batches of tau = {self.batch} have ended {learned} batches"
+            )
+        if choice is not None and "chosen" in saved_algorithm:  # EXP3, HTINF, EXP2 keep it
+            drawn = np.asarray(saved_algorithm["chosen"])
+            if not np.array_equal(drawn, choice):
+                raise ArgumentError(
+                    f"saved choice {choice.tolist()} is not the action the base algorithm drew "
+                    f"for the batch (its saved chosen {drawn.tolist()}): the batch value would "
+                    "be credited to an action not played"
+                )
 
         def install() -> None:
             install_algorithm()
@@ -555,10 +661,14 @@ class BatchedEXP2(BatchedPrivateBandit):
 
     EXP2's step sizes are those its proof supports for the batch values' Laplace scale and its
     n rounds (:func:`~dponline.bandits.exp2.exp2_proof_parameters` with lambda = b and horizon
-    n), which ``tight`` uses to choose tau through :func:`~dponline.bandits.exp2.
-    exp2_proven_regret_bound` (times tau). A general action set (``actions``, (K, N), losses
-    in [0, 1]^N) needs ``eta`` and ``gamma`` (as DP-EXP2 does); the width of one value is then
-    the largest width of <l, a_k> over the loss box, and ``tight`` takes the paper's tau.
+    n) unless ``eta`` or ``gamma`` is given. ``tight`` chooses tau by
+    :func:`~dponline.bandits.exp2.exp2_proven_regret_bound` (times tau) at the (eta, gamma) the
+    run will use (gamma capped at 1, as EXP2 caps it), over the taus where they meet the
+    proof's condition eta N (1 + 4 b log(N n)) <= gamma <= 1; where they meet it for no tau,
+    there is no proven bound, and ``tight`` takes the paper's tau and says so in its
+    derivation. A general action set (``actions``, (K, N), losses in [0, 1]^N) needs ``eta``
+    and ``gamma`` (as DP-EXP2 does); the width of one value is then the largest width of
+    <l, a_k> over the loss box, and ``tight`` takes the paper's tau.
     """
 
     paper: ClassVar[str] = "Asi, Raman & Talwar (2025), batched conversion around EXP2"
@@ -580,6 +690,9 @@ class BatchedEXP2(BatchedPrivateBandit):
     ) -> None:
         n_dim = checked_count("n_arms", n_arms)
         t = checked_count("horizon", horizon)
+        # checked before the calibration reads them (tight's bound is at the run's step sizes)
+        eta = None if eta is None else checked_positive("eta", eta)
+        gamma = None if gamma is None else checked_positive("gamma", gamma)
         self.dim = n_dim
         self._value_low: np.ndarray | None = None
         self._value_high: np.ndarray | None = None
@@ -589,10 +702,16 @@ class BatchedEXP2(BatchedPrivateBandit):
                 raise ValueError(f"n_arms must be at least 2, got {n_arms!r}")
             self.n_arms, width = n_dim, 1.0
 
-            def bound(tau: int, b: float) -> float:
+            def bound(tau: int, b: float) -> float:  # at the step sizes the run will use
+                n = -(-t // tau)
+                default_eta, default_gamma = exp2_proof_parameters(n_dim, n, b, 1.0)
+                run_eta = default_eta if eta is None else eta
+                run_gamma = min(1.0, default_gamma if gamma is None else gamma)
                 try:
-                    return tau * exp2_proven_regret_bound(n_dim, -(-t // tau), b, 1.0)
-                except ValueError:  # gamma capped at 1 (rounding past it): no proven bound
+                    return tau * exp2_proven_regret_bound(
+                        n_dim, n, b, 1.0, eta=run_eta, gamma=run_gamma
+                    )
+                except ValueError:  # the proof's condition fails at them: no proven bound
                     return math.inf
 
         else:

@@ -9,13 +9,14 @@ against the best expert in hindsight: sum_t l_t(I_t) - min_j sum_t <xi_t^j, l_t>
 round, as the losses of an oblivious adversary are, and public: the privacy guarantees are over
 the losses only (neighbouring sequences differ in one round's losses; the advice is the same).
 The learner is built with it (from the environment's ``advice`` when it has one,
-:mod:`dponline.environments.expert_advice`, or from its ``experts`` option) and reads row t in
-round t only (round t is its own round counter; ``act()`` after the horizon rereads the last
-row). The round loop, the feedback (``BanditFeedback``) and the action space ("arms") are those
-of every multi-armed bandit: a bandit environment without advice can be played with the
-``experts="arms"`` experts (expert j always advises arm j; EXP4 is then EXP3) or
-``experts="random"`` (N Dirichlet(1) advice vectors per round, drawn up front from
-``advice_seed``, independent of the losses).
+:mod:`dponline.environments.expert_advice`, or from its ``experts`` option), keeps its own
+checked read-only copy (:func:`checked_advice`: later changes to the caller's array do not
+reach it) and reads row t in round t only (round t is its own round counter; ``act()`` after
+the horizon rereads the last row). The round loop, the feedback (``BanditFeedback``) and the
+action space ("arms") are those of every multi-armed bandit: a bandit environment without
+advice can be played with the ``experts="arms"`` experts (expert j always advises arm j; EXP4
+is then EXP3) or ``experts="random"`` (N Dirichlet(1) advice vectors per round, drawn up front
+from ``advice_seed``, independent of the losses).
 
 **EXP4** (Auer, Cesa-Bianchi, Freund & Schapire 2002; Lattimore & Szepesvari 2020, Algorithm 11
 and Theorem 18.1): weights q_t over the experts, proportional to exp(-eta Y~_{t-1}(j));
@@ -90,6 +91,7 @@ from dponline.bandits.exp3 import (
 )
 from dponline.bandits.htinf import HTINF, SKIP_CONSTANT
 from dponline.bandits.private_reduction import PrivateBanditReduction
+from dponline.environments.expert_advice import checked_advice
 from dponline.privacy.arguments import (
     ArgumentError,
     checked_generator,
@@ -99,7 +101,7 @@ from dponline.privacy.arguments import (
     checked_real_array,
     saved_field,
 )
-from dponline.privacy.bounds import Box, check_finite
+from dponline.privacy.bounds import Box
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import FeedbackKind, checked_count
 from dponline.registry import (
@@ -125,32 +127,6 @@ __all__ = [
     "robust_exp4_regret_bound",
 ]
 
-#: how far a row of advice may sum from 1
-ADVICE_TOLERANCE = 1e-9
-
-
-def checked_advice(
-    advice: Any, horizon: int | None = None, n_arms: int | None = None
-) -> np.ndarray:
-    """``advice`` as a float array (T, N, K) of distributions over the K arms (finite,
-    nonnegative, each row summing to 1 within 1e-9), with T = ``horizon`` and K = ``n_arms``
-    when given; N >= 1 experts, K >= 2 arms."""
-    a = check_finite(advice, "advice")
-    if a.ndim != 3 or min(a.shape) < 1 or a.shape[2] < 2:
-        raise ValueError(f"advice must be a (T, N, K) array with K >= 2 arms, got shape {a.shape}")
-    if horizon is not None and a.shape[0] != horizon:
-        raise ValueError(f"advice covers {a.shape[0]} rounds, expected the horizon {horizon}")
-    if n_arms is not None and a.shape[2] != n_arms:
-        raise ValueError(f"advice is over {a.shape[2]} arms, expected {n_arms}")
-    if a.min() < 0:
-        t, j, i = np.unravel_index(int(np.argmin(a)), a.shape)
-        raise ValueError(f"advice must be nonnegative, got {a[t, j, i]!r} at round {t}, expert {j}")
-    sums = a.sum(axis=2)
-    if np.abs(sums - 1.0).max() > ADVICE_TOLERANCE:
-        t, j = np.unravel_index(int(np.argmax(np.abs(sums - 1.0))), sums.shape)
-        raise ValueError(f"advice rows must sum to 1, got {sums[t, j]!r} at round {t}, expert {j}")
-    return a
-
 
 def advice_digest(advice: np.ndarray, rows: int = 4096) -> str:
     """SHA-256 of the advice's shape and values (float64, row-major), read a few thousand
@@ -163,10 +139,13 @@ def advice_digest(advice: np.ndarray, rows: int = 4096) -> str:
 
 
 def arm_experts(horizon: int, n_arms: int) -> np.ndarray:
-    """K experts, expert j always advising arm j: a read-only (T, K, K) view of the identity
-    (EXP4 over them is EXP3)."""
+    """K experts, expert j always advising arm j: a read-only (T, K, K) view of a read-only
+    identity of its own (EXP4 over them is EXP3); :func:`checked_advice` copies only the
+    identity, never the whole view."""
     t, k = checked_count("horizon", horizon), checked_count("n_arms", n_arms)
-    return np.broadcast_to(np.eye(k), (t, k, k))
+    eye = np.eye(k)
+    eye.flags.writeable = False
+    return np.broadcast_to(eye, (t, k, k))
 
 
 def random_advice(horizon: int, n_experts: int, n_arms: int, seed: int = 0) -> np.ndarray:
@@ -315,6 +294,11 @@ class EXP4(SampledArms):
             self.step, self._log_q, self._chosen, self.rng = int(step), log_q, chosen, rng
 
         return install
+
+    def learned_rounds(self, state: dict[str, Any]) -> int:
+        """The values a saved state (one :meth:`prepare_load` accepted) has learned from: its
+        step (``learn`` advances it), for a wrapper to check against its own round counter."""
+        return int(saved_field(state, "step"))
 
 
 class PrivateEXP4(PrivateBanditReduction):
@@ -495,6 +479,14 @@ class BatchedEXP4(BatchedPrivateBandit):
         if value is None:
             return None
         return checked_int_array("saved choice", value, (self.replicas,), 0, self.n_experts)
+
+    def _checked_arm(self, arm: np.ndarray, choice: np.ndarray) -> None:
+        """Any arm: the round's arm is drawn from the batch expert's advice (:meth:`_play`),
+        not the expert itself (its range is checked)."""
+
+    def _choice_bounds(self, choice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """[0, 1]: every arm's loss lies in it, whichever arms the batch's expert drew."""
+        return np.zeros(self.replicas), np.ones(self.replicas)
 
 
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---

@@ -85,7 +85,8 @@ class HTINF(SampledArms):
 
     It offers what a wrapper needs of a bandit algorithm
     (:class:`~dponline.bandits.private_reduction.BanditAlgorithm`): ``act()``, ``learn(values)``,
-    ``played()`` / ``played_arms()``, ``state_dict()`` and ``prepare_load()``.
+    ``played()`` / ``played_arms()``, ``state_dict()`` and ``prepare_load()``, and
+    ``learned_rounds(state)``, which a wrapper checks against its own round counter.
 
     Parameters
     ----------
@@ -177,3 +178,9 @@ class HTINF(SampledArms):
             self.rng, self._x = rng, None
 
         return install
+
+    def learned_rounds(self, state: dict[str, Any]) -> int:
+        """The values a saved state (one :meth:`prepare_load` accepted) has learned from:
+        t - 1, t being the 1-based round about to be played (``learn`` advances it), for a
+        wrapper to check against its own round counter."""
+        return int(saved_field(state, "t")) - 1

@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from dponline.privacy.arguments import saved_field
+from dponline.privacy.arguments import ArgumentError, saved_field
 from dponline.privacy.bounds import Box, InputBounds, NormBall, check_finite
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate
@@ -56,12 +56,19 @@ __all__ = [
     "BanditAlgorithm",
     "PrivateBanditReduction",
     "ReductionCalibrator",
+    "saved_learned_rounds",
     "value_range",
 ]
 
 
 class BanditAlgorithm(Protocol):
-    """What Algorithm 4 needs of the bandit algorithm it wraps."""
+    """What Algorithm 4 needs of the bandit algorithm it wraps.
+
+    An algorithm that counts the values it has learned from (HTINF, whose learning rate reads
+    its round; EXP4, which reads the advice of its round) also offers
+    ``learned_rounds(state)``: that count as a saved state it accepted records. A wrapper
+    then refuses a state whose count disagrees with its own round counter
+    (:func:`saved_learned_rounds`)."""
 
     dim: int
     replicas: int
@@ -82,6 +89,14 @@ class BanditAlgorithm(Protocol):
 
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
         """Check the whole saved state and return the function that installs it."""
+
+
+def saved_learned_rounds(algorithm: Any, state: Any) -> int | None:
+    """How many values a saved state of ``algorithm`` (one its ``prepare_load`` accepted)
+    records having learned from, read by its optional ``learned_rounds(state)``; ``None`` for
+    an algorithm that keeps no such count (EXP3, EXP2, SCRiBLe: nothing to cross-check)."""
+    count = getattr(algorithm, "learned_rounds", None)
+    return None if count is None else int(count(state))
 
 
 def value_range(bounds: InputBounds, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -279,7 +294,9 @@ class PrivateBanditReduction(NoiseHandle, RoundDiscipline):
 
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
         """Check the configuration, the round counter and the wrapped algorithm's whole state,
-        then return the function that installs them."""
+        and that they agree: each observed round hands the algorithm one value (line 5), so an
+        algorithm that counts its values (:func:`saved_learned_rounds`: EXP4's step) must have
+        learned from exactly t of them. Then return the function that installs them."""
         checked_config(
             saved_field(state, "config"),
             self._config(),
@@ -287,7 +304,14 @@ class PrivateBanditReduction(NoiseHandle, RoundDiscipline):
             "noise, loss set, horizon or guarantee",
         )
         t, acted = self._checked_rounds(state)
-        install_algorithm = self.algorithm.prepare_load(saved_field(state, "algorithm"))
+        saved_algorithm = saved_field(state, "algorithm")
+        install_algorithm = self.algorithm.prepare_load(saved_algorithm)
+        learned = saved_learned_rounds(self.algorithm, saved_algorithm)
+        if learned is not None and learned != t:
+            raise ArgumentError(
+                f"saved algorithm has learned from {learned} values but the saved round counter "
+                f"t is {t}: each observed round hands it one value, so the two must agree"
+            )
 
         def install() -> None:
             install_algorithm()

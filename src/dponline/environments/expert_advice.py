@@ -22,6 +22,7 @@ experts with random Dirichlet(1) advice: the best expert then beats every fixed 
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,10 +30,108 @@ import numpy as np
 
 from dponline.environments.bandits import BanditEnvironment
 from dponline.environments.experts import switching_best_losses
-from dponline.privacy.bounds import check_finite
+from dponline.privacy.arguments import ArgumentError, checked_real_array
 from dponline.protocol import FeedbackKind
 
-__all__ = ["ExpertAdviceBandit", "informed_expert_advice"]
+__all__ = [
+    "ADVICE_TOLERANCE",
+    "ExpertAdviceBandit",
+    "checked_advice",
+    "informed_expert_advice",
+]
+
+
+#: how far a row of advice may sum from 1
+ADVICE_TOLERANCE = 1e-9
+
+
+#: rounds of advice checked at a time (no temporary of the whole (T, N, K) array)
+CHECK_ROWS = 4096
+
+#: the arrays :func:`checked_advice` returned (private, read-only), by id: checked once
+_CHECKED: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+
+
+def _distinct_part(a: np.ndarray) -> np.ndarray:
+    """The part of a (T, N, K) array that holds all its values: along the rounds and the
+    experts, an axis a broadcast view repeats (stride 0, as :func:`arm_experts`) is cut to its
+    first entry. Rows over the arms are kept whole (their sums are checked)."""
+    cut = tuple(
+        slice(0, 1) if axis < 2 and a.strides[axis] == 0 else slice(None) for axis in range(3)
+    )
+    return a[cut]
+
+
+def _check_distributions(a: np.ndarray) -> None:
+    """Refuse advice rows (over the last axis) that are not finite nonnegative distributions
+    summing to 1 within :data:`ADVICE_TOLERANCE`, :data:`CHECK_ROWS` rounds at a time (the
+    first offending row in row-major order is named)."""
+    for start in range(0, a.shape[0], CHECK_ROWS):
+        block = a[start : start + CHECK_ROWS]
+        finite = np.isfinite(block)
+        if not finite.all():
+            bad = float(block[~finite].ravel()[0])
+            raise ArgumentError(
+                f"advice must be finite, got {bad!r} (NaN and infinity are never accepted)"
+            )
+        negative = block < 0
+        if negative.any():
+            t, j, i = np.unravel_index(int(np.argmax(negative)), block.shape)
+            raise ValueError(
+                f"advice must be nonnegative, got {block[t, j, i]!r} at round {start + t}, "
+                f"expert {j}"
+            )
+        sums = block.sum(axis=2)
+        off = np.abs(sums - 1.0) > ADVICE_TOLERANCE
+        if off.any():
+            t, j = np.unravel_index(int(np.argmax(off)), off.shape)
+            raise ValueError(
+                f"advice rows must sum to 1, got {sums[t, j]!r} at round {start + t}, expert {j}"
+            )
+
+
+def _checked_copy(advice: Any) -> np.ndarray:
+    """The learner's own read-only copy of ``advice`` (T, N, K), checked
+    (:func:`checked_advice`): of a broadcast view, only the part it repeats is copied and
+    checked (:func:`_distinct_part`), and the copy is broadcast back to (T, N, K)."""
+    raw = (
+        advice
+        if isinstance(advice, np.ndarray)
+        else checked_real_array("advice", advice, finite=False)
+    )
+    if raw.ndim != 3 or min(raw.shape) < 1 or raw.shape[2] < 2:
+        raise ValueError(
+            f"advice must be a (T, N, K) array with K >= 2 arms, got shape {raw.shape}"
+        )
+    part = checked_real_array("advice", _distinct_part(raw), finite=False)
+    own = np.array(part, dtype=float)  # a copy: the caller's array may change later
+    _check_distributions(own)
+    own.flags.writeable = False
+    out = own if own.shape == raw.shape else np.broadcast_to(own, raw.shape)
+    _CHECKED[id(out)] = out
+    return out
+
+
+def checked_advice(
+    advice: Any, horizon: int | None = None, n_arms: int | None = None
+) -> np.ndarray:
+    """``advice`` as a float array (T, N, K) of distributions over the K arms (finite,
+    nonnegative, each row summing to 1 within 1e-9), with T = ``horizon`` and K = ``n_arms``
+    when given; N >= 1 experts, K >= 2 arms.
+
+    The result is the learner's own read-only copy, checked after copying: a caller that
+    changes its array afterwards changes neither the advice the learner reads nor the digest
+    its saved states record. A broadcast view (:func:`arm_experts`) stays a view of a copy of
+    the part it repeats, which alone is checked: the whole (T, N, K) array is never built, nor
+    a temporary of its size. An array this function returned is returned as it is (checked
+    once: :class:`PrivateEXP4` hands its checked advice to :class:`EXP4`)."""
+    if not (isinstance(advice, np.ndarray) and _CHECKED.get(id(advice)) is advice):
+        advice = _checked_copy(advice)
+    if horizon is not None and advice.shape[0] != horizon:
+        raise ValueError(f"advice covers {advice.shape[0]} rounds, expected the horizon {horizon}")
+    if n_arms is not None and advice.shape[2] != n_arms:
+        raise ValueError(f"advice is over {advice.shape[2]} arms, expected {n_arms}")
+    return advice
 
 
 @dataclass
@@ -48,15 +147,10 @@ class ExpertAdviceBandit(BanditEnvironment):
 
     def __post_init__(self) -> None:
         self._validate_losses(0.0, 1.0)
-        a = check_finite(self.advice, f"advice of {self.name!r}")
         t, k = self.losses.shape
-        if a.ndim != 3 or a.shape[0] != t or a.shape[2] != k or a.shape[1] < 1:
-            raise ValueError(
-                f"advice must be a (T, N, K) = ({t}, N, {k}) array with N >= 1, got {a.shape}"
-            )
-        if a.min() < 0 or np.abs(a.sum(axis=2) - 1.0).max() > 1e-9:
-            raise ValueError("every row of advice must be a distribution over the arms")
-        self.advice = a
+        # the checked read-only copy the learners keep (they take it as it is, uncopied), so
+        # neither the regret below nor a learner sees later changes to the caller's array
+        a = self.advice = checked_advice(self.advice, horizon=t, n_arms=k)
         expert_losses = np.einsum("tjk,tk->tj", a, self.losses)  # <xi_t^j, l_t>
         self._best = np.cumsum(expert_losses, axis=0).min(axis=1)
 
