@@ -270,6 +270,13 @@ class LearnerEntry:
         """True when an environment with this feedback and action space fits the learner."""
         return feedback_kind is self.feedback_kind and action_space in self.action_spaces
 
+    def documented_options(self) -> dict[str, str]:
+        """The factory's options with their meaning: ``options``, and ``anytime`` for a learner
+        that runs without a horizon."""
+        if not self.anytime or "anytime" in self.options:
+            return dict(self.options)
+        return {**self.options, "anytime": ANYTIME_OPTION}
+
     def describe(self, environments: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """What ``dponline list`` prints, with the environments of ``environments`` (the
         environment catalogue, passed in: this module must not import it, the environments
@@ -288,12 +295,17 @@ class LearnerEntry:
             "private": self.private,
             "feedback_kind": self.feedback_kind.value,
             "action_space": list(self.action_spaces),
-            "options": dict(self.options),
+            "options": self.documented_options(),
             "counterpart_of": list(self.counterpart_of),
             "anytime": self.anytime,
             "environments": fitting,
         }
 
+
+#: what the option ``anytime`` of an anytime learner's factory means (``dponline list``)
+ANYTIME_OPTION = (
+    "True: run without a horizon (the environment's is ignored), with a guarantee for every t"
+)
 
 _CATALOGUE: dict[str, LearnerEntry] = {}
 _loaded = False
@@ -419,7 +431,7 @@ def build_learner(
         if match is None or match.group(1) not in options:
             raise
         bad = match.group(1)
-        documented = sorted(o for key in entry.options for o in key.split(", "))
+        documented = sorted(o for key in entry.documented_options() for o in key.split(", "))
         raise ValueError(
             f"learner {entry.name!r} has no option {bad!r}{did_you_mean(bad, documented)}; its "
             f"options: {', '.join(documented) or 'none'}"

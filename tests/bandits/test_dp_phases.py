@@ -5,6 +5,7 @@ and regret with fixed seeds."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -242,3 +243,12 @@ def test_the_options_are_checked() -> None:
         DPIMED(3, 10, budget=PrivacyBudget(1.0, 1e-6))
     g = DPKLUCB(3, 10, budget=PrivacyBudget(0.5, calibration="paper")).privacy
     assert g.epsilon == 0.5 and g.delta == 0.0 and "Proposition 2" in g.derivation
+
+
+def test_a_horizon_the_first_phases_fill_is_warned_about():
+    with pytest.warns(UserWarning, match=r"10 arms x 10 pulls\) fill the horizon T = 50"):
+        DPIMED(10, 50, budget=PrivacyBudget(1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DPIMED(10, 101, budget=PrivacyBudget(1.0))
+        DPKLUCB(10, None, budget=PrivacyBudget(1.0))

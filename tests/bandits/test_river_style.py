@@ -43,10 +43,14 @@ def test_the_learner_sees_one_minus_the_reward_as_its_loss():
     observe = p.learner.observe
     p.learner.observe = lambda fb: (seen.append(float(fb.loss[0])), observe(fb))
     p.update(p.pull(ARMS), 0.25)
-    assert seen == [0.75]
+    p.update(p.pull(ARMS), np.array(0.5))  # a 0-d array, as numpy reductions give
+    assert seen == [0.75, 0.5]
 
 
-@pytest.mark.parametrize("reward", [1.5, -0.1, math.nan, math.inf, "1", None, 1j, np.array([0.5])])
+@pytest.mark.parametrize(
+    "reward",
+    [1.5, -0.1, math.nan, math.inf, "1", None, 1j, np.array([0.5]), np.array(1.5), np.array("1")],
+)
 def test_rewards_outside_the_unit_interval_or_not_numbers_are_refused(reward):
     p = _policy()
     arm = p.pull(ARMS)
@@ -176,3 +180,63 @@ def test_river_replay_evaluation_drives_it():
     _, used_random = river_bandit.evaluate_offline(theirs, iter(history))
     assert 120 <= used_random <= 280
     assert 0.0 <= total.get() <= used
+
+
+def test_horizon_none_builds_the_anytime_version():
+    """horizon=None: the learner's anytime version (it plays past any horizon); the option
+    anytime itself, which would ignore a given horizon, is refused, as is None for a learner
+    without an anytime version."""
+    p = RiverPolicy.from_registry("dp-imed", ARMS, None, seed=0)
+    assert p.learner.horizon is None
+    for _ in range(30):
+        p.update(p.pull(ARMS), 0.5)
+    with pytest.raises(ValueError, match="not the option anytime"):
+        RiverPolicy.from_registry("dp-imed", ARMS, 10, anytime=True)
+    with pytest.raises(ValueError, match="no anytime version"):
+        RiverPolicy.from_registry("dp-se", ARMS, None)
+
+
+@pytest.mark.parametrize("name", ["dp-imed", "dp-exp2", "batched-exp3", "ucb1"])
+def test_a_saved_policy_resumes_where_it_stopped(name):
+    """state_dict between rounds and with a pull waiting for its reward: a policy loaded from
+    it pulls what the original pulls, with the same ranking and n."""
+    rewards = np.random.default_rng(5).random(40)
+    p = _policy(name, horizon=40)
+    for r in rewards[:17]:
+        p.update(p.pull(ARMS), r)
+    for waiting in (False, True):
+        if waiting:
+            p.pull(ARMS)
+        q = _policy(name, horizon=40)
+        q.load_state_dict(p.state_dict())
+        assert q.n == p.n == 17 and q.ranking == p.ranking
+        assert q.pull(ARMS) == p.pull(ARMS)
+    for r in rewards[17:]:
+        q.update(q.pull(ARMS), r)
+        p.update(p.pull(ARMS), r)
+        assert q.pull(ARMS) == p.pull(ARMS) or q.learner.t == 40
+
+
+def test_a_saved_policy_whose_parts_disagree_is_refused_and_changes_nothing():
+    p = _policy("dp-imed", horizon=40)
+    for _ in range(5):
+        p.update(p.pull(ARMS), 1.0)
+    waiting = p.pull(ARMS)
+    good = p.state_dict()
+    other = ARMS.index(waiting) - 1  # another arm's index
+    for change, says in [
+        ({"counts": good["counts"] + 1}, "add up to"),
+        ({"n": 6, "counts": good["counts"] + np.eye(3, dtype=np.int64)[0]}, "exceeds"),
+        ({"pulled": None}, "disagree"),
+        ({"pulled": other % 3}, "not the learner's decision"),
+        ({"pulled": 3}, "saved pulled"),
+    ]:
+        q = _policy("dp-imed", horizon=40)
+        before = q.state_dict()
+        with pytest.raises(ValueError, match=says):
+            q.load_state_dict({**good, **change})
+        assert (
+            q.n == 0
+            and q.learner.t == 0
+            and q.state_dict()["learner"]["t"] == before["learner"]["t"]
+        )

@@ -186,3 +186,21 @@ def test_a_fixed_layout_tree_is_built_as_calibrated():
     )
     anytime.step_block(np.zeros((1500, 1)))
     assert type(anytime._block) is fixed
+
+
+def test_make_counter_says_which_noise_a_pure_budget_needs():
+    bounds = Box(0.0, 1.0, dim=2)
+    with pytest.raises(ValueError, match="needs noise='laplace'"):
+        make_counter("honaker", horizon=10, bounds=bounds, budget=PrivacyBudget(1.0))
+    laplace = make_counter(
+        "honaker", horizon=10, bounds=bounds, budget=PrivacyBudget(1.0), noise="laplace"
+    )
+    assert laplace.privacy.delta == 0
+
+
+def test_a_counter_without_a_horizon_refuses_a_person_and_says_what_to_do():
+    person = PrivacyBudget(1.0, 1e-6, participations=4, min_separation=16)
+    with pytest.raises(ValueError, match="give a horizon") as err:
+        make_counter(horizon=None, bounds=Box(0.0, 1.0, dim=1), budget=person)
+    assert "PrivacyBudget(0.25, 1.18e-07)" in str(err.value)  # group privacy's way out
+    assert "proof" not in str(err.value)

@@ -245,3 +245,12 @@ def test_instance_families():
     assert custom.dim == 2 and custom.name == "k_armed:beta:custom"
     with pytest.raises(ArgumentError):
         build_k_armed(10, 0, instance="hard")
+    assert build_k_armed(10, 0, means=[0.1, 0.2], arms=2).dim == 2
+    assert build_k_armed(10, 0, instance="azize_basu", arms=5).dim == 5
+    for contradiction, says in [  # each option was silently ignored
+        (dict(means=[0.2, 0.5, 0.7, 0.9], arms=3), "4 means"),
+        (dict(instance="azize_basu", arms=3), "has 5 arms"),
+        (dict(means=[0.2, 0.5], instance="unequal_gaps"), "not both"),
+    ]:
+        with pytest.raises(ArgumentError, match=says):
+            build_k_armed(10, 0, **contradiction)

@@ -71,7 +71,7 @@ def test_click_rates_are_clicks_over_impressions():
         assert rates.shape == (80,) and np.all((rates >= 0) & (rates <= 1))
         weighted += rates * np.bincount(data.item_id[data.position == p], minlength=80)
     np.testing.assert_allclose(weighted / shown, pooled, rtol=1e-12)
-    for bad in (0, 4, True, "1", 1.5):
+    for bad in (0, 4, True, "1", 1.5, 2.0):
         with pytest.raises(ValueError, match="position must be"):
             open_bandit_click_rates(bad)
 

@@ -88,6 +88,7 @@ A first phase of fixed length n_1 adds at most n_1 sum Delta_i, O(1) in T.
 from __future__ import annotations
 
 import math
+import warnings
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -270,6 +271,15 @@ class GeometricPhases(KArmedLearner):
         )
         if self.first_phase > MAX_PHASE_END:
             raise ArgumentError(f"first_phase must be at most 2^62, got {first_phase!r}")
+        if self.horizon is not None and self.n_arms * self.first_phase >= self.horizon:
+            warnings.warn(
+                f"{type(self).__name__}: the first phases ({self.n_arms} arms x "
+                f"{self.first_phase} pulls) fill the horizon T = {self.horizon}, so every round "
+                "explores; a longer horizon, a larger epsilon or a smaller first_phase lets "
+                "it exploit",
+                UserWarning,
+                stacklevel=2,
+            )
         r, k = self.replicas, self.n_arms
         #: S~_i: every reward of the completed phases plus one Laplace term per phase
         self.noisy_sum = np.zeros((r, k))

@@ -28,7 +28,9 @@ What stays the library's, because the guarantee needs it:
 ``RiverPolicy.from_registry(name, arm_ids, horizon, epsilon=...)`` builds a registered learner
 for ``len(arm_ids)`` arms (one replica) and keeps the recipe for ``clone()``. A non-private
 learner (``ucb1``, ``thompson``, ``exp3``, ...) has no epsilon and ignores it: its ``privacy``
-is ``None``, which a deployment should check.
+is ``None``, which a deployment should check. ``state_dict()`` / ``load_state_dict()`` save and
+resume the whole policy (the learner's state with the pulls, ``n`` and a pull waiting for its
+reward).
 """
 
 from __future__ import annotations
@@ -40,7 +42,13 @@ from typing import Any
 
 import numpy as np
 
-from dponline.privacy.arguments import checked_count
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_count,
+    checked_int_array,
+    checked_nonnegative_int,
+    saved_field,
+)
 from dponline.protocol import BanditFeedback, FeedbackKind, Learner
 
 __all__ = ["ArmSpace", "RiverPolicy"]
@@ -104,14 +112,15 @@ class RiverPolicy:
         cls,
         name: str,
         arm_ids: Sequence[Hashable],
-        horizon: int,
+        horizon: int | None,
         *,
         epsilon: float | None = 1.0,
         calibration: str = "tight",
         seed: int | None = None,
         **options: Any,
     ) -> RiverPolicy:
-        """The registered learner ``name`` for ``len(arm_ids)`` arms and ``horizon`` rounds, at
+        """The registered learner ``name`` for ``len(arm_ids)`` arms and ``horizon`` rounds
+        (``None``: its anytime version, for learners that have one, ``dponline list``), at
         ``epsilon`` (``None``: its non-private counterpart) and ``calibration``, seeded with
         ``seed``; ``options`` are the learner's (``dponline list``). ``clone()`` builds the same
         configuration again with the same seed (river's convention): with an integer seed every
@@ -130,7 +139,18 @@ class RiverPolicy:
         if "arms" not in entry.action_spaces:
             raise ValueError(f"{name!r} plays {entry.action_space!r}, not arms")
         ids = list(arm_ids)
-        space = ArmSpace(len(ids), checked_count("horizon", horizon))
+        if "anytime" in options:
+            raise ValueError(
+                "pass horizon=None for a learner without a horizon (its anytime version), "
+                "not the option anytime"
+            )
+        if horizon is None:
+            if not entry.anytime:
+                raise ValueError(f"{name!r} needs a horizon: it has no anytime version")
+            options["anytime"] = True
+            space = ArmSpace(len(ids), 1)  # the anytime factory reads no horizon
+        else:
+            space = ArmSpace(len(ids), checked_count("horizon", horizon))
 
         def build() -> Learner:
             eps = epsilon if entry.private else None
@@ -173,6 +193,8 @@ class RiverPolicy:
                 "private learner learns only from the arms it plays"
             )
         reward = reward_args[0]
+        if isinstance(reward, np.ndarray) and reward.ndim == 0:  # a numpy scalar in an array
+            reward = reward[()]
         if isinstance(reward, (bool, np.bool_)):  # a click
             reward = float(reward)
         if (
@@ -185,6 +207,53 @@ class RiverPolicy:
         self._counts[self._index[arm_id]] += 1
         self._pulled = None
         self._n += 1
+
+    # --- saved state ----------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """The learner's saved state with the policy's own: each arm's pulls (``ranking``), the
+        rewards learned from (``n``) and the arm pulled and waiting for its reward (its index,
+        ``None`` between rounds). As sensitive as the learner's state (:mod:`dponline.rng`)."""
+        return {
+            "learner": self.learner.state_dict(),
+            "counts": self._counts.copy(),
+            "n": self._n,
+            "pulled": None if self._pulled is None else self._index[self._pulled],
+        }
+
+    def load_state_dict(self, state: Any) -> None:
+        """Continue from a :meth:`state_dict` of a policy over the same arms with an identically
+        built learner. Everything is checked before anything changes (a refused state leaves
+        the policy as it was): the learner's part by the learner, the pulls adding up to ``n``
+        and at most the learner's rounds, and an arm waiting for its reward exactly when the
+        learner has decided its round (and, where its state says which arm, that one)."""
+        k = len(self._ids)
+        saved_learner = saved_field(state, "learner")
+        install = self.learner.prepare_load(saved_learner)
+        counts = checked_int_array("saved counts", saved_field(state, "counts"), (k,), 0)
+        n = checked_nonnegative_int("saved n", saved_field(state, "n"))
+        if int(counts.sum()) != n:
+            raise ArgumentError(f"saved counts add up to {int(counts.sum())}, not n = {n}")
+        if n > int(saved_learner["t"]):
+            raise ArgumentError(f"saved n = {n} exceeds the learner's rounds {saved_learner['t']}")
+        pulled = saved_field(state, "pulled")
+        if pulled is not None:
+            pulled = int(checked_int_array("saved pulled", np.asarray(pulled), (), 0, k))
+        if (pulled is not None) != bool(saved_learner["acted"]):
+            raise ArgumentError(
+                "saved pulled arm and the learner's decision disagree: an arm waits for its "
+                "reward exactly when the learner has acted this round"
+            )
+        if pulled is not None and "arm" in saved_learner:
+            decided = int(np.asarray(saved_learner["arm"]).reshape(-1)[0])
+            if decided != pulled:
+                raise ArgumentError(
+                    f"saved pulled arm {pulled} is not the learner's decision {decided}"
+                )
+        install()
+        self._counts = counts.copy()
+        self._n = n
+        self._pulled = None if pulled is None else self._ids[pulled]
 
     @property
     def n(self) -> int:

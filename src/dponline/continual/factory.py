@@ -33,7 +33,7 @@ from dponline.continual.registry import get_mechanism
 from dponline.continual.selection import MEMORY_BUDGET, choose_mechanism, state_bytes
 from dponline.continual.unknown_horizon import BlockCalibration, DoublingCounter
 from dponline.privacy.bounds import InputBounds
-from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.budget import PrivacyBudget, group_privacy_hint
 from dponline.privacy.calibration import Calibrator, calibrate
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.privacy.noise import GaussianNoise
@@ -225,6 +225,11 @@ def make_counter(
     name = None if mechanism is None else get_mechanism(mechanism).name
     if not isinstance(budget, PrivacyBudget):
         raise TypeError(f"budget must be a PrivacyBudget, got {type(budget).__name__}")
+    if budget.delta == 0 and noise == "gaussian":
+        raise ValueError(
+            "a pure-DP budget (delta = 0) needs noise='laplace' (the default, gaussian noise, "
+            "gives (epsilon, delta)-DP with delta > 0)"
+        )
     if horizon is None:
         return anytime_counter(
             budget,
@@ -280,6 +285,14 @@ def anytime_counter(
     ``caller_checks_inputs``: as for :func:`build_counter`.
     """
     _check_someone_checks_inputs(budget, calibrator, bounds, caller_checks_inputs)
+    if budget is not None and budget.is_user_level:
+        raise ValueError(
+            group_privacy_hint(
+                "a counter without a horizon",
+                budget,
+                "give a horizon (the counters built for one prove person-level guarantees)",
+            )
+        )
     if budget is None:
 
         def exact(length: int) -> BlockCalibration:

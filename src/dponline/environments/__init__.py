@@ -2,7 +2,7 @@
 decision in hindsight. Every environment implements :class:`Environment`."""
 
 from dponline.environments.bandits import BanditEnvironment, StochasticBandit
-from dponline.environments.base import Environment
+from dponline.environments.base import Environment, HeldOutEvaluation
 from dponline.environments.contextual import DigitsBandit, SyntheticGLMBandit
 from dponline.environments.expert_advice import ExpertAdviceBandit, informed_expert_advice
 from dponline.environments.experts import (
@@ -28,6 +28,7 @@ __all__ = [
     "Environment",
     "ExpertAdviceBandit",
     "ExpertsEnvironment",
+    "HeldOutEvaluation",
     "KArmedBandit",
     "LinearLossEnvironment",
     "LinearRegressionStream",

@@ -272,23 +272,33 @@ def build_k_armed(
     rng: RngLike,
     family: str = "bernoulli",
     means: Any = None,
-    instance: str = "two_level",
-    arms: int = 10,
+    instance: str | None = None,
+    arms: int | None = None,
     concentration: float = 2.0,
     sigma: float = 0.1,
 ) -> KArmedBandit:
     """A :class:`KArmedBandit` for the catalogue: ``means`` if given (for ``gaussian``, the
-    normal's means before clipping), else the instance ``instance`` (``two_level``: 0.9 and
-    0.8; ``unequal_gaps``: 0.9 down to 0.5; both with ``arms`` arms; ``azize_basu``: its five
-    arms, ``arms`` ignored)."""
-    label = "custom" if means is not None else instance
-    if means is None:
+    normal's means before clipping; ``arms``, if given too, must be their number), else the
+    instance ``instance`` (default ``two_level``: 0.9 and 0.8; ``unequal_gaps``: 0.9 down to
+    0.5; both with ``arms`` arms, default 10; ``azize_basu``: its five arms). Options that
+    contradict each other (means and an instance, or another number of arms) are refused."""
+    if means is not None:
+        if instance is not None:
+            raise ArgumentError("give means or an instance, not both")
+        label = "custom"
+        count = np.asarray(means).size
+        if arms is not None and arms != count:
+            raise ArgumentError(f"arms = {arms!r} but {count} means are given")
+    else:
+        label = instance = "two_level" if instance is None else instance
         if instance == "two_level":
-            means = two_level_means(arms)
+            means = two_level_means(10 if arms is None else arms)
         elif instance == "unequal_gaps":
-            means = unequal_gap_means(arms)
+            means = unequal_gap_means(10 if arms is None else arms)
         elif instance == "azize_basu":
             means = azize_basu_means()
+            if arms is not None and arms != means.size:
+                raise ArgumentError(f"the azize_basu instance has {means.size} arms, not {arms!r}")
         else:
             raise ArgumentError(f"instance must be one of {list(INSTANCES)}, got {instance!r}")
     return KArmedBandit(

@@ -120,7 +120,11 @@ def load_open_bandit_sample() -> OpenBanditSample:
 def _checked_position(position: Any) -> int | None:
     if position is None:
         return None
-    if isinstance(position, bool) or position not in range(1, _POSITIONS + 1):
+    if (
+        not isinstance(position, int | np.integer)
+        or isinstance(position, bool)
+        or (position not in range(1, _POSITIONS + 1))
+    ):
         raise ValueError(f"position must be None (all pooled) or 1, 2 or 3, got {position!r}")
     return int(position)
 

@@ -173,8 +173,8 @@ def checked_int_array(
     if arr.shape != tuple(shape):
         raise ArgumentError(f"{name} must have shape {tuple(shape)}, got {arr.shape}")
     if arr.size and (arr.min() < low or (high is not None and arr.max() >= high)):
-        upper = "" if high is None else f", {high - 1}"
-        raise ArgumentError(f"{name} must lie in [{low}{upper}], got {_show(value)}")
+        span = f"[{low}, inf)" if high is None else f"[{low}, {high - 1}]"
+        raise ArgumentError(f"{name} must lie in {span}, got {_show(value)}")
     return arr.astype(np.int64)
 
 

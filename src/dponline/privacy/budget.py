@@ -224,7 +224,12 @@ class PrivacyBudget:
         raise WeakerGuaranteeError(message + hint)
 
 
-def group_privacy_hint(what: str, budget: PrivacyBudget) -> str:
+def group_privacy_hint(
+    what: str,
+    budget: PrivacyBudget,
+    instead: str = "use a calibration that supports persons (the continual counters' 'tight' "
+    "calibration)",
+) -> str:
     """The refusal of a user-level ``budget`` by ``what``, which proves event-level privacy only,
     with the group-privacy way out: an (e, d)-DP mechanism over one round is
     (k e, k e^((k-1) e) d)-DP over k changed rounds (Dwork & Roth 2014, Theorem 2.2 for pure DP;
@@ -235,8 +240,7 @@ def group_privacy_hint(what: str, budget: PrivacyBudget) -> str:
     delta_k = budget.delta / (k * math.exp((k - 1) * eps_k))
     return (
         f"{what} proves event-level privacy (one round) only and does not support a user-level "
-        f"budget ({budget.unit}); use a calibration that supports persons (the continual "
-        "counters' 'tight' calibration), or rely on group privacy: an event-level budget "
+        f"budget ({budget.unit}); {instead}, or rely on group privacy: an event-level budget "
         f"PrivacyBudget({eps_k:.6g}, {delta_k:.3g}) protects a person's {k} rounds at "
         f"({budget.epsilon:.6g}, {budget.delta:.3g})"
     )
