@@ -319,7 +319,9 @@ def run_demo(
                 ""
                 if full
                 else " `dponline demo --full` adds the NYSE and DJIA settings, the "
-                "synthetic GLM bandit and the 1-D portfolio, at 20 seeds."
+                "synthetic GLM bandit, bandits with expert advice and the 1-D portfolio, and "
+                "the other learners (the other K-armed bandits, EXP3, EXP4 and their batched "
+                "private versions among them), at 20 seeds."
             )
         ),
         captions=spec.captions(),
