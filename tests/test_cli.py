@@ -319,3 +319,22 @@ def test_list_takes_one_output_form_and_stops_quietly_when_its_reader_does(capsy
         check=False,
     )
     assert proc.stderr == ""
+
+
+def test_a_broken_pipe_that_is_not_stdout_s_is_an_error(monkeypatch):
+    import os
+
+    import dponline.cli as cli
+
+    def unrelated_pipe_breaks(args):
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            os.write(write, b"x")  # a pipe of the command's own (a worker's) breaks
+        finally:
+            os.close(write)
+        return 0
+
+    monkeypatch.setattr(cli, "_cmd_list", unrelated_pipe_breaks)
+    with pytest.raises(BrokenPipeError):
+        main(["list"])

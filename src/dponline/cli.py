@@ -914,11 +914,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (Interrupted, KeyboardInterrupt) as exc:
         print(f"dponline {args.command}: {_interrupted(args, exc)}", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # the reader stopped early (``dponline list | head``)
-        # nothing more can reach it; point stdout at /dev/null so the exit flush is quiet
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise  # another pipe of the command's: a real error
+        # stdout's reader stopped early (``dponline list | head``): nothing more can reach it;
+        # point stdout at /dev/null so the exit flush is quiet
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a process a pipe closed
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reading end is closed (poll reports an error on it)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll, or stdout is not a file
+        return False
 
 
 def _interrupted(args: argparse.Namespace, exc: BaseException) -> str:

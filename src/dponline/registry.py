@@ -275,7 +275,8 @@ class LearnerEntry:
         that runs without a horizon."""
         if not self.anytime or "anytime" in self.options:
             return dict(self.options)
-        return {**self.options, "anytime": ANYTIME_OPTION}
+        guarantee = ", with a guarantee for every t" if self.private else ""
+        return {**self.options, "anytime": ANYTIME_OPTION + guarantee}
 
     def describe(self, environments: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """What ``dponline list`` prints, with the environments of ``environments`` (the
@@ -303,9 +304,7 @@ class LearnerEntry:
 
 
 #: what the option ``anytime`` of an anytime learner's factory means (``dponline list``)
-ANYTIME_OPTION = (
-    "True: run without a horizon (the environment's is ignored), with a guarantee for every t"
-)
+ANYTIME_OPTION = "True: run without a horizon (the environment's is ignored)"
 
 _CATALOGUE: dict[str, LearnerEntry] = {}
 _loaded = False

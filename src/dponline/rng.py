@@ -10,7 +10,10 @@ and a seed that an adversary knows or guesses voids the guarantee; deployments p
 (the operating system's entropy). A saved state holds the generator's state and the learner's
 exact statistics, so it is as sensitive as the data; and since no check can tell a generator
 state or noise already drawn from edited ones, load only states you wrote (authenticated, for
-example with an HMAC, when they leave your control).
+example with an HMAC, when they leave your control). Continue a state once: two runs from one
+state draw the same noise, so what the first released and what the second releases on other
+data differ by the data alone. (A K-armed learner whose fast path failed midway refuses to go
+on for that reason: its last state is one the environment already ran on.)
 """
 
 from __future__ import annotations
@@ -22,13 +25,7 @@ import numpy as np
 
 RngLike = None | int | np.random.SeedSequence | np.random.Generator
 
-__all__ = [
-    "RngLike",
-    "as_generator",
-    "generator_from_state",
-    "generator_state",
-    "with_current_generators",
-]
+__all__ = ["RngLike", "as_generator", "generator_from_state", "generator_state"]
 
 
 def as_generator(rng: RngLike) -> np.random.Generator:
@@ -73,42 +70,3 @@ def generator_from_state(state: dict[str, Any]) -> np.random.Generator:
     bit_gen = bit_gen_cls()
     bit_gen.state = copy.deepcopy(state)
     return np.random.Generator(bit_gen)
-
-
-def _is_generator_state(value: Any) -> bool:
-    return (
-        isinstance(value, dict) and isinstance(value.get("bit_generator"), str) and "state" in value
-    )
-
-
-def _jumped_state(state: dict[str, Any]) -> dict[str, Any]:
-    """A state whose draws the saved one's stream never reaches: its ``jumped()`` (2^127 or
-    more steps ahead for numpy's bit generators that have one), else fresh entropy."""
-    bit_gen = generator_from_state(state).bit_generator
-    jumped = getattr(bit_gen, "jumped", None)
-    return copy.deepcopy((jumped() if jumped is not None else type(bit_gen)()).state)
-
-
-def with_current_generators(saved: Any, current: Any) -> Any:
-    """``saved`` (a ``state_dict()``) with every generator state in it replaced by the one at the
-    same place in ``current`` (a later ``state_dict()`` of the same object).
-
-    For undoing a call that failed after its noise was used: an environment that has seen
-    decisions made with the call's noise must never meet that noise again, so the object goes
-    back to its statistics before the call and keeps its generators where the call left them
-    (a plain restore would draw the same values for the retry). A generator state with no
-    counterpart in ``current`` is jumped ahead instead (:func:`_jumped_state`).
-    """
-    if _is_generator_state(saved):
-        return copy.deepcopy(current) if _is_generator_state(current) else _jumped_state(saved)
-    if isinstance(saved, dict):
-        later = current if isinstance(current, dict) else {}
-        return {k: with_current_generators(v, later.get(k)) for k, v in saved.items()}
-    if isinstance(saved, list | tuple):
-        later = list(current) if isinstance(current, list | tuple) else []
-        merged = [
-            with_current_generators(v, later[i] if i < len(later) else None)
-            for i, v in enumerate(saved)
-        ]
-        return merged if isinstance(saved, list) else tuple(merged)
-    return saved

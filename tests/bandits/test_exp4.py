@@ -391,6 +391,12 @@ def test_the_learners_keep_their_own_copy_of_the_advice():
         advice = lr.advice if isinstance(lr, EXP4 | BatchedEXP4) else lr.algorithm.advice
         np.testing.assert_array_equal(advice, pristine)
         assert not advice.flags.writeable
+        with pytest.raises(ValueError, match="WRITEABLE"):  # nor can it be made writeable
+            advice.flags.writeable = True
+    view = checked_advice(arm_experts(10, 3))  # the broadcast view's base as well
+    for array in (view, view.base):
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            array.flags.writeable = True
 
 
 def test_arm_experts_are_checked_without_building_the_whole_array():

@@ -19,7 +19,6 @@ from dponline.bandits.k_armed import (
 from dponline.environments import KArmedBandit
 from dponline.protocol import BanditFeedback
 from dponline.registry import build_learner
-from tests.bandits.stochastic_arms_helpers import same_state
 
 
 class FixedArms:
@@ -218,15 +217,17 @@ def test_fast_path_respects_the_horizon_and_refuses_bad_sums():
         learner.play_stochastic(FixedArms([1.0, 0.0]), 11)
     learner.play_stochastic(FixedArms([1.0, 0.0]), 4)
     before = learner.state_dict()
-    broken = FixedArms([1.0, 0.0])
-    broken.reward_sums = lambda arms, counts, rng=None: 2.0 * counts  # rewards of 2
-    with pytest.raises(ValueError, match="outside"):
-        learner.play_stochastic(broken, 6)
-    assert_same_state(before, learner.state_dict())
     with pytest.raises(TypeError, match="stochastic K-armed environment"):
         learner.play_stochastic(object(), 1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="means"):
         learner.play_stochastic(FixedArms([1.0, 0.0, 0.0]), 1)
+    assert_same_state(before, learner.state_dict())  # refused before playing: nothing changed
+    broken = FixedArms([1.0, 0.0])
+    broken.reward_sums = lambda arms, counts, rng=None: 2.0 * counts  # rewards of 2
+    with pytest.raises(ValueError, match="outside"):
+        learner.play_stochastic(broken, 6)
+    learner.load_state_dict(before)
+    assert_same_state(before, learner.state_dict())
 
 
 class FailsAt(FixedArms):
@@ -241,76 +242,53 @@ class FailsAt(FixedArms):
         return 2.0 * counts if self.calls == self.fail_at else sums
 
 
-def test_a_refused_sum_undoes_the_call_but_never_its_noise():
-    """The environment saw arms chosen with the noise the call drew before the refused sum: the
-    learner goes back to its statistics before the call with its generators where the call left
-    them, so a retry draws fresh noise (a plain restore drew the same values again)."""
+def test_a_failed_call_goes_back_and_refuses_to_go_on_until_a_state_is_loaded():
+    """The environment saw arms chosen with noise the call drew (3 commitments concluded before
+    the refused sum): the learner goes back to its statistics before the call and refuses every
+    call but load_state_dict, since going on would draw that noise again."""
     learner = Schedule(2, 30, length=3, replicas=2, rng=1)
     before = learner.state_dict()
     with pytest.raises(ValueError, match="outside"):
-        learner.play_stochastic(FailsAt([1.0, 0.0], fail_at=4), 12)  # 3 commitments concluded
-    after = learner.state_dict()
-    assert_same_state(
-        {k: v for k, v in before.items() if k != "generators"},
-        {k: v for k, v in after.items() if k != "generators"},
-    )
-    assert after["generators"] != before["generators"]
+        learner.play_stochastic(FailsAt([1.0, 0.0], fail_at=4), 12)
+    np.testing.assert_array_equal(learner.pulls, before["pulls"])  # the state before the call
+    assert learner.t == 0 and len(learner.log) == 3
+    for call in (
+        learner.act,
+        learner.state_dict,
+        lambda: learner.observe(BanditFeedback(np.zeros(2))),
+        lambda: learner.play_stochastic(FixedArms([1.0, 0.0]), 1),
+    ):
+        with pytest.raises(RuntimeError, match=r"failed .*ValueError.* meet that noise again"):
+            call()
+    learner.load_state_dict(before)  # the caller's decision (dponline.rng)
     learner.play_stochastic(FixedArms([1.0, 0.0]), 12)
-    twin = Schedule(2, 30, length=3, replicas=2, rng=1)
-    twin.play_stochastic(FixedArms([1.0, 0.0]), 12)
-    assert np.all(learner.noise_seen != twin.noise_seen)
-    assert learner.log[3:] == twin.log  # the same conclusions (the log is not undone)
+    assert learner.t == 12
 
 
 @pytest.mark.parametrize("name", PRIVATE_K_ARMED)
 @pytest.mark.parametrize("calibration", ["tight", "paper"])
-def test_no_private_learner_reuses_the_noise_of_a_refused_call(name, calibration):
-    """Every private K-armed learner (DP-UCB's counter and DP-SE's epochs included), on
-    deterministic rewards: after a call refused at its last environment call, a retry's
-    generators and releases are not those of a twin that never failed (the old restore made
-    them equal)."""
-    horizon = 20_000 if name == "dp-se" else 2_000  # DP-SE's first epoch: some 10^4 rounds
-    env = KArmedBandit(family="bernoulli", means=np.array([0.2, 0.5, 0.8]), horizon=horizon, rng=0)
+def test_no_private_learner_goes_on_after_a_failed_call(name, calibration):
+    """Every private K-armed learner (DP-UCB's counters, whose noise is partly drawn ahead,
+    included): a call refused at its last environment call leaves the learner refusing to go
+    on, until a state is loaded."""
+    env = KArmedBandit(family="bernoulli", means=np.array([0.2, 0.5, 0.8]), horizon=2000, rng=0)
     means = [0.0, 0.5, 1.0]
 
     def build() -> KArmedLearner:
         return build_learner(name, env, epsilon=1.0, calibration=calibration, rng=3, replicas=2)
 
-    learner, twin = build(), build()
-    fresh = generator_states(twin.state_dict())
-    counted = FixedArms(means)
-    twin.play_stochastic(counted, horizon)
+    learner, counted = build(), FixedArms(means)
+    fresh = learner.state_dict()
+    build().play_stochastic(counted, 2000)
     with pytest.raises(ValueError, match="outside"):
-        learner.play_stochastic(FailsAt(means, fail_at=counted.calls), horizon)
-    drew = generator_states(learner.state_dict())
-    assert drew != fresh  # the refused call drew noise before its last environment call
-    learner.play_stochastic(FixedArms(means), horizon)
-    assert generator_states(learner.state_dict()) != generator_states(twin.state_dict())
-    if name != "dp-se":  # DP-SE keeps no released value once its eliminations are decided
-        assert not same_state(statistics(learner.state_dict()), statistics(twin.state_dict()))
-
-
-def generator_states(state: Any) -> list:
-    """Every generator state in a saved state, in order."""
-    if is_generator_state(state):
-        return [state]
-    values = state.values() if isinstance(state, dict) else state
-    if isinstance(state, dict | list | tuple):
-        return [g for v in values for g in generator_states(v)]
-    return []
-
-
-def statistics(state: Any) -> Any:
-    """A saved state without its generator states."""
-    if isinstance(state, dict):
-        return {k: statistics(v) for k, v in state.items() if not is_generator_state(v)}
-    if isinstance(state, list | tuple):
-        return [statistics(v) for v in state if not is_generator_state(v)]
-    return state
-
-
-def is_generator_state(value: Any) -> bool:
-    return isinstance(value, dict) and "bit_generator" in value
+        learner.play_stochastic(FailsAt(means, fail_at=counted.calls), 2000)
+    with pytest.raises(RuntimeError, match="meet that noise again"):
+        learner.play_stochastic(FixedArms(means), 1)
+    with pytest.raises(RuntimeError, match="meet that noise again"):
+        learner.act()
+    learner.load_state_dict(fresh)
+    learner.play_stochastic(FixedArms(means), 2000)
+    assert learner.t == 2000
 
 
 def test_resume_mid_commitment_is_bit_exact():

@@ -80,7 +80,7 @@ from dponline.privacy.arguments import (
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import FeedbackKind
 from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, register_learner
-from dponline.rng import RngLike, with_current_generators
+from dponline.rng import RngLike
 
 __all__ = [
     "DPSE",
@@ -230,9 +230,8 @@ class RoundRobinEpochs(KArmedLearner):
         iteration: the pulls of each arm in the epoch's round robin are counted, and the
         environment draws the reward sum of each arm's pulls at once. Returns each replica's
         pseudo-regret and pulls over these rounds, as
-        :meth:`~dponline.bandits.k_armed.KArmedLearner.play_stochastic` does; a refused reward
-        sum takes the statistics back to before the call, with the generators where it left
-        them."""
+        :meth:`~dponline.bandits.k_armed.KArmedLearner.play_stochastic` does, and like it,
+        after a failed call, goes back to the state before it and refuses to go on."""
         n, gap = self._stochastic_call(env, rounds)
         r, k = self.replicas, self.n_arms
         regret = np.zeros(r)
@@ -299,10 +298,8 @@ class RoundRobinEpochs(KArmedLearner):
                     done = sweep[self.position[sweep] == epoch_len]
                     if done.size:
                         self._end_epochs(done)
-        except BaseException:
-            # the environment has seen arms chosen with this call's noise: back to the
-            # statistics before the call, never to its noise (a retry would reuse it)
-            self.prepare_load(with_current_generators(snapshot, self.state_dict()))()
+        except BaseException as exc:
+            self._refuse_to_go_on(snapshot, exc)
             raise
         self._end_rounds(n)
         return StochasticRounds(regret, pulls)

@@ -94,7 +94,7 @@ from dponline.protocol import (
     checked_count,
     past_horizon_error,
 )
-from dponline.rng import RngLike, as_generator, generator_state, with_current_generators
+from dponline.rng import RngLike, as_generator, generator_state
 
 __all__ = [
     "PRIVATE_K_ARMED",
@@ -192,6 +192,8 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         self.left = np.zeros(r, dtype=np.int64)
         self.episode_sum = np.zeros(r)
         self.episode_count = np.zeros(r, dtype=np.int64)
+        #: why the learner refuses to go on (a fast-path call failed after using its noise)
+        self._spent: str | None = None
 
     # --- the hooks (module docstring) -----------------------------------------------------------
 
@@ -265,9 +267,14 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
 
     # --- the protocol ---------------------------------------------------------------------------
 
+    def _check_not_spent(self) -> None:
+        if self._spent is not None:
+            raise RuntimeError(self._spent)
+
     def act(self) -> np.ndarray:
         """Each replica's arm this round, int array of shape (replicas,): the arm of its
         running commitment, or of a new one (``_commit``) where none runs."""
+        self._check_not_spent()
         if not self._acted:
             rows = np.flatnonzero(self.left == 0)
             if rows.size:
@@ -302,6 +309,7 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
 
     def observe(self, feedback: Feedback) -> None:
         """The loss of the arm each replica played, shape (replicas,), in [0, 1]."""
+        self._check_not_spent()
         loss = checked_bandit_loss(self, feedback, acted=self._acted)
         reward = self._rewards(loss)
         rows = np.arange(self.replicas)
@@ -330,6 +338,7 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         """The checks of a :meth:`play_stochastic` call (a stochastic K-armed environment,
         means in [0, 1], rounds within the horizon): the number of rounds and each arm's gap
         mu* - mu_a."""
+        self._check_not_spent()
         if not isinstance(env, StochasticArms):
             raise TypeError(
                 "play_stochastic needs a stochastic K-armed environment (means, "
@@ -359,10 +368,12 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         decision already made is the one played). Only a commitment's reward sum is seen
         here, so the bound every single reward must meet (in [0, 1]) rests on the
         environment's promise (``StochasticArms``). Reward sums outside [0, count] are refused
-        (``ValueError``); so is any other error of the call: the learner's statistics go back
-        to what they were before the call, but not its generators, which stay where the call
-        left them (the environment has seen arms chosen with the call's noise, and a retry
-        must not meet that noise again)."""
+        (``ValueError``). After that, or any other error of the call (an interrupt), the
+        learner goes back to its state before the call and refuses to go on (``RuntimeError``
+        from every call but :meth:`load_state_dict`): the environment has seen arms chosen
+        with noise the call drew or had drawn ahead (a counter's, a block of Beta draws), and
+        going on from the state before the call would meet that noise again on other rewards.
+        Build a new learner, or load a state (:mod:`dponline.rng` says when that is safe)."""
         n, gap = self._stochastic_call(env, rounds)
         r, k = self.replicas, self.n_arms
         regret = np.zeros(r)
@@ -405,13 +416,23 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
                 ending = np.flatnonzero(active & (self.left == 0))
                 if ending.size:
                     self._close(ending, start + played[ending])
-        except BaseException:
-            # the environment has seen arms chosen with this call's noise: back to the
-            # statistics before the call, never to its noise (a retry would reuse it)
-            self.prepare_load(with_current_generators(snapshot, self.state_dict()))()
+        except BaseException as exc:
+            self._refuse_to_go_on(snapshot, exc)
             raise
         self._end_rounds(n)
         return StochasticRounds(regret, pulls)
+
+    def _refuse_to_go_on(self, snapshot: dict[str, Any], exc: BaseException) -> None:
+        """After a fast-path call failed: the state before the call (``snapshot``), and every
+        later call refused until a state is loaded (:meth:`play_stochastic`)."""
+        self.prepare_load(snapshot)()
+        self._spent = (
+            f"{type(self).__name__}: a play_stochastic call failed ({type(exc).__name__}: "
+            f"{exc}) after the environment had seen arms chosen with noise it drew; going on "
+            "from the state before the call would meet that noise again on other rewards, "
+            "which no guarantee covers. Build a new learner, or load a saved state "
+            "(dponline.rng says when that is safe)"
+        )
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -429,6 +450,7 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         }
 
     def state_dict(self) -> dict[str, Any]:
+        self._check_not_spent()
         return {
             "config": self._config(),
             "t": self.t,
@@ -488,6 +510,7 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
 
         def install() -> None:
             self._set_rounds(t, acted)
+            self._spent = None
             self.noise_multiplier = multiplier
             self._generators = gens
             self.pulls, self.sums, self.arm, self.left = pulls, sums, arm, left

@@ -104,9 +104,11 @@ def _checked_copy(advice: Any) -> np.ndarray:
             f"advice must be a (T, N, K) array with K >= 2 arms, got shape {raw.shape}"
         )
     part = checked_real_array("advice", _distinct_part(raw), finite=False)
-    own = np.array(part, dtype=float)  # a copy: the caller's array may change later
+    # a copy in immutable memory (bytes): the caller's array may change later, and a plain
+    # read-only copy could be made writeable again, behind the learner's checked advice
+    own = np.frombuffer(np.ascontiguousarray(part, dtype=float).tobytes(), dtype=float)
+    own = own.reshape(part.shape)
     _check_distributions(own)
-    own.flags.writeable = False
     out = own if own.shape == raw.shape else np.broadcast_to(own, raw.shape)
     _CHECKED[id(out)] = out
     return out
