@@ -22,6 +22,8 @@ from dponline.experiments.checkpoints import (
     CHECKPOINT_SUFFIX,
     RESULT_SUFFIX,
     LegacyCheckpointWarning,
+    load_state,
+    save_state,
 )
 from dponline.experiments.report import summarise, write_report
 from dponline.experiments.runner import make_tasks, run_sweep, run_task
@@ -213,6 +215,29 @@ def test_results_of_two_versions_never_mix(tmp_path, monkeypatch):
     os.replace(tmp_path / (old_key + RESULT_SUFFIX), tmp_path / (task.key + RESULT_SUFFIX))
     with pytest.raises(ValueError, match=r"dponline '9\.0\.0', this is dponline '9\.0\.1'"):
         run_task(task, tmp_path)
+
+
+def test_a_checkpoint_the_learner_refuses_says_what_to_do(tmp_path, monkeypatch):
+    """A checkpoint whose learner state this code refuses (an earlier commit's format) names
+    the file and the way out."""
+    task = make_tasks(**SMALL)[2]
+    original = ExpertsEnvironment.block_losses
+
+    def crash(self, t, actions):
+        if t >= 100:
+            raise RuntimeError("simulated crash")
+        return original(self, t, actions)
+
+    monkeypatch.setattr(ExpertsEnvironment, "block_losses", crash)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run_task(task, tmp_path, checkpoint_every=50)
+    monkeypatch.setattr(ExpertsEnvironment, "block_losses", original)
+    path = tmp_path / (task.key + CHECKPOINT_SUFFIX)
+    state = load_state(path, task=task.key)
+    state["learner"] = {"an": "older format"}
+    save_state(path, state, task=task.key)
+    with pytest.raises(ValueError, match=r"does not fit this run .*delete the file"):
+        run_task(task, tmp_path, checkpoint_every=50)
 
 
 def test_a_checkpoint_of_another_task_is_refused(tmp_path):

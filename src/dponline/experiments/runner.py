@@ -442,8 +442,14 @@ def _play(
                 f"{part_path} was saved at round {start}, outside (0, {horizon}); "
                 "use a fresh output folder or delete the file"
             )
-        learner.load_state_dict(state["learner"])
-        env.load_state_dict(state["environment"])
+        try:
+            learner.load_state_dict(state["learner"])
+            env.load_state_dict(state["environment"])
+        except ValueError as err:  # written by other code (an earlier commit's state format)
+            raise ValueError(
+                f"{part_path} does not fit this run ({err}); use a fresh output folder or "
+                "delete the file"
+            ) from err
         tally.load_state(state)
 
     def save(t: int) -> None:
