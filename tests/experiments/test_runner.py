@@ -233,11 +233,15 @@ def test_a_checkpoint_the_learner_refuses_says_what_to_do(tmp_path, monkeypatch)
         run_task(task, tmp_path, checkpoint_every=50)
     monkeypatch.setattr(ExpertsEnvironment, "block_losses", original)
     path = tmp_path / (task.key + CHECKPOINT_SUFFIX)
-    state = load_state(path, task=task.key)
-    state["learner"] = {"an": "older format"}
-    save_state(path, state, task=task.key)
-    with pytest.raises(ValueError, match=r"does not fit this run .*delete the file"):
-        run_task(task, tmp_path, checkpoint_every=50)
+    good = load_state(path, task=task.key)
+    for change in (
+        {"learner": {"an": "older format"}},
+        {"recorded_loss": good["recorded_loss"][:-1]},  # played to the end, then failed
+        {"environment": None},
+    ):
+        save_state(path, {**good, **change}, task=task.key)
+        with pytest.raises(ValueError, match=r"does not fit this run .*delete the file"):
+            run_task(task, tmp_path, checkpoint_every=50)
 
 
 def test_a_checkpoint_of_another_task_is_refused(tmp_path):

@@ -231,14 +231,13 @@ class RoundRobinEpochs(KArmedLearner):
         environment draws the reward sum of each arm's pulls at once. Returns each replica's
         pseudo-regret and pulls over these rounds, as
         :meth:`~dponline.bandits.k_armed.KArmedLearner.play_stochastic` does, and like it,
-        after a failed call, goes back to the state before it and refuses to go on."""
+        refuses to go on after a call that failed part of the way."""
         n, gap = self._stochastic_call(env, rounds)
         r, k = self.replicas, self.n_arms
         regret = np.zeros(r)
         pulls = np.zeros((r, k), dtype=np.int64)
         if n == 0:
             return StochasticRounds(regret, pulls)
-        snapshot = self.state_dict()
         start = self.t
         played = np.zeros(r, dtype=np.int64)
         try:
@@ -299,7 +298,7 @@ class RoundRobinEpochs(KArmedLearner):
                     if done.size:
                         self._end_epochs(done)
         except BaseException as exc:
-            self._refuse_to_go_on(snapshot, exc)
+            self._refuse_to_go_on(exc)
             raise
         self._end_rounds(n)
         return StochasticRounds(regret, pulls)

@@ -369,18 +369,18 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         here, so the bound every single reward must meet (in [0, 1]) rests on the
         environment's promise (``StochasticArms``). Reward sums outside [0, count] are refused
         (``ValueError``). After that, or any other error of the call (an interrupt), the
-        learner goes back to its state before the call and refuses to go on (``RuntimeError``
-        from every call but :meth:`load_state_dict`): the environment has seen arms chosen
-        with noise the call drew or had drawn ahead (a counter's, a block of Beta draws), and
-        going on from the state before the call would meet that noise again on other rewards.
-        Build a new learner, or load a state (:mod:`dponline.rng` says when that is safe)."""
+        learner is left where the error stopped it, part of the way through the call, and
+        refuses to go on (``RuntimeError`` from every call but :meth:`load_state_dict`): the
+        replicas stopped at different rounds, and going back to the state before the call
+        would meet again the noise behind the arms the environment has already seen (the
+        generators', and noise drawn ahead: a counter's, a block of Beta draws). Build a new
+        learner, or load a state (:mod:`dponline.rng` says when that is safe)."""
         n, gap = self._stochastic_call(env, rounds)
         r, k = self.replicas, self.n_arms
         regret = np.zeros(r)
         pulls = np.zeros((r, k), dtype=np.int64)
         if n == 0:
             return StochasticRounds(regret, pulls)
-        snapshot = self.state_dict()
         start = self.t
         played = np.zeros(r, dtype=np.int64)
         counts = np.zeros(r, dtype=np.int64)
@@ -417,20 +417,20 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
                 if ending.size:
                     self._close(ending, start + played[ending])
         except BaseException as exc:
-            self._refuse_to_go_on(snapshot, exc)
+            self._refuse_to_go_on(exc)
             raise
         self._end_rounds(n)
         return StochasticRounds(regret, pulls)
 
-    def _refuse_to_go_on(self, snapshot: dict[str, Any], exc: BaseException) -> None:
-        """After a fast-path call failed: the state before the call (``snapshot``), and every
-        later call refused until a state is loaded (:meth:`play_stochastic`)."""
-        self.prepare_load(snapshot)()
+    def _refuse_to_go_on(self, exc: BaseException) -> None:
+        """After a fast-path call failed part of the way: every later call refused until a
+        state is loaded (:meth:`play_stochastic`). Nothing is restored (a restore would arm
+        the noise behind the arms the environment saw again, and could itself fail)."""
         self._spent = (
-            f"{type(self).__name__}: a play_stochastic call failed ({type(exc).__name__}: "
-            f"{exc}) after the environment had seen arms chosen with noise it drew; going on "
-            "from the state before the call would meet that noise again on other rewards, "
-            "which no guarantee covers. Build a new learner, or load a saved state "
+            f"{type(self).__name__}: a play_stochastic call failed part of the way ({exc!r}), "
+            "after the environment had seen arms of that call; the learner stopped mid-call "
+            "(its replicas at different rounds), and the state before the call would meet "
+            "again the noise behind those arms. Build a new learner, or load a saved state "
             "(dponline.rng says when that is safe)"
         )
 

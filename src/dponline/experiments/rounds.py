@@ -149,14 +149,26 @@ class Tally:
                 + " switches, this pass "
                 + ("does" if counting else "does not")
             )
-        self.cumulative = np.array(state["cumulative"], dtype=float)
-        self.recorded_t = [int(t) for t in state["recorded_t"]]
-        self.recorded_loss = list(np.array(state["recorded_loss"], dtype=float))
+        r = self.replicas
+        cumulative = np.array(state["cumulative"], dtype=float)
+        recorded_t = [int(t) for t in state["recorded_t"]]
+        table = (len(recorded_t), r)
+        recorded_loss = np.array(state["recorded_loss"], dtype=float)
+        if cumulative.shape != (r,) or recorded_loss.shape != table:
+            raise ValueError(
+                f"the saved tally is of another shape (cumulative {cumulative.shape}, recorded "
+                f"losses {recorded_loss.shape}; this pass: ({r},) and {table})"
+            )
         if counting:
-            self.switches = np.array(state["switches"], dtype=float)
-            self.recorded_switches = list(np.array(state["recorded_switches"], dtype=float))
+            switches = np.array(state["switches"], dtype=float)
+            recorded_switches = np.array(state["recorded_switches"], dtype=float)
+            if switches.shape != (r,) or recorded_switches.shape != table:
+                raise ValueError("the saved tally's switch counts are of another shape")
             previous = state["previous"]
+            self.switches, self.recorded_switches = switches, list(recorded_switches)
             self.previous = None if previous is None else np.array(previous)
+        self.cumulative, self.recorded_t = cumulative, recorded_t
+        self.recorded_loss = list(recorded_loss)
 
 
 def play(

@@ -445,12 +445,12 @@ def _play(
         try:
             learner.load_state_dict(state["learner"])
             env.load_state_dict(state["environment"])
-        except ValueError as err:  # written by other code (an earlier commit's state format)
+            tally.load_state(state)
+        except (ValueError, KeyError, TypeError) as err:  # other code wrote it (an older format)
             raise ValueError(
-                f"{part_path} does not fit this run ({err}); use a fresh output folder or "
+                f"{part_path} does not fit this run ({err!r}); use a fresh output folder or "
                 "delete the file"
             ) from err
-        tally.load_state(state)
 
     def save(t: int) -> None:
         state = {"t": t, "learner": learner.state_dict(), "environment": env.state_dict()}
