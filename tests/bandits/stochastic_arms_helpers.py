@@ -57,3 +57,23 @@ class ExactRewards:
 
     def reward_sums(self, arms: Any, counts: Any, rng: Any = None) -> np.ndarray:
         return np.asarray(counts, dtype=float) * self.means[np.asarray(arms)]
+
+
+def assert_every_state_of_a_run_loads(make: Any, loss: Any) -> None:
+    """The states of one run of ``make()`` saved before and after every ``act()``, at the
+    horizon and after acting past it, each load into a fresh ``make()`` as they were;
+    ``loss(t, arms)`` is round t's loss of each replica."""
+    learner = make()
+    states = []
+    for t in range(learner.horizon):
+        states.append(learner.state_dict())
+        arms = learner.act()
+        states.append(learner.state_dict())
+        learner.observe(BanditFeedback(np.asarray(loss(t, arms), dtype=float).reshape(-1)))
+    states.append(learner.state_dict())
+    learner.act()
+    states.append(learner.state_dict())
+    for state in states:
+        fresh = make()
+        fresh.load_state_dict(state)
+        assert same_state(fresh.state_dict(), state)

@@ -26,7 +26,7 @@ from dponline.environments.experts import stochastic_losses
 from dponline.privacy.arguments import ArgumentError
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import BanditFeedback
-from tests.bandits.stochastic_arms_helpers import same_state
+from tests.bandits.stochastic_arms_helpers import assert_every_state_of_a_run_loads, same_state
 
 
 def _budget(eps, calibration="tight"):
@@ -335,22 +335,13 @@ def test_every_state_of_a_real_run_loads(make):
     """States saved before and after every act(), at the horizon and after acting past it
     (mid-batch, at batch ends, in the partial last batch) all pass the cross-checks of
     prepare_load and load back as they were."""
-    lr = make()
-    losses = np.random.default_rng(3).uniform(size=(lr.horizon, 4))
-    states = []
-    for t in range(lr.horizon):
-        states.append(lr.state_dict())
-        arm = lr.act()
-        states.append(lr.state_dict())
-        loss = losses[t] @ _SUBSETS[arm].T if lr.n_arms == 4 else losses[t, arm]
-        lr.observe(BanditFeedback(np.asarray(loss).reshape(-1)))
-    states.append(lr.state_dict())
-    lr.act()
-    states.append(lr.state_dict())
-    for state in states:
-        fresh = make()
-        fresh.load_state_dict(state)
-        assert same_state(fresh.state_dict(), state)
+    losses = np.random.default_rng(3).uniform(size=(11, 4))
+    subsets = make().n_arms == 4  # the action set's learner: a loss per subset
+
+    def loss(t, arm):
+        return losses[t] @ _SUBSETS[arm].T if subsets else losses[t, arm]
+
+    assert_every_state_of_a_run_loads(make, loss)
 
 
 def _mid_batch():

@@ -34,7 +34,7 @@ from dponline.privacy.arguments import ArgumentError
 from dponline.privacy.budget import PrivacyBudget
 from dponline.protocol import BanditFeedback
 from dponline.registry import build_learner
-from tests.bandits.stochastic_arms_helpers import same_state
+from tests.bandits.stochastic_arms_helpers import assert_every_state_of_a_run_loads, same_state
 
 
 def test_advice_is_checked():
@@ -298,21 +298,8 @@ def _play(lr, rounds, seed=0):
 def test_every_state_of_a_real_run_loads(make):
     """States saved before and after every act(), at the horizon and after acting past it
     pass the cross-checks of prepare_load (the batch's arm is any arm its expert advised)."""
-    lr = make()
-    losses = np.random.default_rng(3).uniform(size=(lr.horizon, lr.replicas))
-    states = []
-    for t in range(lr.horizon):
-        states.append(lr.state_dict())
-        lr.act()
-        states.append(lr.state_dict())
-        lr.observe(BanditFeedback(losses[t]))
-    states.append(lr.state_dict())
-    lr.act()
-    states.append(lr.state_dict())
-    for state in states:
-        fresh = make()
-        fresh.load_state_dict(state)
-        assert same_state(fresh.state_dict(), state)
+    losses = np.random.default_rng(3).uniform(size=(9, 3))
+    assert_every_state_of_a_run_loads(make, lambda t, arms: losses[t, : arms.size])
 
 
 def test_a_private_exp4_state_whose_exp4_step_disagrees_is_refused():
