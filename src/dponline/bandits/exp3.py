@@ -114,8 +114,9 @@ def skip_constant(threshold: float) -> float:
 
 def laplace_second_moment(scale: float, loss_bound: float = 1.0) -> float:
     """sigma^2 = M^2 + 2 b^2: the largest E[(S + Z)^2] for S in [0, M] and Z ~ Laplace(b)
-    independent of S (E[Z] = 0, E[Z^2] = 2 b^2)."""
-    return float(loss_bound) ** 2 + 2.0 * float(scale) ** 2
+    independent of S (E[Z] = 0, E[Z^2] = 2 b^2); inf when b^2 overflows (epsilon ~ 1e-300)."""
+    m, b = float(loss_bound), float(scale)
+    return m * m + 2.0 * b * b  # products, not **, which raises OverflowError
 
 
 def robust_exp3_parameters(
