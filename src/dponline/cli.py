@@ -462,7 +462,8 @@ def _cmd_side_by_side(args: argparse.Namespace) -> int:
         {
             **r.as_dict(),
             "proven": "none" if r.epsilon is None else f"({r.epsilon:.3g}, {r.delta:.2g})",
-            "regret_pm": f"{r.regret:.1f} +- {r.regret_se:.1f}",
+            # one seed has no standard error: the regret alone, as ``run``'s table shows it
+            "regret_pm": f"{r.regret:.1f}" + (f" +- {r.regret_se:.1f}" if args.seeds > 1 else ""),
         }
         for r in rows
     ]

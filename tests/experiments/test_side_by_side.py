@@ -127,6 +127,10 @@ def test_cli_json(tmp_path, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["learner"] for r in rows] == LABELS
     assert (tmp_path / "side_by_side.csv").exists()
+    one = ["side-by-side", "--T", "40", "--d", "2", "--seeds", "1", "--out", str(tmp_path)]
+    assert main(one) == 0  # the table; one seed has no standard error to show
+    out = capsys.readouterr().out
+    assert "mean over 1 seeds" in out and "+-" not in out
 
 
 def test_the_spec_runs_as_any_other(tmp_path, capsys):
