@@ -170,6 +170,17 @@ def _env(name: str, label: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "label": label, "caption": _CAPTIONS[label], **extra}
 
 
+def _k_armed_settings() -> tuple[dict[str, Any], ...]:
+    """The stochastic K-armed settings of both demos: ten Bernoulli arms and the Open Bandit
+    Dataset's items, 10,000 rounds each."""
+    return (
+        _env(
+            "k_armed", "K-armed Bernoulli bandit", options={"instance": "two_level"}, horizon=10_000
+        ),
+        _env("open_bandit_arms", "Open Bandit Dataset items", horizon=10_000),
+    )
+
+
 #: ``dponline demo --full``: the online and bandit learners on every setting (the format
 #: ``dponline run`` reads), 20 seeds.
 FULL_DEMO_SPEC = {
@@ -191,13 +202,7 @@ FULL_DEMO_SPEC = {
         _env("digits_bandit", "digits contextual bandit"),
         _env("digits_logistic", "digits logistic regression", options={"pool": 4}, horizon=1797),
         _env("stock_portfolio_low_dim", "NYSE (O) 2-stock portfolio", options={"dim": 1}),
-        _env(
-            "k_armed",
-            "K-armed Bernoulli bandit",
-            options={"instance": "two_level"},
-            horizon=10_000,
-        ),
-        _env("open_bandit_arms", "Open Bandit Dataset items", horizon=10_000),
+        *_k_armed_settings(),
         _env("expert_advice", "bandits with expert advice"),
     ],
     "learners": [
@@ -253,13 +258,7 @@ DEMO_SPEC = {
         _env("digits_logistic", "digits logistic regression", options={"pool": 4}, horizon=1797),
         _env("digits_bandit", "digits contextual bandit", horizon=1797),
         _env("bandit_linear", "bandit linear (ball)", options={"dim": 3, "domain": "ball"}),
-        _env(
-            "k_armed",
-            "K-armed Bernoulli bandit",
-            options={"instance": "two_level"},
-            horizon=10_000,
-        ),
-        _env("open_bandit_arms", "Open Bandit Dataset items", horizon=10_000),
+        *_k_armed_settings(),
     ],
     "learners": [
         *_FTRL,
