@@ -19,8 +19,8 @@ from scipy.sparse.csgraph import connected_components
 import dponline
 
 ROOT = Path(dponline.__file__).parent
-#: What privacy/ may import from the package: itself and the RNG helpers.
-PRIVACY_MAY_IMPORT = ("dponline.privacy", "dponline.rng")
+#: What privacy/ may import from the package: itself, the RNG helpers and the warning helper.
+PRIVACY_MAY_IMPORT = ("dponline.privacy", "dponline.rng", "dponline.warn")
 
 
 def _module_name(path: Path) -> str:
@@ -162,8 +162,9 @@ ABOVE_LAYER_2 = (
     "dponline.checks",
     "dponline.cli",
 )
-#: What the losses may reach inside the package: themselves, privacy/ (``check_finite``), rng.
-LOSSES_MAY_REACH = ("dponline.losses", "dponline.privacy", "dponline.rng")
+#: What the losses may reach inside the package: themselves, privacy/ (``check_finite``) and
+#: what privacy/ may import.
+LOSSES_MAY_REACH = ("dponline.losses", *PRIVACY_MAY_IMPORT)
 #: The imports that remain across learner packages, each with its reason. Han et al.'s
 #: Algorithm 3 (the GLM bandit) runs their Algorithm 2 (the streaming Frank-Wolfe estimator,
 #: itself a registered stochastic learner) on every arm: composition, not shared losses.

@@ -319,7 +319,7 @@ class DoublingLearner(NoiseHandle, RoundDiscipline):
             + worst.derivation
         )
         return budget.prove(
-            worst.epsilon, delta, derivation, rho=rho, neighbouring=worst.neighbouring, stacklevel=4
+            worst.epsilon, delta, derivation, rho=rho, neighbouring=worst.neighbouring
         )
 
     def _check_epoch(self, k: int, learner: Any) -> None:

@@ -187,7 +187,7 @@ class EpisodeCalibrator:
                 "; no horizon enters the noise, so this holds at every round t (anytime)"
             )
             proven = laplace_epsilon(1.0, b1)
-        g = budget.prove(proven, 0.0, how, stacklevel=6)
+        g = budget.prove(proven, 0.0, how)
         return Calibration(LaplaceNoise(b1), g, calibration, "adaptive episodes (Laplace)")
 
     def _gaussian(self, budget: PrivacyBudget, calibration: str) -> Calibration:
@@ -215,7 +215,7 @@ class EpisodeCalibrator:
             "accounted exactly at delta); actions are post-processing"
             "; no horizon enters the noise, so this holds at every round t (anytime)"
         )
-        g = budget.prove(gaussian_epsilon(delta, ratio), delta, how, rho=rho, stacklevel=6)
+        g = budget.prove(gaussian_epsilon(delta, ratio), delta, how, rho=rho)
         noise = GaussianNoise(1.0 / ratio)
         return Calibration(noise, g, calibration, "adaptive episodes (Gaussian)", (("rho", rho),))
 

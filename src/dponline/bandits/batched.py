@@ -191,7 +191,7 @@ class BatchCalibrator:
             "actions are post-processing, one batch value reads the differing round "
             "(Asi, Raman & Talwar 2025, Theorem 1)"
         )
-        g = budget.prove(self.width / (tau * b), 0.0, derivation, stacklevel=6)
+        g = budget.prove(self.width / (tau * b), 0.0, derivation)
         return Calibration(
             LaplaceNoise(b), g, budget.calibration, "batched Laplace", (("batch", tau),)
         )

@@ -88,7 +88,6 @@ A first phase of fixed length n_1 adds at most n_1 sum Delta_i, O(1) in T.
 from __future__ import annotations
 
 import math
-import warnings
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -112,6 +111,7 @@ from dponline.privacy.noise import LaplaceNoise
 from dponline.protocol import FeedbackKind, checked_budget
 from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, register_learner
 from dponline.rng import RngLike
+from dponline.warn import warn_caller
 
 __all__ = [
     "DEFAULT_RATIO",
@@ -190,7 +190,7 @@ class RewardSumCalibrator:
             "post-processing; no horizon enters the noise, so this holds at every round t "
             "(anytime)"
         )
-        g = budget.prove(budget.epsilon, 0.0, how, stacklevel=7)
+        g = budget.prove(budget.epsilon, 0.0, how)
         return Calibration(LaplaceNoise(1.0 / budget.epsilon), g, calibration, "laplace sums")
 
     def paper(self, budget: PrivacyBudget) -> Calibration:
@@ -272,13 +272,12 @@ class GeometricPhases(KArmedLearner):
         if self.first_phase > MAX_PHASE_END:
             raise ArgumentError(f"first_phase must be at most 2^62, got {first_phase!r}")
         if self.horizon is not None and self.n_arms * self.first_phase >= self.horizon:
-            warnings.warn(
+            warn_caller(
                 f"{type(self).__name__}: the first phases ({self.n_arms} arms x "
                 f"{self.first_phase} pulls) fill the horizon T = {self.horizon}, so every round "
                 "explores; a longer horizon, a larger epsilon or a smaller first_phase lets "
                 "it exploit",
                 UserWarning,
-                stacklevel=2,
             )
         r, k = self.replicas, self.n_arms
         #: S~_i: every reward of the completed phases plus one Laplace term per phase

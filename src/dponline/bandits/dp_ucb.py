@@ -165,7 +165,7 @@ class TreeCalibrator:
             "adaptively (adaptive composition: L x eps / L), the trees hold disjoint rewards; "
             "indices and actions are post-processing"
         )
-        g = budget.prove(budget.epsilon, 0.0, how, stacklevel=5)
+        g = budget.prove(budget.epsilon, 0.0, how)
         return Calibration(LaplaceNoise(levels / budget.epsilon), g, "paper", "per-arm trees")
 
     def tight(self, budget: PrivacyBudget) -> Calibration:

@@ -188,9 +188,6 @@ class PrivateBanditCalibrator:
             calibration, self.batches, self.coordinates(calibration), self.noise
         )
 
-    # The proofs below call budget.prove with the stack build_counter -> calibrate -> paper /
-    # tight: its warnings point at the code that built the learner (stacklevel 6).
-
     def paper(self, budget: PrivacyBudget) -> Calibration:
         """Lemma 5.1 (Laplace) or 5.4 (Gaussian) on the padded tree, proven under the exact
         sensitivity (module docstring)."""
@@ -212,7 +209,7 @@ class PrivateBanditCalibrator:
                 f"node; proven epsilon = {l1f:g} nodes per batch x l1 sensitivity {s1:.6g} of "
                 "the batch sums (one round moves one term (k/zeta) f_t u_t) / scale"
             )
-            g = budget.prove(laplace_epsilon(l1f * s1, b), 0.0, how, stacklevel=6)
+            g = budget.prove(laplace_epsilon(l1f * s1, b), 0.0, how)
             return Calibration(LaplaceNoise(b), g, "paper", cls.name)
         budget.require_delta("Lemma 5.4's Gaussian noise")
         sigma = ene_gaussian_sigma(self.horizon, k, self.lipschitz, eps, budget.delta)
@@ -228,7 +225,6 @@ class PrivateBanditCalibrator:
             budget.delta,
             how,
             rho=zcdp_rho(total, sigma),
-            stacklevel=6,
         )
         return Calibration(GaussianNoise(sigma), g, "paper", cls.name)
 

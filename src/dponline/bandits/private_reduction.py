@@ -145,7 +145,7 @@ class ReductionCalibrator:
     def _answer(self, budget: PrivacyBudget, lam: float, how: str) -> Calibration:
         budget.require_pure("Algorithm 4's Laplace noise")
         how += f" (Lemma 4.2; sensitivity {self.sensitivity:.6g})"
-        g = budget.prove(self.sensitivity / lam, 0.0, how, stacklevel=6)
+        g = budget.prove(self.sensitivity / lam, 0.0, how)
         return Calibration(LaplaceNoise(lam), g, budget.calibration, "Algorithm 4")
 
     def paper(self, budget: PrivacyBudget) -> Calibration:

@@ -531,7 +531,6 @@ def calibrate_anytime(
         budget.delta,
         how,
         rho=zcdp_rho(total, sigma),
-        stacklevel=3,
     )
     return Calibration(GaussianNoise(sigma), g, "tight", AnytimeFactorizationCounter.name)
 

@@ -194,7 +194,7 @@ class CounterCalibrator:
                 "Agarwal & Singh (2017) Thm 3.1: Laplace(||Y||_1 log2 T / eps) per node; proven "
                 f"epsilon = {l1f:g} nodes x l1 diameter {d1:g} / scale {b:.6g}"
             )
-            g = budget.prove(laplace_epsilon(l1f * d1, b), 0.0, how, stacklevel=5)
+            g = budget.prove(laplace_epsilon(l1f * d1, b), 0.0, how)
             return self._result(LaplaceNoise(b), g, "paper")
         if self.noise == "gaussian":
             total = l2f * bounds.diameter(2)
@@ -205,7 +205,6 @@ class CounterCalibrator:
                 delta,
                 how,
                 rho=zcdp_rho(total, sigma),
-                stacklevel=5,
             )
             return self._result(GaussianNoise(sigma), g, "paper")
         k = math.ceil(math.log2(horizon)) + 1
@@ -241,7 +240,7 @@ class CounterCalibrator:
                 f"Laplace mechanism on {l1f:g} {unit} x exact l1 diameter {d1:g} "
                 f"of the input set: scale = {l1f:g} * {d1:g} / epsilon{person}"
             )
-            g = budget.prove(eps, 0.0, how, per_person=per_person, stacklevel=5)
+            g = budget.prove(eps, 0.0, how, per_person=per_person)
             return self._result(noise, g, "tight")
         if self.noise == "gaussian":
             total = l2f * bounds.diameter(2)
@@ -253,7 +252,6 @@ class CounterCalibrator:
                 how + self._gaussian_how(sigma, l2f) + person,
                 rho=zcdp_rho(total, sigma),
                 per_person=per_person,
-                stacklevel=5,
             )
             return self._result(noise, g, "tight")
         k, kappa = self._tight_nodes()
@@ -287,7 +285,7 @@ class CounterCalibrator:
         dq = self.bounds.diameter(q)
         how += f"; l_{q:g} diameter {dq:.6g}, kappa {kappa:.6g}, smooth l_{reg.r:g} norm"
         gg = self._generalized_noise(budget, k, kappa)
-        g = budget.prove(budget.epsilon, budget.delta, how, stacklevel=5)
+        g = budget.prove(budget.epsilon, budget.delta, how)
         return self._result(gg, g, calibration)
 
     def _generalized_noise(

@@ -413,7 +413,6 @@ def doubling_counter(
             derivation,
             rho=worst.rho,
             neighbouring=worst.neighbouring,
-            stacklevel=4,
         )
     return DoublingCounter(
         calibrated,

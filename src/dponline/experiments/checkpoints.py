@@ -46,7 +46,6 @@ import json
 import math
 import os
 import tempfile
-import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -54,6 +53,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from dponline.warn import warn_caller
 
 __all__ = [
     "CHECKPOINT_SUFFIX",
@@ -349,11 +350,10 @@ def warn_legacy_pickles(directory: str | Path) -> list[Path]:
     """Warn (once per call) that ``*.pkl`` files in ``directory`` are ignored; return them."""
     found = sorted(Path(directory).glob("*.pkl"))
     if found:
-        warnings.warn(
+        warn_caller(
             f"ignoring {len(found)} pickle file(s) in {directory} (e.g. {found[0].name}): "
             "dponline no longer loads pickled checkpoints, which could run code; tasks run "
             "again and checkpoint as .npz. Delete the .pkl files to silence this warning.",
             LegacyCheckpointWarning,
-            stacklevel=3,
         )
     return found

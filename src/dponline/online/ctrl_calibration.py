@@ -106,5 +106,5 @@ class CTRLCalibrator:
     def _answer(
         budget: PrivacyBudget, params: CTRLParameters, epsilon: float, delta: float, how: str
     ) -> Calibration:
-        guarantee = budget.prove(epsilon, delta, how, stacklevel=5)
+        guarantee = budget.prove(epsilon, delta, how)
         return Calibration(params, guarantee, budget.calibration, MECHANISM)

@@ -115,7 +115,6 @@ class FTPLCalibrator:
             f"{how} = {sigma:.6g} per node of a {self.mechanism.name}; accounted exactly as "
             f"one Gaussian mechanism of l2 sensitivity {total:.6g}",
             rho=zcdp_rho(total, sigma),
-            stacklevel=5,
         )
         return Calibration(GaussianNoise(sigma), g, budget.calibration, self.mechanism.name)
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +39,7 @@ from dponline.privacy.guarantee import (
     check_participation,
     unit_text,
 )
+from dponline.warn import warn_caller
 
 __all__ = [
     "CALIBRATIONS",
@@ -174,13 +174,13 @@ class PrivacyBudget:
         neighbouring: Neighbouring | None = None,
         notion: PrivacyNotion = PrivacyNotion.EVENT_LEVEL_DP,
         per_person: bool = False,
-        stacklevel: int = 3,
     ) -> PrivacyGuarantee:
         """The guarantee that a calibration's noise proves, checked against this budget.
 
         A proof at least as strong as the request is returned as is. A weaker one raises
         :class:`WeakerGuaranteeError`, except for a ``paper`` calibration with
-        ``allow_weaker=True``, which warns (:class:`PrivacyWarning`) and returns the weaker
+        ``allow_weaker=True``, which warns (:class:`PrivacyWarning`, attributed to the first caller
+        outside dponline: the line that built the learner) and returns the weaker
         guarantee with the request recorded beside it. A ``tight`` calibration that proves less
         than asked is a bug in dponline and always raises.
 
@@ -213,7 +213,7 @@ class PrivacyBudget:
             f"{derivation}"
         )
         if self.calibration == "paper" and self.allow_weaker:
-            warnings.warn(message, PrivacyWarning, stacklevel=stacklevel)
+            warn_caller(message, PrivacyWarning)
             return g
         hint = (
             "; to reproduce the paper anyway, build the budget with allow_weaker=True "

@@ -60,6 +60,7 @@ from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, one_over
 from dponline.rng import RngLike, generator_state
 from dponline.stochastic.baseline_fit import BatchPlan, checked_dataset, run_generators
 from dponline.stochastic.samples import checked_sample, sample_geometry
+from dponline.warn import warn_caller
 
 __all__ = [
     "BATCH_GUARANTEE",
@@ -262,7 +263,7 @@ def cached_plan(plan_class: type, samples: int, dim: int, **options: Any) -> Bat
         return plan_class(samples, dim, **options)
     plan, given = _plan_and_warnings(plan_class, samples, dim, key)
     for message in given:
-        warnings.warn(message, stacklevel=2)
+        warn_caller(message)
     return plan
 
 

@@ -328,7 +328,7 @@ class LocalMDCalibrator:
             "(b_i of n_i without replacement, l2 sensitivity 2 G / b_i) accounted by RDP "
             "(dp_accounting, REPLACE_ONE), or exactly as one Gaussian when b_i = n_i"
         )
-        g = budget.prove(max(proofs), budget.delta, how, stacklevel=5)
+        g = budget.prove(max(proofs), budget.delta, how)
         return Calibration((sigmas, proofs), g, budget.calibration, "LocalMD")
 
     def paper(self, budget: PrivacyBudget) -> Calibration:

@@ -130,7 +130,6 @@ class NoisyMinCalibrator:
             f", composed in zCDP: rho = {rho:.4g}",
             rho=rho,
             neighbouring=Neighbouring.ONE_SAMPLE,
-            stacklevel=5,
         )
         return Calibration(
             (family, scales), g, budget.calibration, "report-noisy-min", (("calibrator", self),)

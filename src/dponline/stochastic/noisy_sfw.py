@@ -373,7 +373,7 @@ class NoisySFWCalibrator:
             f"batches used (n_0 = {self.n0}, b = {self.b})"
             + (" or exact analytic Gaussian accounting (l_2 noise)" if reg.r == 2.0 else "")
         )
-        g = budget.prove(max(proofs), delta, how, stacklevel=5)
+        g = budget.prove(max(proofs), delta, how)
         return Calibration(("gg", reg.r, sigma0, sigmas), g, budget.calibration, "NoisySFW")
 
     def tight(self, budget: PrivacyBudget) -> Calibration:
@@ -389,7 +389,7 @@ class NoisySFWCalibrator:
             f"the l_2 sensitivity (d^(1/2-1/q) = {c2:.4g} times the l_q one); each sample in "
             "one release (parallel composition)"
         )
-        g = budget.prove(proven, delta, how, stacklevel=5)
+        g = budget.prove(proven, delta, how)
         return Calibration(("gaussian", 2.0, sigma0, sigmas), g, budget.calibration, "NoisySFW")
 
 

@@ -267,7 +267,7 @@ class NoisySGDCalibrator:
             f"subsampled Gaussian steps, 1 of n = {self.n} samples each, l2 sensitivity "
             f"2 L0 = {sens:.6g}, noise multiplier {sigma / sens:.6g}"
         )
-        g = budget.prove(proven, budget.delta, how, stacklevel=5)
+        g = budget.prove(proven, budget.delta, how)
         return Calibration(sigma, g, budget.calibration, "NoisySGD")
 
     def paper(self, budget: PrivacyBudget) -> Calibration:
