@@ -124,6 +124,38 @@ def test_audit_command_json(capsys):
         assert not r["refuted"]  # each: chance <= 1e-3
 
 
+def test_audit_named_learners_at_a_chosen_noise_fraction(capsys):
+    """``--learners`` without ``--one-run`` audits only those learners (no counter);
+    ``--noise-fraction`` sets the second row's noise; each row says what was tested."""
+    args = ["audit", "--learners", "dp-ucb", "--trials", "400", "--noise-fraction", "0.5"]
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["rows"] == [] and data["T"] is None
+    from dponline.registry import learners
+
+    cases = learners()["dp-ucb"].test_cases
+    assert [r["case"] for r in data["learners"]] == [c.label for c in cases]
+    for row, case in zip(data["learners"], cases, strict=True):
+        assert row["under_noise_fraction"] == 0.5
+        assert (row["horizon"], row["changed_round"]) == (
+            case.audit.horizon,
+            case.audit.changed_round,
+        )
+        assert row["values"] == list(case.audit.values)
+        assert row["counts"][1] == row["counts"][3] == 400 and "statistic" in row["event"]
+    assert data["familywise_bound"] == pytest.approx(len(cases) * 1e-3)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "Continual-counting" not in out and "(0.5 of it)" in out and "changed" in out
+    for misuse, said in (
+        (["--noise-fraction", "1.5"], "noise_fraction must lie in (0, 1)"),
+        (["--one-run", "--noise-fraction", "0.5"], "without --one-run"),
+        (["--T", "8"], "no counter is audited"),
+    ):
+        assert main(["audit", "--learners", "dp-ucb", *misuse]) == 2
+        assert said in capsys.readouterr().err
+
+
 def test_audit_command_text_lists_learners(capsys):
     assert main(["audit", "--T", "2", "--trials", "200"]) == 0
     out = capsys.readouterr().out

@@ -298,13 +298,15 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
         "'canaries'). The guesser reads only the actions: a discriminant fitted on a third of "
         "the canaries, or a white box that knows the algorithm, never its noise (column "
         "'guesser'). One run per row and noise level; a claim is refuted when the lower bound "
-        "exceeds it, and a bound below it refutes nothing.\n"
+        "exceeds it, and a bound below it refutes nothing. 'ceiling': the bound guesses all "
+        "right would give; where it is not above the claim, no run could refute it.\n"
     )
+
+    def verdict(row: dict[str, Any], key: str) -> str:
+        return "REFUTED" if row[key] else "-" if row["can_refute"] else "cannot"
+
     _print_table(
-        [
-            {**r, **{k: "REFUTED" if r[k] else "-" for k in r if k.startswith("refuted_")}}
-            for r in rows
-        ],
+        [{**r, **{k: verdict(r, k) for k in r if k.startswith("refuted_")}} for r in rows],
         [
             ("learner", "learner", ""),
             ("case", "case", ""),
@@ -312,6 +314,7 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
             ("horizon", "T", "d"),
             ("canaries", "canaries", "d"),
             ("guesser", "guesser", ""),
+            ("ceiling", "ceiling", ".2f"),
             ("lower_bound_at_claim", "lower (x1)", ".3f"),
             ("refuted_at_claim", "", ""),
             ("lower_bound_at_tenth", "lower (x0.1)", ".3f"),
@@ -325,6 +328,12 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
         f"{': ' + ', '.join(at_claim) if at_claim else ''}. Refuted at a tenth of the noise: "
         f"{len(at_tenth)} of {len(private)}{': ' + ', '.join(at_tenth) if at_tenth else ''}."
     )
+    untestable = sorted({row["learner"] for row in rows if not row["can_refute"]})
+    if untestable:
+        print(
+            f"Cannot be refuted by one run of this size at the claim's delta: "
+            f"{', '.join(untestable)}."
+        )
     print(_familywise(len(rows), significance))
     print(f"Wall time {wall:.1f} s, CPU {cpu:.1f} s.")
     return 0
@@ -334,18 +343,33 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from dponline.experiments.audit_table import audit_table, learner_audit_table
 
     if args.one_run:
-        if args.T is not None or args.trials is not None:
-            raise ValueError("--T and --trials go without --one-run (one run per learner)")
+        if args.T is not None or args.trials is not None or args.noise_fraction is not None:
+            raise ValueError(
+                "--T, --trials and --noise-fraction go without --one-run (one run per learner, "
+                "at a tenth and a hundredth of the noise)"
+            )
         return _cmd_audit_one_run(args)
-    if args.learners is not None or args.canaries is not None:
-        raise ValueError("--learners and --canaries go with --one-run")
+    if args.canaries is not None:
+        raise ValueError("--canaries goes with --one-run")
+    if args.learners is not None and args.T is not None:
+        raise ValueError("--T sets the counters' streams; with --learners no counter is audited")
 
     horizon = 16 if args.T is None else args.T
     counter_seed = 1 if args.seed is None else args.seed
     counter_trials = 50_000 if args.trials is None else args.trials
-    rows = audit_table(horizon=horizon, trials=counter_trials, seed=counter_seed, progress=True)
-    learner_rows = learner_audit_table(trials=args.trials, seed=args.seed, progress=True)
-    alpha = rows[0]["alpha"]
+    rows = (
+        audit_table(horizon=horizon, trials=counter_trials, seed=counter_seed, progress=True)
+        if args.learners is None
+        else []
+    )
+    learner_rows = learner_audit_table(
+        names=args.learners,
+        trials=args.trials,
+        seed=args.seed,
+        noise_fraction=args.noise_fraction,
+        progress=True,
+    )
+    alpha = learner_rows[0]["alpha"]
     at_claim = sum(row["noise_fraction"] == 1 for row in rows) + len(learner_rows)
     if any(row["alpha"] != alpha for row in rows + learner_rows):
         raise RuntimeError("the audit tables were run at different confidence levels")
@@ -353,7 +377,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         print(
             json.dumps(
                 {
-                    "T": horizon,
+                    "T": horizon if rows else None,
                     "trials": args.trials,
                     "familywise_bound": min(1.0, at_claim * alpha),
                     "rows": rows,
@@ -367,25 +391,33 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         f"Empirical privacy audit, confidence {1 - alpha:g}: a claim is refuted "
         "when the audit's lower bound on epsilon exceeds it.\n"
     )
-    print(
-        f"Continual-counting mechanisms, T = {horizon}, epsilon = 1, {counter_trials} trials "
-        "per input:\n"
+    if rows:
+        print(
+            f"Continual-counting mechanisms, T = {horizon}, epsilon = 1, {counter_trials} "
+            "trials per input:\n"
+        )
+        _print_table(
+            rows,
+            [
+                ("mechanism", "mechanism", ""),
+                ("noise", "noise", ""),
+                ("noise_fraction", "noise x", "g"),
+                ("claimed_epsilon", "claimed eps", ".3g"),
+                ("epsilon_lower", "eps lower bound", ".3f"),
+                ("verdict", "verdict", ""),
+            ],
+        )
+        print()
+    less = (
+        "a tenth, or less where the proof is known to be loose"
+        if args.noise_fraction is None
+        else f"{args.noise_fraction:g} of it"
     )
-    _print_table(
-        rows,
-        [
-            ("mechanism", "mechanism", ""),
-            ("noise", "noise", ""),
-            ("noise_fraction", "noise x", "g"),
-            ("claimed_epsilon", "claimed eps", ".3g"),
-            ("epsilon_lower", "eps lower bound", ".3f"),
-            ("verdict", "verdict", ""),
-        ],
-    )
     print(
-        "\nRegistered private learners (tight calibration, epsilon = 1 asked), on the "
-        "neighbouring streams of their test cases, with the full noise and with less (a tenth, "
-        "or less where the proof is known to be loose):\n"
+        "Registered private learners (tight calibration, epsilon = 1 asked), on the "
+        "neighbouring streams of their audit cases (the input of round 'changed' differs; "
+        f"--json gives the values and the event counted), with the full noise and with less "
+        f"({less}):\n"
     )
     _print_table(
         learner_rows,
@@ -394,6 +426,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             ("case", "case", ""),
             ("claimed_epsilon", "claimed eps", ".3g"),
             ("delta", "delta", ".3g"),
+            ("horizon", "T", "d"),
+            ("changed_round", "changed", "d"),
             ("trials", "trials", "d"),
             ("epsilon_lower", "eps lower (noise x1)", ".3f"),
             ("verdict", "verdict", ""),
@@ -814,7 +848,16 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         default=None,
         metavar="NAME",
-        help="with --one-run: only these learners (default: every private learner)",
+        help="only these learners (default: every private learner; without --one-run also "
+        "every counting mechanism, none when learners are named)",
+    )
+    p.add_argument(
+        "--noise-fraction",
+        type=float,
+        default=None,
+        help="without --one-run: the learners' second row runs with this fraction of the "
+        "calibrated noise, in (0, 1) (default: each audit case's, a tenth), to measure what "
+        "the audit can catch",
     )
     p.add_argument(
         "--canaries",

@@ -14,6 +14,7 @@ from dponline.experiments.one_run_audit import (
     _release_coordinates,
     audit_registered,
     canary_features,
+    coin_generator,
     one_run_audit,
     one_run_table,
 )
@@ -207,8 +208,34 @@ def test_registered_learner_and_table_row():
     assert row["horizon"] == CanaryPlan(canaries=150, gap=4, window=4).horizon  # its plan
     assert not row["refuted_at_claim"]  # chance <= 1e-3
     assert row["lower_bound_at_claim"] >= 0 and row["lower_bound_at_tenth"] >= 0
+    assert row["can_refute"] and row["ceiling"] > row["claimed_epsilon"]
     with pytest.raises(ValueError, match="unknown learners"):
         one_run_table(names=["dp-ftlr"])
+
+
+def test_the_coins_have_a_stream_of_their_own():
+    """An int seed never gives the stream a learner built with default_rng(seed) draws: the
+    bound needs the coins independent of the learner's noise."""
+    for seed in (0, 1, 12345):
+        assert not np.array_equal(
+            coin_generator(seed).random(8), np.random.default_rng(seed).random(8)
+        )
+        assert np.array_equal(coin_generator(seed).random(8), coin_generator(seed).random(8))
+    gen = np.random.default_rng(3)
+    assert coin_generator(gen) is gen
+    assert isinstance(coin_generator(None), np.random.Generator)
+    for bad in (-1, True, 1.5, "0"):
+        with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+            coin_generator(bad)
+
+
+def test_the_batch_learners_are_audited_at_a_delta_one_run_can_refute():
+    """Their audit cases claim delta = 1e-3 (one sample); over 800 audited canaries that leaves
+    nothing a run could refute (2 m delta > the significance), so the one-run audit tests their
+    claim at delta = 1e-6, where guesses all right would refute it."""
+    res = audit_registered(learners()["noisy-sgd"], canaries=150)
+    assert res.result.delta == 1e-6 and res.can_refute
+    assert res.result.ceiling > res.result.claimed_epsilon
 
 
 @pytest.mark.slow

@@ -133,6 +133,21 @@ def test_epsilon_lower_bound_is_zero_when_vacuous():
     assert epsilon_lower_bound(100, 100, 0, 100, 0.0, 1e-3) > 2.0
 
 
+def test_the_event_is_described_as_the_pilot_chose_it():
+    """Randomised response on one bit (epsilon = 1): the pilot picks an event more likely on
+    one input; the description says it was chosen there (fresh runs may disagree)."""
+
+    def response(data, n, rng):
+        keep = rng.random(n) < np.exp(1.0) / (1.0 + np.exp(1.0))
+        return np.where(keep, data[0], 1.0 - data[0])[:, None]
+
+    res = audit(
+        response, np.zeros(1), np.ones(1), claim=(1.0, 0.0), trials=4000, pilot_trials=1000, rng=0
+    )
+    assert res.pilot_epsilon > 0 and not res.refuted
+    assert "chosen on the pilot as more likely on input" in res.event
+
+
 def test_a_deterministic_release_is_not_refuted_and_alpha_is_checked():
     """Outputs that ignore the input and never vary: the Fisher statistic once failed on their
     zero covariance; now the audit runs and finds nothing. alpha outside (0, 1) is refused."""
@@ -144,6 +159,8 @@ def test_a_deterministic_release_is_not_refuted_and_alpha_is_checked():
         constant, np.zeros(2), np.ones(2), claim=(0.0, 0.0), trials=200, pilot_trials=50, rng=0
     )
     assert not res.refuted and res.epsilon_lower == 0.0
+    # the event is described as what it is: the pilot separated nothing
+    assert res.pilot_epsilon == 0.0 and "the pilot found no event" in res.event
     for alpha in (0.0, 1.0, 1.5):
         with pytest.raises(ValueError, match="alpha"):
             audit(constant, np.zeros(2), np.ones(2), claim=(1.0, 0.0), alpha=alpha, rng=0)

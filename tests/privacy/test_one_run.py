@@ -68,6 +68,20 @@ def test_an_epsilon_dp_mechanism_exceeds_epsilon_with_probability_at_most_s(boun
 
 
 @pytest.mark.parametrize("bound", [epsilon_lower_bound, fdp_epsilon_lower_bound])
+@pytest.mark.parametrize(("m", "delta"), [(60, 1e-4), (200, 2e-5), (200, 1e-4)])
+def test_an_epsilon_delta_dp_mechanism_exceeds_epsilon_with_probability_at_most_s(bound, m, delta):
+    """Exact, with delta > 0: each canary's bit is released outright with probability delta,
+    else by randomised response at epsilon = 1 (an (epsilon, delta)-DP release of each bit);
+    every canary guessed, so the number right is Binomial(m, delta + (1 - delta) q), and the
+    chance that the bound exceeds epsilon is that law's mass where it does."""
+    eps, s = 1.0, 0.05
+    right = delta + (1 - delta) * special.expit(eps)
+    exceeding = [v for v in range(m + 1) if bound(m, m, v, s, delta) > eps]
+    assert exceeding  # the test can fail: large counts do exceed
+    assert float(stats.binom.pmf(exceeding, m, right).sum()) <= s
+
+
+@pytest.mark.parametrize("bound", [epsilon_lower_bound, fdp_epsilon_lower_bound])
 def test_randomised_response_bound_approaches_epsilon_as_m_grows(bound):
     """Randomised response at epsilon = 1, every canary guessed, v the expected number right:
     the bound rises towards epsilon and never passes it."""
@@ -172,9 +186,29 @@ def test_audit_canaries_perfect_guesser_and_result():
     assert res.refuted and res.epsilon_lower > 2
     assert res.candidates == 2 * len(guess_grid(400))
     assert "REFUTED" in str(res)
+    # the ceiling counts every guess of every k right, more than these unbalanced coins allow
+    assert res.epsilon_lower <= res.ceiling and res.can_refute
     # a guesser that knows nothing proves nothing
     blind = audit_canaries(rng.normal(size=400), s, significance=0.05, claimed_epsilon=1.0)
     assert not blind.refuted
+
+
+def test_a_delta_too_large_for_the_canaries_leaves_nothing_to_refute():
+    """A bound over m canaries pays 2 m delta: at m = 800 and delta = 1e-3 even guesses all
+    right prove nothing at confidence 0.999, and the result says the claim cannot be refuted
+    rather than "not refuted"; at delta = 1e-6 the same guesses refute it."""
+    s = np.arange(800) % 2 == 0
+    perfect = np.where(s, 1.0, -1.0)
+    vacuous = audit_canaries(perfect, s, significance=1e-3, delta=1e-3, claimed_epsilon=1.0)
+    assert vacuous.ceiling == vacuous.epsilon_lower == 0.0
+    assert not vacuous.can_refute and not vacuous.refuted
+    assert "cannot be refuted here" in str(vacuous)
+    small = audit_canaries(perfect, s, significance=1e-3, delta=1e-6, claimed_epsilon=1.0)
+    assert small.can_refute and small.refuted and small.ceiling > 4
+    assert small.epsilon_lower == small.ceiling  # balanced coins: every guess of every k right
+    assert "REFUTED" in str(small)
+    # without a claim there is nothing to refute, and nothing to warn about
+    assert audit_canaries(perfect, s, significance=1e-3, delta=1e-3).can_refute
 
 
 @pytest.mark.slow

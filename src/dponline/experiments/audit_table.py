@@ -4,18 +4,19 @@ catch; less than a tenth for a learner whose audit case documents a looser proof
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from dponline.continual import make_counter
 from dponline.continual.registry import MECHANISMS
-from dponline.experiments.learner_audit import audit_learner
+from dponline.experiments.learner_audit import audit_learner, audited_cases
 from dponline.experiments.progress import Progress
+from dponline.privacy.arguments import checked_probability
 from dponline.privacy.audit import audit, counter_sampler
 from dponline.privacy.bounds import Box
 from dponline.privacy.budget import PrivacyBudget
-from dponline.registry import learners
 
 __all__ = ["audit_table", "learner_audit_table"]
 
@@ -87,31 +88,35 @@ def audit_table(
 
 def learner_audit_table(
     *,
+    names: Sequence[str] | None = None,
     trials: int | None = None,
     seed: int | None = None,
     alpha: float = 1e-3,
     calibration: str = "tight",
+    noise_fraction: float | None = None,
     progress: bool = False,
 ) -> list[dict[str, Any]]:
-    """One row per private learner's test case (:mod:`dponline.registry`): the claimed epsilon
+    """One row per private learner's test case (:mod:`dponline.registry`; ``names``: only these
+    learners): the claimed epsilon
     (epsilon = 1 requested, in ``calibration``) beside the audit's lower bound with the full
-    calibrated noise and with the case's ``refute_fraction`` of it, a tenth unless the entry
-    says why less (:func:`~dponline.experiments.learner_audit.audit_learner`). ``trials`` per
-    input and ``seed`` default to each case's own."""
+    calibrated noise and with ``noise_fraction`` of it (default the case's
+    ``refute_fraction``, a tenth unless the entry says why less;
+    :func:`~dponline.experiments.learner_audit.audit_learner`). ``trials`` per input and
+    ``seed`` default to each case's own. Each row says what was tested: the audit case's
+    horizon, the round whose input differs and its two values, the event counted (chosen on the
+    pilot runs) and its counts on the fresh runs (``counts``: k_A, n_A, k_B, n_B)."""
+    if noise_fraction is not None:
+        noise_fraction = checked_probability("noise_fraction", noise_fraction)
     rows = []
-    cases = [
-        (name, entry, case)
-        for name, entry in learners().items()
-        if entry.private
-        for case in entry.test_cases
-    ]
+    cases = audited_cases(names)
     with Progress(len(cases), unit="learners", enabled=progress) as bar:
         for name, entry, case in cases:
             kw: dict[str, Any] = dict(
                 calibration=calibration, trials=trials, alpha=alpha, seed=seed
             )
             full = audit_learner(entry, case, noise_fraction=1.0, **kw)
-            fraction = case.audit.refute_fraction if case.audit is not None else 0.1
+            assert case.audit is not None  # the registry requires one of a private learner
+            fraction = case.audit.refute_fraction if noise_fraction is None else noise_fraction
             under = audit_learner(entry, case, noise_fraction=fraction, **kw)
             rows.append(
                 {
@@ -129,6 +134,13 @@ def learner_audit_table(
                     "verdict_under_noised": "REFUTED" if under.refuted else "not refuted",
                     "trials": full.counts[1],
                     "alpha": alpha,
+                    "horizon": case.audit.horizon,
+                    "changed_round": case.audit.changed_round,
+                    "values": list(case.audit.values),
+                    "event": full.event,
+                    "counts": list(full.counts),
+                    "event_under_noised": under.event,
+                    "counts_under_noised": list(under.counts),
                 }
             )
             bar.update()

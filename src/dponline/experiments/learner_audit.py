@@ -20,7 +20,7 @@ user (Han et al., Definition 4.1; the output is what the joint-DP proof releases
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,15 +31,41 @@ from dponline.experiments.rounds import play
 from dponline.privacy.audit import AuditResult, audit, learner_sampler
 from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
 from dponline.protocol import FeedbackKind
-from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, build_learner
+from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, build_learner, learners
 
 __all__ = [
     "audit_environment",
     "audit_factory",
     "audit_learner",
+    "audited_cases",
     "neighbouring_streams",
     "stream_runner",
 ]
+
+
+def audited_cases(
+    names: Sequence[str] | None = None,
+) -> list[tuple[str, LearnerEntry, LearnerTestCase]]:
+    """(name, entry, case) of every test case of every private learner of the catalogue, or of
+    the learners ``names`` only (an unknown or non-private name is a ValueError)."""
+    catalogue = learners()
+    if names is not None:
+        private = sorted(name for name, entry in catalogue.items() if entry.private)
+        unknown = sorted(set(names) - set(catalogue))
+        if unknown:
+            raise ValueError(f"unknown learners {unknown}; expected some of {private}")
+        public = sorted(set(names) - set(private))
+        if public:
+            raise ValueError(
+                f"{public} {'is' if len(public) == 1 else 'are'} not private: the audit tests "
+                f"privacy claims, expected some of {private}"
+            )
+    return [
+        (name, entry, case)
+        for name, entry in catalogue.items()
+        if entry.private and (names is None or name in names)
+        for case in entry.test_cases
+    ]
 
 
 def _audit_of(entry: LearnerEntry, case: LearnerTestCase) -> AuditCase:

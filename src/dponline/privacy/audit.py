@@ -82,7 +82,9 @@ class AuditResult:
     refuted: bool  #: ``epsilon_lower > claimed_epsilon``
     counts: tuple[int, int, int, int]  #: (k_a, n_a, k_b, n_b) for the ordered pair
     threshold: float
-    event: str  #: description of the event, e.g. "statistic >= 1.3 more likely on input B"
+    #: the event counted, as the pilot chose it, e.g. "statistic >= 1.3, chosen on the pilot as
+    #: more likely on input B" (the final counts may disagree: they are fresh runs)
+    event: str
     pilot_epsilon: float  #: the empirical loss of the chosen event on the pilot runs
 
     def __str__(self) -> str:
@@ -191,7 +193,12 @@ def audit(
     k1, k2 = (kb, ka) if swap else (ka, kb)
     lb = epsilon_lower_bound(k1, trials, k2, trials, delta, alpha)
     op = ">=" if sign == 1 else "<="
-    event = f"statistic {op} {tau:.4g}, more likely on input {'B' if swap else 'A'}"
+    if pilot_eps > 0:
+        event = f"statistic {op} {tau:.4g}, chosen on the pilot as more likely on input " + (
+            "B" if swap else "A"
+        )
+    else:  # no event separated the pilot's inputs: the first candidate, as good as any
+        event = f"statistic {op} {tau:.4g} (the pilot found no event more likely on one input)"
     return AuditResult(
         epsilon_lower=lb,
         claimed_epsilon=float(eps),

@@ -324,16 +324,33 @@ class OneRunResult:
     delta: float
     candidates: int  #: the Bonferroni factor (guess counts x methods)
     claimed_epsilon: float | None = None
+    #: the bound if every guess of every guess count were right (at these m, delta and
+    #: significance): the most this audit can show, whatever the learner and the coins do
+    ceiling: float = math.inf
 
     @property
     def refuted(self) -> bool:
         """The lower bound exceeds the claim (``False`` when there is no claim)."""
         return self.claimed_epsilon is not None and self.epsilon_lower > self.claimed_epsilon
 
+    @property
+    def can_refute(self) -> bool:
+        """Some outcome could refute the claim: its ceiling lies above it (``True`` when there
+        is no claim). With delta large for the number of canaries (2 m delta near the
+        significance) even perfect guesses prove nothing, and "not refuted" says nothing."""
+        return self.claimed_epsilon is None or self.ceiling > self.claimed_epsilon
+
     def __str__(self) -> str:
         claim = ""
         if self.claimed_epsilon is not None:
-            verdict = "REFUTED" if self.refuted else "not refuted"
+            if self.refuted:
+                verdict = "REFUTED"
+            elif self.can_refute:
+                verdict = "not refuted"
+            else:
+                verdict = (
+                    f"cannot be refuted here: guesses all right would prove only {self.ceiling:.3f}"
+                )
             claim = f" (claim {self.claimed_epsilon:.4g}: {verdict})"
         return (
             f"one-run audit: epsilon >= {self.epsilon_lower:.3f} at delta {self.delta:.3g} with "
@@ -393,6 +410,8 @@ def audit_canaries(
         if b > best:
             best, best_method, best_j = b, method, j
     r, v = counts[best_j] if best_j >= 0 else (0, 0)
+    perfect = [(guessed, guessed) for guessed, _ in counts]
+    ceiling = max(_max_over(perfect, m, level, delta, method)[0] for method in methods)
     return OneRunResult(
         epsilon_lower=best,
         method=best_method,
@@ -403,4 +422,5 @@ def audit_canaries(
         delta=delta,
         candidates=len(grid) * len(methods),
         claimed_epsilon=None if claimed_epsilon is None else float(claimed_epsilon),
+        ceiling=ceiling,
     )
