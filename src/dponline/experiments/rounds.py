@@ -20,9 +20,10 @@ replica's loss); the feedback (``learner.observe(feedback)``).
 * with ``blocks``, plays an oblivious linear stream
   (:class:`~dponline.environments.base.ObliviousLinearLosses`) a block of rounds at a time
   when the learner can (:class:`~dponline.protocol.BlockPlayer`): blocks of at most
-  :data:`BLOCK_FLOATS` decisions, ending at checkpoints. A block's decisions have the
-  distribution of its rounds played one by one, and are the same numbers where the learner
-  draws its noise in the same order either way;
+  :data:`BLOCK_FLOATS` decisions, ending at every ``checkpoint_every``-th round (whether a
+  checkpoint is saved there or not). A block's decisions have the distribution of its rounds
+  played one by one, and are the same numbers where the learner draws its noise in the same
+  order either way;
 * with ``blocks``, plays a stochastic K-armed environment (``StochasticArms``: mean rewards
   and sums of fresh rewards) a stretch of rounds at a time when the learner can
   (``StochasticArmsPlayer``: it jumps whole commitments, drawing each one's reward sum at
@@ -191,13 +192,15 @@ def play(
     into it; the first action must then have the tally's replicas along its first axis.
     ``blocks``: play blocks of rounds where the environment and the learner allow it (not with
     ``release``). ``checkpoint(t)`` is called after round t (1-based count of rounds played)
-    when ``checkpoint_every`` divides t and rounds remain, with the tally up to date. ``who``
-    names the learner in errors.
+    when ``checkpoint_every`` divides t and rounds remain, with the tally up to date. A block or
+    stretch ends at those rounds whether or not ``checkpoint`` is given, so a run's numbers do
+    not depend on whether it saves checkpoints (only on ``checkpoint_every``). ``who`` names
+    the learner in errors.
     """
     if rounds.step != 1:
         raise ValueError(f"rounds must be consecutive (step 1), got {rounds!r}")
     every = 0
-    if checkpoint is not None:
+    if checkpoint is not None or checkpoint_every is not None:
         if (
             isinstance(checkpoint_every, bool)
             or not isinstance(checkpoint_every, (int, np.integer))
@@ -289,10 +292,10 @@ def _play_steps(
                 recorded_loss.append(cumulative.copy())
                 if counting:
                     recorded_switches.append(switches.copy())
-        if every and t % every == 0 and t < stop:
+        if checkpoint is not None and every and t % every == 0 and t < stop:
             if tally is not None:
                 tally.cumulative, tally.switches, tally.previous = cumulative, switches, previous
-            checkpoint(t)  # type: ignore[misc]
+            checkpoint(t)
     if tally is not None:
         tally.cumulative, tally.switches, tally.previous = cumulative, switches, previous
     return out
@@ -328,8 +331,8 @@ def _play_blocks(
         if tally is not None:
             _tally_block(tally, env, t, actions)
         t = end
-        if every and t % every == 0 and t < stop:
-            checkpoint(t)  # type: ignore[misc]
+        if checkpoint is not None and every and t % every == 0 and t < stop:
+            checkpoint(t)
     return out
 
 
@@ -389,5 +392,5 @@ def _play_stretches(
             if t % tally.record_every == 0 or t == tally.last or t in tally.rounds:
                 tally.recorded_t.append(t)
                 tally.recorded_loss.append(tally.cumulative.copy())
-        if every and t % every == 0 and t < stop:
-            checkpoint(t)  # type: ignore[misc]
+        if checkpoint is not None and every and t % every == 0 and t < stop:
+            checkpoint(t)

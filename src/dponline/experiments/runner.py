@@ -259,8 +259,9 @@ def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: i
     ckpt_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     key = task.key
     done_path = ckpt_dir / f"{key}{RESULT_SUFFIX}" if ckpt_dir else None
+    # blocks of rounds end at its multiples whether or not they are saved (same numbers)
+    checkpoint_every = checked_count("checkpoint_every", checkpoint_every)
     if ckpt_dir is not None:
-        checkpoint_every = checked_count("checkpoint_every", checkpoint_every)
         ckpt_dir.mkdir(parents=True, exist_ok=True)
         for stale in ckpt_dir.glob(f".{key}*.tmp"):  # left by a writer killed mid-write
             stale.unlink(missing_ok=True)
