@@ -14,6 +14,7 @@ from dponline.continual import MECHANISMS, make_counter
 from dponline.continual.binary_tree import BinaryTreeCounter
 from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.factory import anytime_counter, build_counter, doubling_counter
+from dponline.continual.honaker import HonakerCounter
 from dponline.continual.kary_tree import KaryTreeCounter
 from dponline.continual.selection import (
     MEMORY_BUDGET,
@@ -117,6 +118,48 @@ def test_build_counter_refuses_what_it_cannot_calibrate():
     assert doubling_counter(block, dim=2, bounds=None, budget=budget, caller_checks_inputs=True)
     with pytest.raises(ValueError, match="calibration must be 'tight' or 'paper'"):
         choose_mechanism("loose", 4, 2, "gaussian")
+
+
+def test_a_doubling_block_proving_less_than_the_stream_states_is_refused():
+    """The stream states the first block's guarantee (tight); a block function that proves
+    less at a later length (DP-FTPL's did: its regret term set the first blocks' noise) is
+    refused when that block is built, before it releases anything."""
+    budget = PrivacyBudget(1.0, 1e-6)
+    calibrator = CounterCalibrator(BinaryTreeCounter, 1, Box(0, 1, dim=2), "gaussian")
+    strong = calibrator.tight(PrivacyBudget(0.5, 1e-6)).guarantee  # more than asked
+    weak = calibrator.tight(budget).guarantee
+
+    def block(length):
+        return BlockCalibration(
+            BinaryTreeCounter, GaussianNoise(1.0), strong if length < 4 else weak
+        )
+
+    counter = doubling_counter(block, dim=2, bounds=Box(0, 1, dim=2), budget=budget)
+    assert counter.privacy.epsilon == pytest.approx(0.5)
+    counter.step_block(np.zeros((3, 2)))  # blocks of 1 and 2 rounds
+    with pytest.raises(RuntimeError, match="the block of 4 rounds proves epsilon=1"):
+        counter.step(np.zeros(2))
+    assert counter.t == 3
+
+
+def test_anytime_dp_ftpl_states_what_every_block_proves():
+    """DP-FTPL's anytime blocks take max(regret term, the counter's tight sigma): the stream
+    states the counter's tight guarantee, which every block proves (it stated the first
+    block's epsilon 7.29 at a request of 8 while the blocks of 4 rounds and more proved 8)."""
+    from dponline.online import DPFTPL
+    from dponline.online.ftpl import FTPLCalibrator
+    from dponline.privacy.calibration import calibrate
+
+    budget = PrivacyBudget(8.0, 1e-6)
+    learner = DPFTPL(4, None, budget=budget, rng=0)
+    stated = learner.privacy
+    assert stated.epsilon == pytest.approx(8.0) and stated.meets_request
+    for k in range(12):
+        cal = calibrate(FTPLCalibrator(HonakerCounter, 4, 2**k, Box(0, 1, dim=4)), budget).guarantee
+        assert cal.epsilon <= stated.epsilon * (1 + 1e-9)
+        assert cal.rho <= stated.rho * (1 + 1e-9)
+    learner.play_block(np.full((64, 4), 0.5))  # every block up to 64 rounds checked
+    assert learner.privacy is stated
 
 
 class _Stop(Exception):

@@ -12,6 +12,7 @@ variances of the finished blocks and the current block's variance at its own ste
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -34,6 +35,10 @@ from dponline.privacy.noise import NoiseDistribution
 from dponline.rng import RngLike, as_generator, generator_state
 
 __all__ = ["BlockCalibration", "DoublingCounter"]
+
+
+#: relative slack of the block check (the analytic Gaussian's root finding)
+_SLACK = 1e-9
 
 
 class BlockCalibration(NamedTuple):
@@ -93,6 +98,7 @@ class DoublingCounter:
 
     def _build_block(self, length: int, gen: np.random.Generator) -> ContinualCounter:
         b = self._calibrated(length)
+        self._check_block(length, b.guarantee)
         return b.mechanism(
             length,
             self.dim,
@@ -103,6 +109,31 @@ class DoublingCounter:
             clip=self.clip,
             privacy=b.guarantee,
         )
+
+    def _check_block(self, length: int, g: PrivacyGuarantee | None) -> None:
+        """A block proves at least the stream's stated guarantee (epsilon, delta and rho where
+        stated) before it releases anything: the statement is built from the first block's
+        (``tight``) or from lengths 2^0 .. 2^62 (``paper``), and a block calibrator that
+        proves less at another length would leave it overstated."""
+        stated = self.privacy
+        if stated is None or not math.isfinite(stated.epsilon):  # non-private, or voided
+            return
+        slack = 1 + _SLACK
+        weaker = (
+            g is None
+            or g.neighbouring is not stated.neighbouring
+            or g.epsilon > stated.epsilon * slack
+            or g.delta > stated.delta * slack
+            or (stated.rho is not None and (g.rho is None or g.rho > stated.rho * slack))
+        )
+        if weaker:
+            shown = "nothing" if g is None else f"epsilon={g.epsilon:.6g}, rho={g.rho}"
+            raise RuntimeError(
+                f"{self.name}: the block of {length} rounds proves {shown}, less than the "
+                f"stream's stated epsilon={stated.epsilon:.6g}, rho={stated.rho}: its block "
+                "calibration proves different guarantees at different lengths (a bug in the "
+                "caller's block function); no block of it is released"
+            )
 
     def _block_release_variances(self, length: int) -> np.ndarray:
         cls = self._calibrated(length).mechanism

@@ -228,7 +228,15 @@ class DPFTPL(CounterLearner):
             if lenient is None:
                 return BlockCalibration(cls, GaussianNoise(calibrator.regret_term), None)
             cal = calibrate(calibrator, lenient)
-            return BlockCalibration(cls, cal.noise, cal.guarantee)
+            if lenient.calibration == "paper":
+                return BlockCalibration(cls, cal.noise, cal.guarantee)
+            # tight: the noise is max(regret term, the counter's tight sigma), and where the
+            # regret term is larger the block proves more than asked, by an amount that
+            # varies with its length; every block proves at least the counter's own tight
+            # guarantee (the request, rho = mu^2 / 2 at the analytic Gaussian's mu), which
+            # the stream states once for all of them
+            private = calibrate(CounterCalibrator(cls, length, self.bounds, "gaussian"), lenient)
+            return BlockCalibration(cls, cal.noise, private.guarantee)
 
         self.calibrator = None
         self.counter = doubling_counter(  # type: ignore[assignment]
