@@ -138,9 +138,7 @@ def _late_case(case: LateCase) -> tuple[LearnerEntry, LearnerTestCase]:
     anytime = bool({**moved.learner_options, **spec.learner_options}.get("anytime", False))
     assert anytime <= entry.anytime
     assert learner.horizon == (None if anytime else case.horizon), learner.horizon
-    a, b = neighbouring_streams(
-        entry.feedback_kind, spec, int(env.dim), getattr(env, "arms", None)
-    )
+    a, b = neighbouring_streams(entry.feedback_kind, spec, int(env.dim), getattr(env, "arms", None))
     assert a.shape == b.shape and a.shape[0] == case.horizon
     differ = np.flatnonzero(np.any((a != b).reshape(len(a), -1), axis=1))
     assert differ.tolist() == [case.changed]
