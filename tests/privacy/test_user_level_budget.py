@@ -98,6 +98,25 @@ def test_group_privacy_hint_numbers():
     assert k_rounds_delta(eps_k, delta_k, 4) <= 1e-6 * (1 + 1e-12)
 
 
+@pytest.mark.parametrize(
+    ("epsilon", "delta", "k"), [(2.0, 1e-5, 3), (1.0, 1e-6, 4), (0.3, 3e-7, 7), (5.0, 1e-9, 2)]
+)
+def test_the_printed_group_budget_never_exceeds_the_person_s(epsilon, delta, k):
+    """The hint is for copying: its printed (rounded) budget, over k rounds, stays within the
+    person's (epsilon, delta) (rounded up, (2, 1e-5) over 3 rounds read (2.000001, 1.0004e-5))."""
+    import re
+
+    msg = group_privacy_hint("X", PrivacyBudget(epsilon, delta, participations=k))
+    printed = re.search(r"PrivacyBudget\(([^,]+), ([^)]+)\)", msg)
+    assert printed is not None
+    eps_k, delta_k = float(printed.group(1)), float(printed.group(2))
+    assert k * eps_k <= epsilon
+    assert k_rounds_delta(eps_k, delta_k, k) <= delta
+    # the hint's (looser) form k e^((k-1) e) d, rounded down only at the printed digits
+    assert 0.99 * delta < k * math.exp((k - 1) * eps_k) * delta_k <= delta
+    assert k * eps_k > 0.999 * epsilon
+
+
 def k_rounds_delta(eps: float, delta: float, k: int) -> float:
     """delta of k rounds by induction: delta_k = sum_{j<k} e^(j eps) delta."""
     return sum(math.exp(j * eps) * delta for j in range(k))

@@ -224,6 +224,16 @@ class PrivacyBudget:
         raise WeakerGuaranteeError(message + hint)
 
 
+def _round_down(x: float, digits: int) -> float:
+    """``x`` to ``digits`` significant digits, rounded towards 0 (a budget printed for the
+    user to copy must not exceed what it was computed from)."""
+    if x == 0 or not math.isfinite(x):
+        return x
+    scale = 10.0 ** (digits - 1 - math.floor(math.log10(abs(x))))
+    down = math.floor(x * scale) / scale
+    return down if down <= x else math.nextafter(down, 0.0)
+
+
 def group_privacy_hint(
     what: str,
     budget: PrivacyBudget,
@@ -236,8 +246,8 @@ def group_privacy_hint(
     the (e, d) form by induction over the rounds), so asking the event-level calibration for
     (epsilon / k, delta / (k e^((k-1) epsilon / k))) protects the person at (epsilon, delta)."""
     k = budget.participations
-    eps_k = budget.epsilon / k
-    delta_k = budget.delta / (k * math.exp((k - 1) * eps_k))
+    eps_k = _round_down(budget.epsilon / k, 6)
+    delta_k = _round_down(budget.delta / (k * math.exp((k - 1) * eps_k)), 3)
     return (
         f"{what} proves event-level privacy (one round) only and does not support a user-level "
         f"budget ({budget.unit}); {instead}, or rely on group privacy: an event-level budget "
