@@ -72,9 +72,42 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
     eps = float(epsilon)
     a = special.log_ndtr(-eps / mu + mu / 2)
     b = eps + special.log_ndtr(-eps / mu - mu / 2)
-    if b >= a:
-        return 0.0
-    return float(math.exp(a) * -math.expm1(b - a))
+    if a < _LOG_TINY:  # delta < e^a, below the least positive double: report that bound
+        return _TINY
+    # delta = e^a (1 - e^(b - a)): the rounding error of a and b (about _ROUNDING of their
+    # size) is an error of that size in b - a, and a relative error of about that over the gap
+    # in delta; where it could exceed 1e-9 (tiny epsilon and delta: the two terms nearly
+    # cancel) delta is computed again in high precision
+    if _ROUNDING * (abs(a) + abs(b) + 1.0) <= 1e-9 * min(a - b, 1.0):
+        return float(math.exp(a) * -math.expm1(b - a))
+    return _gaussian_delta_high_precision(eps, mu)
+
+
+#: the absolute rounding error of log_ndtr relative to its value, with a safety factor of 4
+_ROUNDING = 4.5e-16
+#: the least positive double and its logarithm
+_TINY = math.ulp(0.0)
+_LOG_TINY = math.log(_TINY)
+
+
+def _gaussian_delta_high_precision(epsilon: float, mu: float) -> float:
+    """Balle & Wang's delta(epsilon) in arbitrary precision (mpmath): digits are doubled until
+    the difference of the two terms is resolved; past 4,000 digits, the first term alone (an
+    upper bound on delta, so never an overstatement of privacy)."""
+    import mpmath  # needed only in this corner
+
+    digits = 40
+    while True:
+        with mpmath.workdps(digits):
+            e, m = mpmath.mpf(epsilon), mpmath.mpf(mu)
+            first = mpmath.ncdf(-e / m + m / 2)
+            gap = first - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
+            # delta > 0 for every mu > 0; a gap within the working precision is not resolved
+            if gap > first * mpmath.mpf(10) ** (20 - digits):
+                return float(gap)
+            if digits >= 4000:
+                return float(first)
+        digits *= 2
 
 
 def gaussian_epsilon(delta: float, mu: float) -> float:
