@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -108,3 +109,30 @@ def test_extreme_parameters_never_overstate_privacy(eps, delta):
     assert _delta_to_400_digits(eps, mu * 1.001) > delta  # and mu is not needlessly small
     e = gaussian_epsilon(delta, mu)
     assert _delta_to_400_digits(e, mu) <= delta
+
+
+def test_the_accounting_refuses_what_it_used_to_convert():
+    """Strings, bools and out-of-range values are refused, not converted (from a review:
+    gaussian_sigma(1, '1', '1e-6') gave 4.22, laplace_epsilon(-1, 1) gave -1, a sample larger
+    than its population was taken as the whole population, PrivacyGuarantee(True, 0) held True)."""
+    from dponline.privacy.accounting import laplace_epsilon, subsampled_gaussian_epsilon
+    from dponline.privacy.arguments import ArgumentError
+    from dponline.privacy.guarantee import PrivacyGuarantee
+
+    for call in (
+        lambda: gaussian_sigma(1.0, "1", 1e-6),
+        lambda: gaussian_sigma(1.0, 1.0, "1e-6"),
+        lambda: gaussian_sigma(True, 1.0, 1e-6),
+        lambda: laplace_epsilon(-1.0, 1.0),
+        lambda: laplace_epsilon(1.0, "2"),
+        lambda: subsampled_gaussian_epsilon(1.0, population=10, sample=20, steps=1, delta=1e-6),
+        lambda: subsampled_gaussian_epsilon(1.0, population=10, sample=5, steps=0, delta=1e-6),
+        lambda: PrivacyGuarantee(True, 0.0),
+        lambda: PrivacyGuarantee(1.0, 1.0),
+        lambda: PrivacyGuarantee(1.0, 0.0, rho=-1.0),
+    ):
+        with pytest.raises(ArgumentError):
+            call()
+    assert laplace_epsilon(2.0, 0.0) == math.inf and laplace_epsilon(0.0, 0.0) == 0.0
+    assert PrivacyGuarantee(np.float32(1.0), 0.0).epsilon == 1.0  # numpy numbers are numbers
+    assert PrivacyGuarantee(math.inf, 0.0).epsilon == math.inf  # a voided guarantee

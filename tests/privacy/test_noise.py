@@ -40,8 +40,13 @@ def test_invalid_scales(bad):
         GaussianNoise(bad)
     with pytest.raises(ValueError, match="finite and non-negative"):
         LaplaceNoise(bad)
-    with pytest.raises(TypeError, match="real number"):
-        LaplaceNoise("x")  # type: ignore[arg-type]
+    # strings and bools are refused, not converted (GaussianNoise("1.5") and GaussianNoise(True)
+    # once gave sigma 1.5 and 1.0)
+    for wrong in ("x", "1.5", True):
+        with pytest.raises(TypeError, match="finite and non-negative, got"):
+            LaplaceNoise(wrong)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="finite and non-negative, got"):
+            GaussianNoise(wrong)  # type: ignore[arg-type]
 
 
 def test_each_noise_knows_its_calibration():

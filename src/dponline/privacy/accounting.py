@@ -27,6 +27,14 @@ from functools import lru_cache
 
 from scipy import optimize, special
 
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_count,
+    checked_nonnegative,
+    checked_positive,
+    checked_probability,
+)
+
 __all__ = [
     "RDP_ORDERS",
     "gaussian_delta",
@@ -44,18 +52,13 @@ __all__ = [
 
 
 def _check_eps(epsilon: float) -> float:
-    e = float(epsilon)
-    if not (math.isfinite(e) and e > 0):
-        raise ValueError(f"epsilon must be a finite positive number, got {epsilon!r}")
-    return e
+    return checked_positive("epsilon", epsilon)
 
 
 def _check_delta(delta: float, *, allow_zero: bool = False) -> float:
-    d = float(delta)
-    lo_ok = d >= 0 if allow_zero else d > 0
-    if not (lo_ok and d < 1):
-        bound = "[0, 1)" if allow_zero else "(0, 1)"
-        raise ValueError(f"delta must lie in {bound}, got {delta!r}")
+    d = checked_probability("delta", delta, closed=allow_zero)
+    if d == 1.0:
+        raise ArgumentError(f"delta must lie in [0, 1), got {delta!r}")
     return d
 
 
@@ -65,8 +68,7 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
     Balle & Wang (2018), Theorem 8; computed in log space so that it stays accurate when the
     two terms nearly cancel.
     """
-    if mu < 0 or not math.isfinite(mu):
-        raise ValueError(f"mu must be finite and non-negative, got {mu!r}")
+    mu = checked_nonnegative("mu", mu)
     if mu == 0:
         return 0.0
     eps = float(epsilon)
@@ -152,9 +154,7 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
 
     The analytic Gaussian mechanism (Balle & Wang 2018, Algorithm 1).
     """
-    s = float(sensitivity)
-    if not (math.isfinite(s) and s >= 0):
-        raise ValueError(f"sensitivity must be finite and non-negative, got {sensitivity!r}")
+    s = checked_nonnegative("sensitivity", sensitivity)
     return s / gaussian_mu_for(epsilon, delta)
 
 
@@ -173,10 +173,13 @@ def zcdp_sigma(sensitivity: float, rho: float) -> float:
 
 
 def laplace_epsilon(l1_sensitivity: float, b: float) -> float:
-    """Pure epsilon of Laplace(b) noise on a query of l1 sensitivity Delta_1: Delta_1 / b."""
-    if b <= 0:
-        return math.inf if l1_sensitivity > 0 else 0.0
-    return float(l1_sensitivity) / float(b)
+    """Pure epsilon of Laplace(b) noise on a query of l1 sensitivity Delta_1: Delta_1 / b (no
+    noise, b = 0: infinite unless nothing can change)."""
+    sensitivity = checked_nonnegative("l1_sensitivity", l1_sensitivity)
+    scale = checked_nonnegative("b", b)
+    if scale == 0:
+        return math.inf if sensitivity > 0 else 0.0
+    return sensitivity / scale
 
 
 def pld_gaussian_epsilon(
@@ -253,18 +256,26 @@ def subsampled_gaussian_epsilon(
     from dp_accounting.privacy_accountant import NeighboringRelation
     from dp_accounting.rdp import rdp_privacy_accountant
 
-    nm = float(noise_multiplier)
-    if not nm > 0:
+    nm = checked_nonnegative("noise_multiplier", noise_multiplier)
+    population = checked_count("population", population)
+    sample = checked_count("sample", sample)
+    steps = checked_count("steps", steps)
+    if sample > population:
+        raise ArgumentError(
+            f"sample ({sample}) must be at most population ({population}): a subset of it"
+        )
+    delta = _check_delta(delta)
+    if nm == 0:
         return math.inf
-    if sample >= population:
+    if sample == population:
         return gaussian_epsilon(delta, math.sqrt(steps) / nm)
     acc = rdp_privacy_accountant.RdpAccountant(
         orders=RDP_ORDERS, neighboring_relation=NeighboringRelation.REPLACE_ONE
     )
     event = dp_event.SampledWithoutReplacementDpEvent(
-        int(population), int(sample), dp_event.GaussianDpEvent(nm)
+        population, sample, dp_event.GaussianDpEvent(nm)
     )
-    acc.compose(dp_event.SelfComposedDpEvent(event, int(steps)))
+    acc.compose(dp_event.SelfComposedDpEvent(event, steps))
     return float(acc.get_epsilon(delta))
 
 

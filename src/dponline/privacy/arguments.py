@@ -102,11 +102,12 @@ def checked_positive(name: str, value: Any, *, infinite_ok: bool = False) -> flo
     return v
 
 
-def checked_nonnegative(name: str, value: Any) -> float:
-    """A finite real number >= 0."""
+def checked_nonnegative(name: str, value: Any, *, infinite_ok: bool = False) -> float:
+    """A finite real number >= 0 (``inf`` too with ``infinite_ok``)."""
     v = _real(value)
-    if v is None or not (v >= 0 and math.isfinite(v)):
-        raise ArgumentError(f"{name} must be finite and non-negative, got {_show(value)}")
+    if v is None or not (v >= 0 and (math.isfinite(v) or infinite_ok)):
+        need = "non-negative (inf allowed)" if infinite_ok else "finite and non-negative"
+        raise ArgumentError(f"{name} must be {need}, got {_show(value)}")
     return v
 
 

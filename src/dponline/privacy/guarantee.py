@@ -17,11 +17,12 @@ streams then differ in the inputs of those k rounds, each within the input set.
 
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
+
+from dponline.privacy.arguments import ArgumentError, checked_nonnegative, checked_probability
 
 __all__ = [
     "Neighbouring",
@@ -128,14 +129,16 @@ class PrivacyGuarantee:
         k, b = check_participation(self.participations, self.min_separation)
         object.__setattr__(self, "participations", k)
         object.__setattr__(self, "min_separation", b)
-        if not (isinstance(self.epsilon, (int, float)) and self.epsilon >= 0):
-            raise ValueError(f"epsilon must be a non-negative number, got {self.epsilon!r}")
-        if math.isnan(self.epsilon):
-            raise ValueError("epsilon must not be NaN")
-        if not (0.0 <= self.delta < 1.0):
-            raise ValueError(f"delta must lie in [0, 1), got {self.delta!r}")
-        if self.rho is not None and not (self.rho >= 0):
-            raise ValueError(f"rho must be non-negative, got {self.rho!r}")
+        # epsilon may be inf (a voided guarantee: scale_noise below the calibrated noise)
+        epsilon = checked_nonnegative("epsilon", self.epsilon, infinite_ok=True)
+        object.__setattr__(self, "epsilon", epsilon)
+        delta = checked_probability("delta", self.delta, closed=True)
+        if delta == 1.0:
+            raise ArgumentError(f"delta must lie in [0, 1), got {self.delta!r}")
+        object.__setattr__(self, "delta", delta)
+        if self.rho is not None:
+            rho = checked_nonnegative("rho", self.rho, infinite_ok=True)
+            object.__setattr__(self, "rho", rho)
 
     @property
     def is_pure(self) -> bool:

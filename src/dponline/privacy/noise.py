@@ -20,18 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dponline.privacy.arguments import checked_nonnegative
+
 __all__ = ["GaussianNoise", "LaplaceNoise", "NoiseDistribution", "validate_scale"]
 
 
 def validate_scale(name: str, value: float) -> float:
-    """Check that a noise scale is a finite non-negative number and return it as float."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {value!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be finite and non-negative, got {value!r}")
-    return v
+    """A noise scale: a finite real number >= 0 (numpy numbers accepted; strings, bools and
+    complex values refused, as everywhere: :mod:`dponline.privacy.arguments`)."""
+    return checked_nonnegative(name, value)
 
 
 class NoiseDistribution(ABC):
