@@ -39,10 +39,12 @@ def _as_p(norm: float | str) -> float:
 def lp_norm(x: np.ndarray, p: float | str, axis: int = -1) -> np.ndarray:
     """The l_p norm along ``axis`` (p may be ``inf`` or a name such as ``"l2"``).
 
-    For 1 < p < inf it is computed as ``m * (sum (|x_i| / m)^p)^(1/p)`` with ``m = max |x_i|``:
-    every ratio is at most 1 and the largest is 1, so it neither underflows to 0 (|x_i|^p for
-    a large p or a tiny x_i, which let inputs far outside a norm ball pass its check) nor
-    overflows. An infinite entry gives an infinite norm."""
+    For 1 < p < inf it is ``(sum |x_i|^p)^(1/p)`` where ``m^p`` (``m = max |x_i|``) lies safely
+    inside the range of doubles, and otherwise ``m * (sum (|x_i| / m)^p)^(1/p)``: every ratio is
+    at most 1 and the largest is 1, so it neither underflows to 0 (|x_i|^p for a large p or a
+    tiny x_i, which let inputs far outside a norm ball pass its check) nor overflows. (The
+    direct sum where it is safe keeps a unit vector's norm exactly 1.) An infinite entry gives
+    an infinite norm."""
     p = _as_p(p)
     a = np.abs(np.asarray(x, dtype=float))
     if p == math.inf:
@@ -50,12 +52,21 @@ def lp_norm(x: np.ndarray, p: float | str, axis: int = -1) -> np.ndarray:
     if p == 1.0:
         return a.sum(axis=axis)
     m = a.max(axis=axis, keepdims=True, initial=0.0)
+    with np.errstate(divide="ignore", over="ignore", under="ignore"):
+        direct = (a * a if p == 2.0 else a**p).sum(axis=axis) ** (1.0 / p)
+        safe = np.abs(p * np.log(np.squeeze(m, axis=axis))) < _SAFE_LOG_POWER
+    if np.all(safe):
+        return direct
     finite = np.isfinite(m) & (m > 0)
     ratio = a / np.where(finite, m, 1.0)
-    powered = ratio * ratio if p == 2.0 else ratio**p
-    scaled = powered.sum(axis=axis) ** (1.0 / p)
+    scaled = (ratio * ratio if p == 2.0 else ratio**p).sum(axis=axis) ** (1.0 / p)
     m = np.squeeze(m, axis=axis)
-    return np.where(np.isinf(m), math.inf, np.where(m > 0, m * scaled, 0.0))[()]
+    out = np.where(np.isinf(m), math.inf, np.where(m > 0, m * scaled, 0.0))
+    return np.where(safe, direct, out)[()]
+
+
+#: |p ln m| below this keeps m^p within [1e-260, 1e260]: the direct sum of powers is exact there
+_SAFE_LOG_POWER = 600.0
 
 
 def check_finite(x: np.ndarray, what: str = "input") -> np.ndarray:
