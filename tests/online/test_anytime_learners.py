@@ -220,3 +220,16 @@ def test_the_anytime_counter_checks_before_it_changes() -> None:
     out = exact.step_block(np.ones((100, 2)))
     np.testing.assert_array_equal(out[:, 0, 0], np.arange(1, 101))
     assert exact.horizon is None and exact.privacy is None
+
+
+def test_eta_constant_is_refused_where_it_would_be_ignored() -> None:
+    """eta_constant sets only the anytime rate: with a horizon, or beside eta, it was silently
+    ignored (DPFTRL(5, 1000, eta_constant=50) ran at sqrt(D_R / T) = 0.0401)."""
+    with pytest.raises(ValueError, match="eta_constant sets the anytime rate"):
+        DPFTRL(5, 1000, budget=None, eta_constant=50.0)
+    with pytest.raises(ValueError, match="give one of eta and eta_constant"):
+        DPFTRL(5, None, budget=None, eta=0.1, eta_constant=50.0)
+    assert DPFTRL(5, None, budget=None, eta_constant=50.0).rate(4) == pytest.approx(25.0)
+    assert DPFTRL(5, None, budget=None, eta=0.1).rate(4) == pytest.approx(0.1)
+    hedge = DyadicHedge([0.0], [1.0], None, lipschitz=1.0, budget=None, eta=0.2)
+    assert hedge.rate(9) == pytest.approx(0.2)

@@ -233,7 +233,9 @@ class DyadicHedge(DPFTRL):
             regulariser=EntropicRegulariser(),
             loss_bounds=NormBall(self.grid.transform_radius(g), 2, n),
             eta=eta,
-            eta_constant=math.sqrt(math.log(n)) / (g * diameter) if horizon is None else None,
+            eta_constant=(
+                math.sqrt(math.log(n)) / (g * diameter) if horizon is None and eta is None else None
+            ),
             replicas=replicas,
             rng=gen,
         )
@@ -463,6 +465,7 @@ _DYADIC_ENTRY = register_learner(
         options=_DYADIC_OPTIONS,
         default_delta=1e-6,
         anytime=True,
+        person_level=True,
     )
 )
 

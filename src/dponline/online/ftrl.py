@@ -304,6 +304,13 @@ class DPFTRL(CounterLearner):
         d_r = max(self.regulariser.range_of_regulariser(self.domain), 1e-12)
         self._eta: float | None = None  # a rate fixed for every round
         self.eta_constant: float | None = None  # c of the anytime rate c / sqrt(t)
+        if eta_constant is not None and (eta is not None or self.horizon is not None):
+            raise ValueError(
+                "eta_constant sets the anytime rate c / sqrt(t), used only with horizon=None "
+                "and no eta; "
+                + ("give one of eta and eta_constant" if eta is not None else "drop it")
+                + " (a fixed horizon's default rate is sqrt(D_R / T))"
+            )
         if eta is not None:
             self._eta = checked_positive("eta", eta)
         elif self.horizon is not None:
@@ -529,6 +536,7 @@ _DP_FTRL_ENTRY = register_learner(
         },
         default_delta=noise_default_delta("laplace"),
         anytime=True,
+        person_level=True,
     )
 )
 
