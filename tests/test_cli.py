@@ -172,7 +172,8 @@ def test_audit_command_text_lists_learners(capsys):
             "{ n_experts = 3 }",
             '{ noize = "laplace" }',
             "learner 'dp-ftrl' has no option 'noize' (did you mean 'noise'?); its options: "
-            "anytime, delta, eta, eta_constant, mechanism, noise, regulariser",
+            "anytime, delta, eta, eta_constant, mechanism, min_separation, noise, participations, "
+            "regulariser",
         ),
         (
             "{ n_expert = 3 }",

@@ -31,7 +31,6 @@ from dponline.cli import main
 from dponline.experiments.spec import parse_spec
 from dponline.privacy.arguments import checked_generator, checked_real_array, saved_field
 from dponline.privacy.bounds import Box
-from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.protocol import (
     Feedback,
     FeedbackKind,
@@ -143,14 +142,16 @@ class NoisyLastLoss(NoiseHandle, RoundDiscipline):
         self.budget = checked_budget(budget)
         self.bounds = Box(0.0, 1.0, dim=self.dim)
         self.scale = 0.0 if budget is None else self.dim / budget.epsilon / understate
+        # through the budget, which refuses a unit the proof does not cover (a person's rounds;
+        # the battery's check_unit_of_privacy caught the learner stating one round for it)
         self.privacy = (
             None
             if budget is None
-            else PrivacyGuarantee(
+            else budget.prove(
                 budget.epsilon,
                 0.0,
-                derivation=f"Laplace mechanism, l1 sensitivity {self.dim}, scale N/epsilon; "
-                "each loss in one release (parallel composition)",
+                f"Laplace mechanism, l1 sensitivity {self.dim}, scale N/epsilon; each loss in "
+                "one release (parallel composition)",
             )
         )
         self._rng = as_generator(rng)

@@ -326,6 +326,21 @@ def test_each_guarantee_is_proven_once(entry, case, monkeypatch):
         assert derivations[0] in learner.privacy.derivation
 
 
+def test_every_entry_says_whether_it_takes_a_budget_over_a_person():
+    """``dponline list --json`` rows carry ``person_level`` (the battery checks it against a
+    build, ``check_unit_of_privacy``); its learners list the run's participations and
+    min_separation among their options; a non-private entry cannot set it."""
+    rows = {e.name: e.describe(ENVIRONMENTS) for e in learners().values()}
+    person = {name for name, r in rows.items() if r["person_level"]}
+    assert person == {"dp-ftrl", "dp-ftrl-oco", "dp-dyadic-hedge", "dp-ucb"}
+    for name in person:
+        assert {"participations", "min_separation"} <= set(rows[name]["options"])
+    assert "participations" not in rows["dp-exp2"]["options"]
+    entry = learners()["ftrl"]
+    with pytest.raises(ValueError, match="no unit of privacy"):
+        dataclasses.replace(entry, person_level=True)
+
+
 def test_every_entry_says_whether_it_is_anytime():
     """``dponline list --json`` rows carry ``anytime``; :func:`non_private_entry` gives the
     counterpart its private learner's flag (it runs the same factory); the field is a bool."""

@@ -204,6 +204,11 @@ class LearnerEntry:
     #: factory the option ``anytime=True``, which ignores the environment's horizon), uses
     #: step sizes that need no horizon, and states a guarantee that holds for every t.
     anytime: bool = False
+    #: Whether the learner takes a budget over a person (``participations`` k > 1 rounds at
+    #: least ``min_separation`` apart: :class:`~dponline.privacy.budget.PrivacyBudget`), its
+    #: calibration proving the guarantee for the person's rounds (with a horizon); the others
+    #: refuse such a budget, naming the group-privacy way out.
+    person_level: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -233,6 +238,10 @@ class LearnerEntry:
             )
         if not isinstance(self.anytime, bool):
             raise TypeError(f"{self.name}: anytime must be a bool, got {self.anytime!r}")
+        if not isinstance(self.person_level, bool):
+            raise TypeError(f"{self.name}: person_level must be a bool, got {self.person_level!r}")
+        if self.person_level and not self.private:
+            raise ValueError(f"{self.name}: a non-private learner has no unit of privacy")
         d = self.default_delta
         if not callable(d) and (
             isinstance(d, bool) or not isinstance(d, numbers.Real) or not 0 <= d < 1
@@ -271,12 +280,17 @@ class LearnerEntry:
         return feedback_kind is self.feedback_kind and action_space in self.action_spaces
 
     def documented_options(self) -> dict[str, str]:
-        """The factory's options with their meaning: ``options``, and ``anytime`` for a learner
-        that runs without a horizon."""
-        if not self.anytime or "anytime" in self.options:
-            return dict(self.options)
-        guarantee = ", with a guarantee for every t" if self.private else ""
-        return {**self.options, "anytime": ANYTIME_OPTION + guarantee}
+        """The factory's options with their meaning: ``options``, ``anytime`` for a learner
+        that runs without a horizon, and the run's ``participations`` and ``min_separation``
+        for one that takes a budget over a person."""
+        out = dict(self.options)
+        if self.anytime and "anytime" not in out:
+            guarantee = ", with a guarantee for every t" if self.private else ""
+            out["anytime"] = ANYTIME_OPTION + guarantee
+        if self.person_level:
+            out.setdefault("participations", PARTICIPATIONS_OPTION)
+            out.setdefault("min_separation", MIN_SEPARATION_OPTION)
+        return out
 
     def describe(self, environments: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """What ``dponline list`` prints, with the environments of ``environments`` (the
@@ -299,12 +313,20 @@ class LearnerEntry:
             "options": self.documented_options(),
             "counterpart_of": list(self.counterpart_of),
             "anytime": self.anytime,
+            "person_level": self.person_level,
             "environments": fitting,
         }
 
 
 #: what the option ``anytime`` of an anytime learner's factory means (``dponline list``)
 ANYTIME_OPTION = "True: run without a horizon (the environment's is ignored)"
+#: what the run's ``participations`` and ``min_separation`` mean for a learner that takes a
+#: budget over a person (``dponline list``)
+PARTICIPATIONS_OPTION = (
+    "k > 1: the unit of privacy is one person's at most k rounds (with a horizon; capping "
+    "each person's rounds is the caller's job; default 1)"
+)
+MIN_SEPARATION_OPTION = "b: a person's rounds lie at least b apart (default 1)"
 
 _CATALOGUE: dict[str, LearnerEntry] = {}
 _loaded = False

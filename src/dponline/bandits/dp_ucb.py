@@ -482,6 +482,7 @@ register_learner(
         calibrations=("paper", "tight"),
         private=True,
         anytime=True,
+        person_level=True,
         feedback_kind=FeedbackKind.BANDIT,
         action_space="arms",
         test_cases=(

@@ -297,6 +297,7 @@ _DP_FTRL_OCO = register_learner(
         options=_OPTIONS,
         default_delta=noise_default_delta("gaussian"),
         anytime=True,
+        person_level=True,
     )
 )
 
