@@ -136,3 +136,24 @@ def test_the_accounting_refuses_what_it_used_to_convert():
     assert laplace_epsilon(2.0, 0.0) == math.inf and laplace_epsilon(0.0, 0.0) == 0.0
     assert PrivacyGuarantee(np.float32(1.0), 0.0).epsilon == 1.0  # numpy numbers are numbers
     assert PrivacyGuarantee(math.inf, 0.0).epsilon == math.inf  # a voided guarantee
+
+
+def test_zcdp_epsilon_is_valid_and_looser_than_the_renyi_conversion():
+    """Bun & Steinke's rho + 2 sqrt(rho log(1/delta)) lies above Canonne, Kamath & Steinke's
+    conversion (dp_accounting's RDP accountant on the Gaussian's alpha * rho curve): valid, and
+    as loose as its docstring says; bad arguments are refused."""
+    from dp_accounting import dp_event
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    from dponline.privacy.accounting import zcdp_epsilon
+    from dponline.privacy.arguments import ArgumentError
+
+    for rho, delta, quoted in ((0.01, 1e-6, 0.6217), (2.0, 1e-8, 13.386)):
+        acc = rdp_privacy_accountant.RdpAccountant(orders=[1 + x / 100 for x in range(1, 5000)])
+        acc.compose(dp_event.GaussianDpEvent(1 / math.sqrt(2 * rho)))  # rho = 1 / (2 nm^2)
+        renyi = acc.get_epsilon(delta)
+        assert renyi == pytest.approx(quoted, abs=2e-3)
+        assert zcdp_epsilon(rho, delta) > renyi
+    for bad in ((1.0, 0.0), (math.nan, 1e-6), ("1", 1e-6), (-1.0, 1e-6)):
+        with pytest.raises(ArgumentError):
+            zcdp_epsilon(*bad)

@@ -97,7 +97,9 @@ class NoisyMinCalibrator:
 
     ``paper``: Laplace, b_t = 4 D (beta D + L) sqrt(log n log(1/delta)) / (epsilon sqrt t);
     ``tight``: Gumbel, b_t = lam s_t sqrt(t) with lam set so that the composed zCDP bound gives
-    exactly epsilon. ``Calibration.noise`` is ``(family, scales)``; ``Calibration.details``
+    exactly epsilon (through Bun & Steinke's conversion of zCDP to (epsilon, delta),
+    :func:`~dponline.privacy.accounting.zcdp_epsilon`; Canonne, Kamath & Steinke's would allow
+    less noise). ``Calibration.noise`` is ``(family, scales)``; ``Calibration.details``
     names the calibrator (``("calibrator", self)``), so that an estimator handed a calibration
     can check it is its own. Two calibrators are equal when their constants are.
     """
