@@ -247,3 +247,22 @@ def test_a_counter_without_a_horizon_refuses_a_person_and_says_what_to_do():
         make_counter(horizon=None, bounds=Box(0.0, 1.0, dim=1), budget=person)
     assert "PrivacyBudget(0.25, 1.18e-07)" in str(err.value)  # group privacy's way out
     assert "proof" not in str(err.value)
+
+
+@pytest.mark.parametrize("mechanism", ["binary_tree", "blt", None])
+def test_anytime_counters_give_their_first_n_variances(mechanism):
+    """Both anytime counters answer variances(n) (there is no T), equal to variance(t) for
+    t = 1..n (a doubling counter had no variances at all)."""
+    counter = make_counter(
+        mechanism,
+        horizon=None,
+        bounds=Box(0, 1, dim=2),
+        budget=PrivacyBudget(1.0, 1e-6),
+        noise="gaussian",
+    )
+    for n in (1, 2, 37, 64):
+        got = counter.variances(n)
+        assert got.shape == (n,)
+        assert np.allclose(got, [counter.variance(t) for t in range(1, n + 1)], rtol=1e-12)
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        counter.variances(0)

@@ -21,6 +21,7 @@ import numpy as np
 from dponline.continual.base import ContinualCounter
 from dponline.privacy.arguments import (
     ArgumentError,
+    checked_count,
     checked_generator,
     checked_nonnegative,
     checked_nonnegative_int,
@@ -316,6 +317,19 @@ class DoublingCounter:
         k = int(t).bit_length() - 1  # block of round t
         total = sum(float(self._block_variances(j)[-1]) for j in range(k))
         return total + float(self._block_variances(k)[t - 2**k])
+
+    def variances(self, n: int) -> np.ndarray:
+        """The variances of releases 1..n (an anytime counter has no T to stop at), as the
+        anytime factorisation's ``variances(n)``."""
+        n = checked_count("n", n)
+        out = np.empty(n)
+        carried = 0.0
+        for k in range(n.bit_length()):  # blocks 2^k .. 2^(k+1) - 1 meet the rounds 1..n
+            block = self._block_variances(k)
+            first, last = 2**k, min(2 ** (k + 1) - 1, n)
+            out[first - 1 : last] = carried + block[: last - first + 1]
+            carried += float(block[-1])
+        return out
 
     def _block_variances(self, k: int) -> np.ndarray:
         if k not in self._variance_cache:
