@@ -216,6 +216,18 @@ def test_every_option_has_help_that_shows_its_default():
                 assert "default" in action.help, f"{where} does not show its default"
 
 
+def test_calibrate_at_delta_zero_gives_the_pure_dp_rows(capsys):
+    """--delta 0 asks for pure DP: the Laplace rows only (it was refused as not positive)."""
+    assert main(["calibrate", "--T", "256", "--d", "3", "--delta", "0", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows and {r["noise"] for r in rows} == {"laplace"}
+    assert all(r["delta"] == 0 for r in rows)
+    for bad in ("1", "-0.1", "x"):
+        with pytest.raises(SystemExit):
+            main(["calibrate", "--delta", bad])
+    assert "expected a number in [0, 1)" in capsys.readouterr().err
+
+
 def test_calibrate_warns_where_a_paper_formula_proves_less_than_asked(capsys):
     # T = 1024, not 1e4: the same warning (1.1 there, 1.054 at T = 1e4) without fitting a BLT
     # for T = 1e4 (18 s of the suite)

@@ -39,6 +39,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _delta(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -803,7 +813,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--epsilon", type=_positive_float, default=1.0, help="epsilon (default: %(default)s)"
     )
     p.add_argument(
-        "--delta", type=_positive_float, default=1e-6, help="delta (default: %(default)s)"
+        "--delta",
+        type=_delta,
+        default=1e-6,
+        help="delta (default: %(default)s; 0: pure DP, the Laplace rows only)",
     )
     p.add_argument("--T", type=_positive_int, default=10_000, help="horizon (default: %(default)s)")
     p.add_argument("--d", type=_positive_int, default=10, help="dimension (default: %(default)s)")

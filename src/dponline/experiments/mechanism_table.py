@@ -80,12 +80,13 @@ def laplace_table(horizon: int, epsilon: float = 1.0) -> list[dict[str, Any]]:
 def calibration_table(
     horizon: int, dim: int, epsilon: float, delta: float, low: float = 0.0, high: float = 1.0
 ) -> list[dict[str, Any]]:
-    """Per-draw noise and proven guarantee of every mechanism x noise x calibration."""
+    """Per-draw noise and proven guarantee of every mechanism x noise x calibration (Laplace
+    only when ``delta`` is 0: pure DP)."""
     bounds = Box(low, high, dim=dim)
     rows = []
     for name, cls in MECHANISMS.items():
         for noise in ("gaussian", "laplace"):
-            if noise not in cls.supported_noise:
+            if noise not in cls.supported_noise or (noise == "gaussian" and delta == 0):
                 continue
             for calibration in ("paper", "tight"):
                 if calibration == "paper" and name not in ("binary_tree", "padded_tree"):
