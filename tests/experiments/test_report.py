@@ -34,7 +34,8 @@ def _results(spec: list[tuple[str, str, str, float | None, float]], env: str = "
                 "learner": learner, "label": label, "environment": env, "calibration": cal,
                 "epsilon": np.nan if eps is None else eps,
                 "proven_epsilon": np.nan if eps is None else proven,
-                "delta": 0.0 if "laplace" in label else 1e-6, "tuned": "", "seed": seed, "t": t,
+                "delta": 0.0 if "laplace" in label else 1e-6,
+                "unit": "" if eps is None else "one round", "tuned": "", "seed": seed, "t": t,
                 "cumulative_loss": regret, "regret": float(regret), "final_loss": np.nan,
             })  # fmt: skip
     return pd.DataFrame(rows)[COLUMNS]

@@ -55,7 +55,7 @@ def test_table_is_tidy_and_regret_is_exact():
     assert (
         list(table.columns)
         == (
-            "learner label environment calibration epsilon proven_epsilon delta tuned seed t "
+            "learner label environment calibration epsilon proven_epsilon delta unit tuned seed t "
             "cumulative_loss regret final_loss"
         ).split()
     )
@@ -135,6 +135,40 @@ def test_saving_checkpoints_or_not_gives_the_same_table(tmp_path, noise, delta):
     (task,) = make_tasks(**spec)
     saved = run_task(task, tmp_path, checkpoint_every=48)
     pd.testing.assert_frame_equal(run_task(task, None, checkpoint_every=48), saved)
+
+
+def test_a_person_s_rows_say_so_and_never_share_a_label_with_one_round_s():
+    """The unit of privacy is a column of the table (results.csv and the summary), and a task
+    over a person without a label of its own is labelled with it."""
+    spec = {
+        **SMALL,
+        "learners": [
+            {"name": "dp-ftrl", "options": {"noise": "gaussian", "delta": 1e-6}},
+            {
+                "name": "dp-ftrl",
+                "options": {
+                    "noise": "gaussian",
+                    "delta": 1e-6,
+                    "participations": 2,
+                    "min_separation": 10,
+                },
+            },
+            {"name": "ftrl"},
+        ],
+        "calibrations": ["tight"],
+        "epsilons": [1.0],
+        "horizon": 60,
+    }
+    tables = [run_task(task) for task in make_tasks(**spec)]
+    units = [table["unit"].unique().tolist() for table in tables]
+    labels = [table["label"].unique().tolist() for table in tables]
+    assert units == [["one round"], ["person: 2 rounds >= 10 apart"], [""]]
+    assert len({label for (label,) in labels}) == 3  # the spec's labels name the options
+    assert len(summarise(pd.concat(tables))) == 3
+    # a task without a label takes the learner's name, with the unit when it is a person
+    person = dataclasses.replace(make_tasks(**spec)[1], label="")
+    assert person.display_label == "dp-ftrl (person: 2 rounds >= 10 apart)"
+    assert dataclasses.replace(make_tasks(**spec)[0], label="").display_label == "dp-ftrl"
 
 
 def test_recorded_rounds_switches_and_spawn_seeding():

@@ -29,6 +29,8 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
         ].transform("max")
     ]
     grouped = final.groupby(["environment", "label", "calibration", "epsilon"], dropna=False)
+    # "unit" (the unit of privacy) is absent from tables written before it was recorded
+    unit = {"unit": ("unit", "first")} if "unit" in final.columns else {}
     out = grouped.agg(
         T=("t", "max"),
         seeds=("seed", "nunique"),
@@ -36,6 +38,7 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
         regret_sd=("regret", "std"),
         proven_epsilon=("proven_epsilon", "first"),
         delta=("delta", "first"),
+        **unit,
         learner=("learner", "first"),
     ).reset_index()
     out["regret_ci95"] = Z95 * out["regret_sd"] / np.sqrt(out["seeds"])

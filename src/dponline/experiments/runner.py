@@ -77,6 +77,7 @@ COLUMNS = [
     "epsilon",
     "proven_epsilon",
     "delta",
+    "unit",
     "tuned",
     "seed",
     "t",
@@ -118,6 +119,25 @@ class Task:
     count_switches: bool = False
     #: How the seeds derive from ``seed_entropy`` (:meth:`seed_sequences`): "sweep" or "spawn".
     seeding: str = "sweep"
+
+    @property
+    def unit(self) -> str:
+        """The unit of privacy of a private task, in short ("one round", or "person: k rounds
+        >= b apart" from the learner's ``participations`` and ``min_separation`` options); ""
+        for a non-private one."""
+        if self.epsilon is None:
+            return ""
+        k = self.learner_options.get("participations", 1)
+        b = self.learner_options.get("min_separation", 1)
+        return "one round" if k == 1 else f"person: {k} rounds >= {b} apart"
+
+    @property
+    def display_label(self) -> str:
+        """The task's label, by default the learner's name, with the unit of privacy when it is
+        a person (so that a person's rows and one round's never share a label)."""
+        if self.label:
+            return self.label
+        return self.learner if self.unit in ("", "one round") else f"{self.learner} ({self.unit})"
 
     @property
     def key(self) -> str:
@@ -377,7 +397,7 @@ def _build(task: Task, override: Mapping[str, Any]) -> tuple[Environment, Any]:
         )
     if task.tune and not isinstance(env, HeldOutEvaluation):
         raise ValueError(
-            f"{task.label or task.learner}: tuning {sorted(task.tune)} needs an environment with "
+            f"{task.display_label}: tuning {sorted(task.tune)} needs an environment with "
             f"a validation set (dponline.environments.HeldOutEvaluation); {task.environment!r} "
             "has none"
         )
@@ -397,7 +417,7 @@ def _build(task: Task, override: Mapping[str, Any]) -> tuple[Environment, Any]:
             )
         except WeakerGuaranteeError as exc:
             raise WeakerGuaranteeError(
-                f"{task.label or task.learner} on {task.environment}: {exc}. In a spec, "
+                f"{task.display_label} on {task.environment}: {exc}. In a spec, "
                 "'allow_weaker_paper = true' runs such paper calibrations and reports what "
                 "they prove"
             ) from None
@@ -466,7 +486,7 @@ def _play(
         blocks=True,  # oblivious linear streams a block of rounds at a time
         checkpoint_every=checkpoint_every,
         checkpoint=None if part_path is None else save,
-        who=task.label or task.learner,
+        who=task.display_label,
     )
     recorded_t = tally.recorded_t
     final = validation = np.full(replicas, np.nan)
@@ -507,12 +527,13 @@ def _rows(task: Task, run: _Run, tuned: str) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "learner": task.learner,
-            "label": task.label or task.learner,
+            "label": task.display_label,
             "environment": task.environment_label or task.environment,
             "calibration": task.calibration,
             "epsilon": np.nan if task.epsilon is None else task.epsilon,
             "proven_epsilon": run.proven_epsilon,
             "delta": run.delta,
+            "unit": task.unit,
             "tuned": tuned,
             "seed": np.tile(np.arange(n_s), n_t),
             "t": np.repeat(ts, n_s),
