@@ -66,7 +66,12 @@ from dponline.privacy.arguments import (
     saved_field,
 )
 from dponline.privacy.budget import PrivacyBudget, group_privacy_hint
-from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyNotion, PrivacyWarning
+from dponline.privacy.guarantee import (
+    PrivacyGuarantee,
+    PrivacyNotion,
+    PrivacyWarning,
+    proves_less,
+)
 from dponline.protocol import (
     ContextFeedback,
     Feedback,
@@ -333,16 +338,7 @@ class DoublingLearner(NoiseHandle, RoundDiscipline):
                     f"epoch {k}'s learner is private but the wrapper was built without a budget"
                 )
             return
-        slack = 1 + _SLACK
-        weaker = (
-            g is None
-            or g.notion is not PrivacyNotion.EVENT_LEVEL_DP
-            or g.neighbouring is not stated.neighbouring
-            or g.epsilon > stated.epsilon * slack
-            or g.delta > stated.delta * slack
-            or (stated.rho is not None and (g.rho is None or g.rho > stated.rho * slack))
-        )
-        if weaker:
+        if proves_less(g, stated, _SLACK) or g.notion is not PrivacyNotion.EVENT_LEVEL_DP:
             shown = "none" if g is None else f"epsilon={g.epsilon:.6g}, delta={g.delta:.3g}"
             raise ValueError(
                 f"epoch {k}'s learner ({self.epoch_length(k)} rounds) proves {shown}, less than "

@@ -31,7 +31,7 @@ from dponline.privacy.arguments import (
     saved_field,
 )
 from dponline.privacy.bounds import InputBounds, check_finite
-from dponline.privacy.guarantee import PrivacyGuarantee
+from dponline.privacy.guarantee import PrivacyGuarantee, proves_less
 from dponline.privacy.noise import NoiseDistribution
 from dponline.rng import RngLike, as_generator, generator_state
 
@@ -119,15 +119,7 @@ class DoublingCounter:
         stated = self.privacy
         if stated is None or not math.isfinite(stated.epsilon):  # non-private, or voided
             return
-        slack = 1 + _SLACK
-        weaker = (
-            g is None
-            or g.neighbouring is not stated.neighbouring
-            or g.epsilon > stated.epsilon * slack
-            or g.delta > stated.delta * slack
-            or (stated.rho is not None and (g.rho is None or g.rho > stated.rho * slack))
-        )
-        if weaker:
+        if proves_less(g, stated, _SLACK):
             shown = "nothing" if g is None else f"epsilon={g.epsilon:.6g}, rho={g.rho}"
             raise RuntimeError(
                 f"{self.name}: the block of {length} rounds proves {shown}, less than the "

@@ -30,6 +30,7 @@ __all__ = [
     "PrivacyNotion",
     "PrivacyWarning",
     "check_participation",
+    "proves_less",
     "unit_text",
 ]
 
@@ -50,6 +51,22 @@ class Neighbouring(StrEnum):
     #: Two streams of users that differ in one user's context and rewards; the output is every
     #: other user's action (Han et al., Definition 4.1, joint DP).
     ONE_USER = "streams differing in one user's context and rewards"
+
+
+def proves_less(
+    proven: PrivacyGuarantee | None, stated: PrivacyGuarantee, slack: float = 1e-9
+) -> bool:
+    """Whether ``proven`` (one part's guarantee: a doubling block's, an epoch's) falls short of
+    the ``stated`` one: missing, over another neighbouring relation, or with a larger epsilon,
+    delta or (where ``stated`` gives one) rho beyond the relative ``slack`` of root finding."""
+    factor = 1 + slack
+    return (
+        proven is None
+        or proven.neighbouring is not stated.neighbouring
+        or proven.epsilon > stated.epsilon * factor
+        or proven.delta > stated.delta * factor
+        or (stated.rho is not None and (proven.rho is None or proven.rho > stated.rho * factor))
+    )
 
 
 def check_participation(participations: Any, min_separation: Any) -> tuple[int, int]:
