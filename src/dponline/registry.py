@@ -206,8 +206,9 @@ class LearnerEntry:
     anytime: bool = False
     #: Whether the learner takes a budget over a person (``participations`` k > 1 rounds at
     #: least ``min_separation`` apart: :class:`~dponline.privacy.budget.PrivacyBudget`), its
-    #: calibration proving the guarantee for the person's rounds (with a horizon); the others
-    #: refuse such a budget, naming the group-privacy way out.
+    #: calibration proving the guarantee for the person's rounds (with a horizon, or without
+    #: one on the tapered factorisation: ``tight`` Gaussian noise, no mechanism named); the
+    #: others refuse such a budget, naming the group-privacy way out.
     person_level: bool = False
 
     def __post_init__(self) -> None:
@@ -323,8 +324,8 @@ ANYTIME_OPTION = "True: run without a horizon (the environment's is ignored)"
 #: what the run's ``participations`` and ``min_separation`` mean for a learner that takes a
 #: budget over a person (``dponline list``)
 PARTICIPATIONS_OPTION = (
-    "k > 1: the unit of privacy is one person's at most k rounds (with a horizon; capping "
-    "each person's rounds is the caller's job; default 1)"
+    "k > 1: the unit of privacy is one person's at most k rounds (without a horizon only on "
+    "tight Gaussian noise; capping each person's rounds is the caller's job; default 1)"
 )
 MIN_SEPARATION_OPTION = "b: a person's rounds lie at least b apart (default 1)"
 

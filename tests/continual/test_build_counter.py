@@ -241,14 +241,6 @@ def test_make_counter_says_which_noise_a_pure_budget_needs():
     assert laplace.privacy.delta == 0
 
 
-def test_a_counter_without_a_horizon_refuses_a_person_and_says_what_to_do():
-    person = PrivacyBudget(1.0, 1e-6, participations=4, min_separation=16)
-    with pytest.raises(ValueError, match="give a horizon") as err:
-        make_counter(horizon=None, bounds=Box(0.0, 1.0, dim=1), budget=person)
-    assert "PrivacyBudget(0.25, 1.18e-07)" in str(err.value)  # group privacy's way out
-    assert "proof" not in str(err.value)
-
-
 @pytest.mark.parametrize("mechanism", ["binary_tree", "blt", None])
 def test_anytime_counters_give_their_first_n_variances(mechanism):
     """Both anytime counters answer variances(n) (there is no T), equal to variance(t) for

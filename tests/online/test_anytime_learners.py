@@ -233,3 +233,42 @@ def test_eta_constant_is_refused_where_it_would_be_ignored() -> None:
     assert DPFTRL(5, None, budget=None, eta=0.1).rate(4) == pytest.approx(0.1)
     hedge = DyadicHedge([0.0], [1.0], None, lipschitz=1.0, budget=None, eta=0.2)
     assert hedge.rate(9) == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(
+    "name,options",
+    [
+        ("dp-ftrl", {"noise": "gaussian"}),
+        ("dp-ftrl-oco", {}),
+        ("dp-dyadic-hedge", {"levels": 4}),
+        ("dp-ucb", {"noise": "gaussian"}),
+    ],
+)
+def test_person_level_learners_protect_a_person_without_a_horizon(name, options) -> None:
+    """Without a horizon, the person-level learners state the person's guarantee, proved at
+    every prefix length by the tapered factorisation (they were refused before), and run."""
+    case = learners()[name].test_cases[0]
+    env = build_environment(
+        case.environment, case.horizon, np.random.default_rng(1), **case.environment_options
+    )
+    learner = build_learner(
+        name,
+        env,
+        epsilon=1.0,
+        participations=3,
+        min_separation=5,
+        anytime=True,
+        rng=np.random.default_rng(2),
+        **options,
+    )
+    g = learner.privacy
+    assert (g.participations, g.min_separation) == (3, 5) and g.epsilon <= 1.0 + 1e-9
+    assert "at every n" in g.derivation and "ours" in g.derivation
+    actions = play(env, learner, range(case.horizon))
+    assert len(actions) == case.horizon and np.isfinite(np.asarray(actions, dtype=float)).all()
+
+
+def test_laplace_without_a_horizon_still_refuses_a_person() -> None:
+    env = build_environment("bernoulli_bandit", 24, np.random.default_rng(1), n_arms=3)
+    with pytest.raises(ValueError, match="group privacy"):
+        build_learner("dp-ucb", env, epsilon=1.0, participations=3, min_separation=5, anytime=True)

@@ -339,17 +339,15 @@ def test_anytime_counter_of_the_factory_is_the_tapered_square_root():
     c = anytime_counter(PrivacyBudget(1.0, 1e-6), dim=1, bounds=Box(0.0, 1.0, dim=1))
     assert isinstance(c, AnytimeFactorizationCounter)
     assert isinstance(c.strategy, TaperedSqrt)
-    # a person-level budget is never given the factorisation's one-round proof
-    with pytest.raises(ValueError, match="event-level"):
-        make_anytime_counter(
-            Box(0.0, 1.0, dim=1), PrivacyBudget(1.0, 1e-6, participations=2, min_separation=3)
-        )
-    with pytest.raises(ValueError, match="event-level"):
-        anytime_counter(
-            PrivacyBudget(1.0, 1e-6, participations=2, min_separation=3),
-            dim=1,
-            bounds=Box(0.0, 1.0, dim=1),
-        )
+    # a person-level budget is given the person's bound (tests/continual/test_anytime_person.py),
+    # never the factorisation's one-round proof
+    person = PrivacyBudget(1.0, 1e-6, participations=2, min_separation=3)
+    for built in (
+        make_anytime_counter(Box(0.0, 1.0, dim=1), person),
+        anytime_counter(person, dim=1, bounds=Box(0.0, 1.0, dim=1)),
+    ):
+        assert (built.privacy.participations, built.privacy.min_separation) == (2, 3)
+        assert built.noise.sigma > c.noise.sigma
 
 
 # --------------------------------------------------------------------------- audits

@@ -68,3 +68,46 @@ def test_person_calibration_is_not_refuted():
     result = run(budget, seed=1)
     assert result.claimed_epsilon == pytest.approx(EPS, rel=1e-6)
     assert not result.refuted, str(result)
+
+
+# --- without a horizon: the tapered factorisation (DP-FTRL built with anytime=True) -------------
+# 32 rounds, a person of 8 rounds 2 apart (rounds 1, 3, ..., 15), the same losses as above.
+# Measured (seeds 1 and 2): lower bounds 5.66 and 5.48 calibrated for one round (claim 2),
+# 0.54 and 0.59 calibrated for the person. The person's Gaussian shift over these 32 rounds is
+# 4.0 times one round's bound (the norm of all of R's coefficients) but only 0.57 of the
+# person's bound, which covers every prefix length: an audit of 32 rounds cannot come near that
+# claim; the exact checks of the bound are in tests/continual/test_anytime_person.py.
+AT, AK, AB = 32, 8, 2
+
+
+def run_anytime(budget: PrivacyBudget, seed: int):  # type: ignore[no-untyped-def]
+    return audit_person(
+        "dp-ftrl",
+        budget=budget,
+        environment="switching_best",
+        environment_options={"n_experts": 2},
+        horizon=AT,
+        rounds=person_rounds(AT, AK, AB),
+        value_a=(1.0, 0.0),
+        value_b=(0.0, 1.0),
+        learner_options={**OPTIONS, "mechanism": None, "anytime": True},
+        trials=20_000,
+        pilot_trials=5_000,
+        seed=seed,
+    )
+
+
+def test_anytime_round_calibration_is_refuted_for_a_person():
+    # The claim is false for the person (their shift is 4.0 times the sensitivity the noise
+    # was calibrated for); the lower bound sits ~3.6 above the claim: chance of a false
+    # failure far below 1e-12, as above.
+    result = run_anytime(PrivacyBudget(EPS, DELTA), seed=1)
+    assert result.refuted and result.epsilon_lower > EPS + 2.0, str(result)
+
+
+def test_anytime_person_calibration_is_not_refuted():
+    # The claim is true: refuted with probability at most alpha = 1e-3; the seed is fixed.
+    budget = PrivacyBudget(EPS, DELTA, participations=AK, min_separation=AB)
+    result = run_anytime(budget, seed=1)
+    assert result.claimed_epsilon == pytest.approx(EPS, rel=1e-6)
+    assert not result.refuted, str(result)

@@ -414,9 +414,13 @@ def _anytime_counter(
     """The tight DP-UCB's counter without a horizon, for inputs r_t e_(a_t) of sensitivity 1
     in l1 and l2 (so calibrated on [0, 1], dimension K): the tapered square-root factorisation
     for Gaussian noise (its guarantee holds for the releases up to every t), doubling blocks of
-    the ``tight`` counter of each block's length for Laplace noise."""
+    the ``tight`` counter of each block's length for Laplace noise (event-level only: the
+    blocks refuse a person, whose rounds may fall in several of them). A person's rounds
+    r_i e_(a_i) differ by at most 1 in l2 each, with non-negative inner products between
+    columns of R, so the factorisation's person-level factor applies as for a counter on
+    [0, 1]."""
     unit, arms = Box(0.0, 1.0, dim=1), Box(0.0, 1.0, dim=k)
-    if noise == "gaussian" and not budget.is_user_level:
+    if noise == "gaussian":
         cal = calibrate_anytime(TaperedSqrt(), unit, budget)
         return AnytimeFactorizationCounter(
             k, cal.noise, replicas=replicas, rng=gen, bounds=arms, privacy=cal.guarantee

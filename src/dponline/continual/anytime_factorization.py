@@ -24,6 +24,11 @@ Streaming (Algorithm 1): at t = 2^m the counter draws z_{2^m} .. z_{2^(m+1)-1}, 
 2^(m+1) coefficients and computes that chunk of L z by one FFT convolution (O(t log t), so
 O(log t) amortised per step); memory O(t d) per replica.
 
+One person (a budget with ``participations`` k > 1, ``min_separation`` b): the first n releases
+are the same post-processing, and R_n's sensitivity to k rounds at least b apart is bounded for
+every n at once by :func:`person_sq_bounds` (ours; :class:`TaperedSqrt` only, whose
+coefficients are non-negative and non-increasing with a proven tail).
+
 Two choices of r (:class:`AnytimeStrategy`):
 
 * :class:`JacobsenFawaz` (the paper's Equation 1): r(z) = f(z; gamma, delta),
@@ -48,11 +53,12 @@ import functools
 import itertools
 import math
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy import fft as sp_fft
-from scipy import integrate
+from scipy import integrate, special
 
 from dponline.continual import power_series as ps
 from dponline.continual.anytime import AnytimeCounter
@@ -62,11 +68,13 @@ from dponline.privacy.arguments import checked_count
 from dponline.privacy.bounds import InputBounds
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.calibration import Calibration
+from dponline.privacy.guarantee import check_participation
 from dponline.privacy.noise import GaussianNoise, NoiseDistribution
 from dponline.rng import RngLike
 
 __all__ = [
     "AnytimeFactorizationCounter",
+    "AnytimeParticipation",
     "AnytimeStrategy",
     "JacobsenFawaz",
     "TaperedSqrt",
@@ -74,6 +82,7 @@ __all__ = [
     "jf_sensitivity",
     "make_anytime_counter",
     "make_anytime_factorization",
+    "person_sq_bounds",
 ]
 
 
@@ -110,6 +119,16 @@ class AnytimeStrategy(ABC):
     @abstractmethod
     def sensitivity(self) -> float:
         """An upper bound (exact up to the stated relative error) on (sum_k r_k^2)^(1/2)."""
+
+    def participation(self, participations: int, min_separation: int) -> AnytimeParticipation:
+        """Bounds on the sensitivity to one person's rounds at every prefix length; refused
+        unless a strategy proves them (:class:`TaperedSqrt` does)."""
+        raise ValueError(
+            f"{type(self).__name__} has no proven sensitivity to one person's several rounds "
+            "(the bound in dponline needs non-negative, non-increasing coefficients with a "
+            "proven tail); use TaperedSqrt, or an event-level budget of epsilon / k for k "
+            "rounds by group privacy"
+        )
 
     def r_coefficients(self, n: int) -> np.ndarray:
         return self._r_series(checked_count("n", n))
@@ -265,6 +284,10 @@ class JacobsenFawaz(AnytimeStrategy):
 TAPER_EXACT_TERMS = 2**20
 
 
+#: the methods that define the taper's coefficients (a subclass changing one must prove its tail)
+_COEFFICIENT_METHODS = ("weight", "_r_series", "r_at", "r_window")
+
+
 class TaperedSqrt(AnytimeStrategy):
     """r_k = c_k w(ln(1 + k))^(1/2), c_k = binom(2k, k)/4^k, with the weight (ours)
 
@@ -294,7 +317,9 @@ class TaperedSqrt(AnytimeStrategy):
     int_K^inf f dx = (1/pi) int_V^inf w(v) e^v / (e^v - 1) dv <= (1 + 1/K) W / pi. For the lower
     bound, c_k^2 >= 1/(pi (k + 1/2)) >= 1/(pi (k + 1)) and w(ln(1 + x))/(x + 1) is decreasing,
     so the sum is at least int_K^inf w(ln(1+x))/(pi (1 + x)) dx = W / pi. The counter is
-    calibrated to the upper bound (the gap is below 1e-6 relative; the tests check it).
+    calibrated to the upper bound, raised by :data:`FLOAT_MARGIN` for rounding (the gap is below
+    1e-6 relative; the tests check it). A subclass that changes the coefficients must prove its
+    own tail (override :meth:`tail_sq_bounds`); this one refuses to bound it.
     """
 
     family: ClassVar[str] = "tapered_sqrt"
@@ -327,39 +352,216 @@ class TaperedSqrt(AnytimeStrategy):
         u = np.log1p(np.arange(n, dtype=float))
         return sqrt_coefficients(n) * np.sqrt(self.weight(u))
 
+    def r_at(self, k: np.ndarray) -> np.ndarray:
+        """r_k at any indices: c_k = Gamma(k + 1/2) / (sqrt(pi) Gamma(k + 1)) by scipy's
+        Pochhammer symbol (accurate to a few ulps at k = 1e12)."""
+        k = np.asarray(k, dtype=float)
+        c = special.poch(k + 1.0, -0.5) / math.sqrt(math.pi)
+        return c * np.sqrt(self.weight(np.log1p(k)))
+
+    def r_window(self, lo: int, hi: int) -> np.ndarray:
+        """r_lo .. r_{hi-1} without the coefficients before them: c_lo by the Pochhammer symbol
+        (as :meth:`r_at`), then the ratio recurrence of :func:`sqrt_coefficients` (off by at
+        most 2 (hi - lo) 2^-53 relative)."""
+        lo, hi = int(lo), int(hi)
+        k = np.arange(lo + 1, hi, dtype=float)
+        first = special.poch(lo + 1.0, -0.5) / math.sqrt(math.pi)
+        c = np.concatenate([[first], first * np.cumprod((2.0 * k - 1.0) / (2.0 * k))])
+        return c[: hi - lo] * np.sqrt(self.weight(np.log1p(np.arange(lo, hi, dtype=float))))
+
+    def tail_start(self) -> int:
+        """The least index from which :meth:`tail_sq_bounds` holds: ceil(e^b), so that
+        ln(1 + k) >= b and the weight is the power tail there."""
+        return max(1, math.ceil(math.exp(self.b)))
+
+    def tail_sq_bounds(self, start: int) -> tuple[float, float]:
+        """(lower, upper) bounds on sum_{k >= start} r_k^2, for start >= :meth:`tail_start`:
+        W / pi and f(start) + (1 + 1/start) W / pi with V = ln(1 + start) (class docstring)."""
+        changed = [
+            m for m in _COEFFICIENT_METHODS if getattr(type(self), m) is not getattr(TaperedSqrt, m)
+        ]
+        if changed:
+            raise TypeError(
+                f"{type(self).__name__} changes the taper's coefficients ({', '.join(changed)}): "
+                "the tail bound is proved for TaperedSqrt's weight; override tail_sq_bounds "
+                "with a proof for yours"
+            )
+        start = checked_count("start", start)
+        if start < self.tail_start():
+            raise ValueError(
+                f"the tail bound holds from k = {self.tail_start()} (ln(1 + k) >= b), got {start}"
+            )
+        v = math.log1p(start)
+        w_tail = (self.a / self.b) ** self.p * self.b ** (1.0 + self.q) * v ** (-self.q) / self.q
+        f_k = float(self.weight(np.array([v]))[0]) / (math.pi * start)
+        return w_tail / math.pi, f_k + (1.0 + 1.0 / start) * w_tail / math.pi
+
     def sensitivity_bounds(self) -> tuple[float, float]:
         """(lower, upper) bounds on sum_k r_k^2 (class docstring)."""
-        k_exact = max(TAPER_EXACT_TERMS, math.ceil(math.exp(self.b)))
+        k_exact = max(TAPER_EXACT_TERMS, self.tail_start())
         s_k = float(np.sum(self._r_series(k_exact) ** 2))
-        v = math.log1p(k_exact)
-        w_tail = (self.a / self.b) ** self.p * self.b ** (1.0 + self.q) * v ** (-self.q) / self.q
-        f_k = float(self.weight(np.array([v]))[0]) / (math.pi * k_exact)
-        lower = s_k + w_tail / math.pi
-        upper = s_k + f_k + (1.0 + 1.0 / k_exact) * w_tail / math.pi
-        return lower, upper
+        lower, upper = self.tail_sq_bounds(k_exact)
+        return s_k + lower, (s_k + upper) * (1.0 + FLOAT_MARGIN)
 
     def sensitivity(self) -> float:
         return math.sqrt(self.sensitivity_bounds()[1])
 
+    def participation(self, participations: int, min_separation: int) -> AnytimeParticipation:
+        """Bounds on the squared l2 sensitivity of R (every prefix length at once) to one
+        person's at most k rounds, any two at least b apart (ours; proof in
+        :func:`person_sq_bounds`): r is non-negative and non-increasing (c_k decreases and
+        w does not increase), which is what the proof needs."""
+        return person_sq_bounds(self, participations, min_separation)
 
-@functools.lru_cache(maxsize=16)
-def _strategy_sensitivity(strategy_key: tuple) -> float:
-    return _make_strategy(dict(strategy_key)).sensitivity()
+
+# --------------------------------------------------------------------------- one person
+#: relative margin added to the upper bounds on sums of squared and lagged coefficients for
+#: their floating-point error: the coefficients come from ratio recurrences over at most
+#: K = max(2^20, e^16) terms (b <= 16), each off by at most 2 K 2^-53 < 2e-9 relative, and the
+#: sums of non-negative terms add less than that again
+FLOAT_MARGIN = 1e-8
+#: lags d up to this have their head products sum_{j<K} r_j r_{j+d} computed exactly: by one
+#: FFT over K + d coefficients, or window by window when there are at most PERSON_WINDOWS
+PERSON_FFT_LAGS = 2**22
+PERSON_WINDOWS = 8
+#: longer lags bound the head chunk by chunk (r non-increasing): the two bounds lie within
+#: 0.3% of each other at d = 2^22, closer beyond
+PERSON_CHUNKS = 64
 
 
-def _make_strategy(config: dict[str, Any]) -> AnytimeStrategy:
-    cfg = dict(config)
-    family = cfg.pop("family")
-    if family == JacobsenFawaz.family:
-        return JacobsenFawaz(**cfg)
-    if family == TaperedSqrt.family:
-        return TaperedSqrt(**cfg)
-    raise ValueError(f"unknown anytime strategy family {family!r}")
+@dataclass(frozen=True)
+class AnytimeParticipation:
+    """Bounds on sup_n max_P ||sum_{i in P} R_n e_i||^2 for one person's pattern P (at most
+    ``participations`` rounds, any two at least ``min_separation`` apart), over every prefix
+    length n: ``upper`` calibrates the noise (its square root is the l2 factor, to be
+    multiplied by the input set's l2 diameter), ``lower`` shows how close it is."""
+
+    participations: int
+    min_separation: int
+    lower: float
+    upper: float
+
+    @property
+    def factor(self) -> float:
+        """The l2 factor: sqrt(upper)."""
+        return math.sqrt(self.upper)
+
+    def describe(self) -> str:
+        return (
+            f"one person's at most {self.participations} rounds at least "
+            f"{self.min_separation} apart, at every prefix length: l2 factor {self.factor:.8g} "
+            f"(its square between {self.lower:.8g} and {self.upper:.8g}; ours, "
+            "dponline.continual.anytime_factorization.person_sq_bounds)"
+        )
+
+
+def person_sq_bounds(
+    strategy: TaperedSqrt, participations: int, min_separation: int
+) -> AnytimeParticipation:
+    """The tapered factorisation's sensitivity to one person at every prefix length (ours).
+
+    Let r be non-negative and non-increasing (the taper's r is), k the participations, b the
+    separation, R_n the n x n lower-triangular Toeplitz matrix of r, so X = R_n^T R_n >= 0
+    elementwise and the l2 sensitivity to the person is the input set's diameter times
+    sqrt(max_P ||sum_{i in P} R_n e_i||^2) (:mod:`dponline.continual.participation`).
+
+    1. For each n the maximum is attained by k rounds exactly b apart from round 1 (Kalinin &
+       Lampert 2024, Theorem 2: the Toeplitz rule; directly, X_ij shrinks as the gap between
+       i and j grows and as the later of them moves later), and equals sum_{i < n} s_i^2 with
+       s_i = sum_{m < k, m b <= i} r_{i - m b} (fewer rounds where they do not fit in n).
+    2. The terms are non-negative, so the value increases with n and its supremum is the
+       series sum_{i >= 0} s_i^2. Expanded (non-negative terms, any order; k pairs at
+       distance 0, 2 (k - g) ordered pairs at distance g b):
+       sum_i s_i^2 = k A(0) + 2 sum_{g=1}^{k-1} (k - g) A(g b), A(d) = sum_{j >= 0} r_j r_{j+d}.
+    3. A(0) = sum_j r_j^2 lies within :meth:`TaperedSqrt.sensitivity_bounds`. For d > 0,
+       A(d) = H(d) + sum_{j >= K} r_j r_{j+d} with the head H(d) = sum_{j<K} r_j r_{j+d}
+       (K = max(2^20, ceil(e^b)), b the taper's). The rest is at most
+       sqrt(tail(K) tail(K + d)) (Cauchy-Schwarz) and at least tail(K + d) (r_j >= r_{j+d}),
+       tail(m) = sum_{j >= m} r_j^2 bounded by :meth:`TaperedSqrt.tail_sq_bounds`. The head is
+       summed exactly for lags up to :data:`PERSON_FFT_LAGS`; past them the head is cut into
+       :data:`PERSON_CHUNKS` chunks [lo, hi) and r_{d+hi-1} <= r_{j+d} <= r_{d+lo} (r is
+       non-increasing) bounds each chunk's part by the chunk's sum of r_j times r_{d+lo}
+       (above) and r_{d+hi-1} (below).
+
+    ``upper`` takes every upper bound (the sums' rounding covered by :data:`FLOAT_MARGIN`),
+    ``lower`` every lower bound. The tests compare ``upper`` with brute force over every
+    allowed pattern on small prefixes and both with the series summed far out. Cost: at most
+    about a second (one FFT over up to 5.2e6 coefficients), cached by (strategy, k, b).
+    """
+    if not isinstance(strategy, TaperedSqrt):
+        raise TypeError(f"strategy must be a TaperedSqrt, got {type(strategy).__name__}")
+    k, b = check_participation(participations, min_separation)
+    return _cached(strategy, ("person", k, b), lambda: _person_sq_bounds(strategy, k, b))
+
+
+def _person_sq_bounds(strategy: TaperedSqrt, k: int, b: int) -> AnytimeParticipation:
+    start = max(TAPER_EXACT_TERMS, strategy.tail_start())
+    s_lower, s_upper = strategy.sensitivity_bounds()
+    lower, upper = k * s_lower, k * s_upper
+    if k == 1:
+        return AnytimeParticipation(k, b, lower, upper)
+    head = strategy.r_coefficients(start)
+    lags = np.arange(1, k, dtype=np.int64) * b
+    h_lower, h_upper = _head_products(strategy, head, lags)
+    tail_k = strategy.tail_sq_bounds(start)[1]
+    weights = 2.0 * (k - np.arange(1, k, dtype=float))
+    for i, d in enumerate(lags.tolist()):
+        far_lower, far_upper = strategy.tail_sq_bounds(start + d)
+        lower += weights[i] * (h_lower[i] + far_lower)
+        upper += weights[i] * (h_upper[i] + math.sqrt(tail_k * far_upper))
+    return AnytimeParticipation(k, b, lower, upper * (1.0 + FLOAT_MARGIN))
+
+
+def _head_products(
+    strategy: TaperedSqrt, head: np.ndarray, lags: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) bounds on H(d) = sum_{j < K} r_j r_{j+d} for each lag d, K = len(head)
+    (:func:`person_sq_bounds`, step 3)."""
+    big_k = head.size
+    h_lower, h_upper = np.empty(lags.size), np.empty(lags.size)
+    near = np.flatnonzero(lags <= PERSON_FFT_LAGS)
+    if near.size > PERSON_WINDOWS:
+        r = strategy.r_coefficients(big_k + int(lags[near[-1]]))
+        n = sp_fft.next_fast_len(r.size, real=True)
+        # circular correlation; j + d <= K - 1 + the longest lag < n, so nothing wraps
+        corr = sp_fft.irfft(sp_fft.rfft(r, n) * np.conj(sp_fft.rfft(head, n)), n)
+        h_lower[near] = h_upper[near] = corr[lags[near]]
+    else:
+        for i in near.tolist():
+            d = int(lags[i])
+            h_lower[i] = h_upper[i] = float(np.dot(head, strategy.r_window(d, d + big_k)))
+    far = np.flatnonzero(lags > PERSON_FFT_LAGS)
+    if far.size:
+        # the head in PERSON_CHUNKS chunks [lo, hi): r_{d+hi-1} <= r_{j+d} <= r_{d+lo} there
+        width = -(-big_k // PERSON_CHUNKS)
+        lo = np.arange(0, big_k, width)
+        hi = np.minimum(lo + width, big_k)
+        sums = np.add.reduceat(head, lo)
+        for part in np.array_split(far, -(-far.size // 4096)):
+            d = lags[part].astype(float)[:, None]
+            h_upper[part] = strategy.r_at(d + lo) @ sums
+            h_lower[part] = strategy.r_at(d + hi - 1) @ sums
+    return h_lower, h_upper
+
+
+#: results of the strategies' costly bounds, by (class, parameters, question)
+_CACHE: dict[tuple, Any] = {}
+
+
+def _cached(strategy: AnytimeStrategy, question: tuple, compute: Any) -> Any:
+    """``compute()``, remembered by the strategy's class and parameters (a subclass is never
+    answered with its parent's value) and ``question``."""
+    key = (type(strategy), tuple(sorted(strategy.config().items())), question)
+    if key not in _CACHE:
+        if len(_CACHE) >= 64:
+            _CACHE.clear()
+        _CACHE[key] = compute()
+    return _CACHE[key]
 
 
 def strategy_sensitivity(strategy: AnytimeStrategy) -> float:
-    """The strategy's Delta, cached by its parameters."""
-    return _strategy_sensitivity(tuple(sorted(strategy.config().items())))
+    """The strategy's Delta, cached by its class and parameters."""
+    return _cached(strategy, ("sensitivity",), strategy.sensitivity)
 
 
 # --------------------------------------------------------------------------- the counter
@@ -499,7 +701,10 @@ def calibrate_anytime(
 
     The first n releases are a post-processing of R_n x + z_n, a Gaussian mechanism of l2
     sensitivity at most Delta x diam_2 for every n (module docstring), so the analytic Gaussian
-    mechanism's sigma for that sensitivity holds at every prefix length at once.
+    mechanism's sigma for that sensitivity holds at every prefix length at once. A budget over
+    one person (``participations`` k > 1) takes the strategy's bound on the sensitivity to the
+    person's rounds at every prefix length instead (:meth:`AnytimeStrategy.participation`;
+    ours, proved in :func:`person_sq_bounds` for :class:`TaperedSqrt`; other strategies refuse).
     """
     if not isinstance(budget, PrivacyBudget):
         raise TypeError(f"budget must be a PrivacyBudget, got {type(budget).__name__}")
@@ -515,22 +720,33 @@ def calibrate_anytime(
             "the input set has zero diameter: every stream is the same, so there is nothing "
             "to protect; declare the set the inputs really range over"
         )
-    factor = strategy_sensitivity(strategy)
+    if budget.is_user_level:
+        person = strategy.participation(budget.participations, budget.min_separation)
+        factor = person.factor
+        sensitivity = (
+            f"at most {factor:.8g} for one person's at most {person.participations} rounds at "
+            f"least {person.min_separation} apart, at every n (ours: the Toeplitz rule and the "
+            "taper's tail bound, dponline.continual.anytime_factorization.person_sq_bounds; "
+            f"its square lies in [{person.lower:.8g}, {person.upper:.8g}])"
+        )
+    else:
+        factor = strategy_sensitivity(strategy)
+        sensitivity = f"at most Delta = {factor:.8g} (the norm of all of R's coefficients)"
     total = factor * diam
     sigma = gaussian_sigma(total, budget.epsilon, budget.delta)
     how = (
         f"anytime factorisation L R = M ({strategy!r}; Jacobsen & Fawaz 2025, Algorithm 1): "
         "for every prefix length n the releases are L_n (R_n x + z_n), a post-processing of "
-        f"one Gaussian mechanism whose l2 sensitivity is at most Delta = {factor:.8g} (the "
-        f"norm of all of R's coefficients) x l2 diameter {diam:.6g}; least sigma {sigma:.6g} "
-        "by the analytic Gaussian mechanism (Balle & Wang 2018); the guarantee holds for "
-        "every prefix length at once"
+        f"one Gaussian mechanism whose l2 sensitivity is {sensitivity} x l2 diameter "
+        f"{diam:.6g}; least sigma {sigma:.6g} by the analytic Gaussian mechanism (Balle & Wang "
+        "2018); the guarantee holds for every prefix length at once"
     )
     g = budget.prove(
         gaussian_epsilon(budget.delta, total / sigma),
         budget.delta,
         how,
         rho=zcdp_rho(total, sigma),
+        per_person=budget.is_user_level,
     )
     return Calibration(GaussianNoise(sigma), g, "tight", AnytimeFactorizationCounter.name)
 

@@ -285,12 +285,19 @@ def anytime_counter(
     ``caller_checks_inputs``: as for :func:`build_counter`.
     """
     _check_someone_checks_inputs(budget, calibrator, bounds, caller_checks_inputs)
-    if budget is not None and budget.is_user_level:
+    if (
+        budget is not None
+        and budget.is_user_level
+        and (calibrator is not None or not _factorisation_fits(budget, dim, noise, mechanism))
+    ):
         raise ValueError(
             group_privacy_hint(
-                "a counter without a horizon",
+                "a counter without a horizon other than the tapered square-root factorisation "
+                "(doubling blocks: a person's rounds may fall in several blocks, whose "
+                "guarantees would compose)",
                 budget,
-                "give a horizon (the counters built for one prove person-level guarantees)",
+                "use tight Gaussian noise with no mechanism named (the tapered factorisation "
+                "proves a person-level guarantee at every prefix length), or give a horizon",
             )
         )
     if budget is None:
@@ -345,7 +352,7 @@ ANYTIME_MEMORY_ROUNDS = 2**18
 def _factorisation_fits(budget: PrivacyBudget, dim: int, noise: str, mechanism: str | None) -> bool:
     """Whether the anytime counter is the tapered square-root factorisation
     (:class:`~dponline.continual.anytime_factorization.TaperedSqrt`): ``tight`` Gaussian
-    noise, one round as the unit of privacy, no mechanism named, and its noise state over
+    noise (one round or one person as the unit), no mechanism named, and its noise state over
     :data:`ANYTIME_MEMORY_ROUNDS` rounds within the memory budget. Its largest variance up to
     t is within 1.4x of a square root built for t = 2^10 .. 2^20 (``dponline mechanisms
     --anytime``), against 4.6x to 7.9x for doubling blocks of the square root, which remain
@@ -354,7 +361,6 @@ def _factorisation_fits(budget: PrivacyBudget, dim: int, noise: str, mechanism: 
         mechanism is None
         and noise == "gaussian"
         and budget.calibration == "tight"
-        and not budget.is_user_level
         and state_bytes("sqrt_factorization", ANYTIME_MEMORY_ROUNDS, dim) <= MEMORY_BUDGET
     )
 
