@@ -312,3 +312,16 @@ def test_past_the_strategy_limit_the_triangle_inequality_bounds_the_person(monke
     assert not got.l2_exact and "triangle" in got.method
     assert got.l2 == pytest.approx(3 * l2) and got.l1 == pytest.approx(3 * l1)
     assert got.l2 >= cls.participation_sensitivity_factors(11, 3, 2).l2
+
+
+def test_toeplitz_l1_takes_the_earliest_rounds_b_apart():
+    """A Toeplitz strategy's column l1 norms do not increase, so the best separated sum is the
+    columns 0, b, 2b, ...: the shortcut agrees with the general recursion, whatever the signs."""
+    from dponline.continual.matrix_factorization import toeplitz_participation
+
+    rng = np.random.default_rng(3)
+    for t, k, b in [(1, 1, 1), (7, 3, 2), (20, 4, 5), (33, 10, 1), (50, 2, 49)]:
+        for c in (rng.random(t), rng.normal(size=t)):
+            got = toeplitz_participation(lambda n, c=c: c[:n], t, k, b)
+            col_l1 = np.cumsum(np.abs(c))[::-1]
+            assert got.l1 == pytest.approx(P.best_separated_sum(col_l1, k, b), rel=1e-12)

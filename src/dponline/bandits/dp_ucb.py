@@ -247,7 +247,14 @@ class DPUCB(KArmedLearner):
                 self.counter = _anytime_counter(budget, k, noise, r, gen)
                 name = self.counter.name
             else:
-                name = choose_mechanism("tight", t_big, k, noise)
+                name = choose_mechanism(
+                    "tight",
+                    t_big,
+                    k,
+                    noise,
+                    participations=budget.participations,
+                    min_separation=budget.min_separation,
+                )
                 calibrator = CounterCalibrator(
                     get_mechanism(name), t_big, Box(0.0, 1.0, dim=1), noise
                 )

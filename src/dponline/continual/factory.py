@@ -168,7 +168,14 @@ def build_counter(
                 "a private counter's noise is calibrated to its input set: give bounds (or a "
                 "calibrator)"
             )
-        name = mechanism or choose_mechanism(budget.calibration, horizon, dim, noise)
+        name = mechanism or choose_mechanism(
+            budget.calibration,
+            horizon,
+            dim,
+            noise,
+            participations=budget.participations,
+            min_separation=budget.min_separation,
+        )
         calibrator = CounterCalibrator(get_mechanism(name), horizon, bounds, noise, regular_norm)
     elif mechanism is not None:
         raise ValueError(

@@ -31,7 +31,6 @@ from scipy import signal
 from dponline.continual.base import ContinualCounter
 from dponline.continual.participation import (
     ParticipationSensitivity,
-    best_separated_sum,
     check_pattern,
     effective_participations,
     toeplitz_participation_sq,
@@ -77,7 +76,10 @@ def toeplitz_participation(
     keff = effective_participations(t, k, b)
     sq, exact = toeplitz_participation_sq(c, keff, b)
     col_l1 = np.cumsum(np.abs(c))[::-1]  # column j (0-indexed) holds c_0..c_{T-1-j}
-    l1 = float(best_separated_sum(col_l1, keff, b))
+    # the column norms do not increase with j, so rounds 0, b, 2b, ... are the best separated
+    # set: the j-th round p_j of any allowed set has p_j >= j b (what best_separated_sum finds,
+    # in O(k) rather than O(T k))
+    l1 = float(col_l1[np.arange(keff) * b].sum())
     how = (
         "Toeplitz rule, participations exactly b apart from round 1 (Kalinin & Lampert 2024, Thm 2)"
         if exact
