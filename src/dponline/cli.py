@@ -77,13 +77,14 @@ def _cmd_mechanisms(args: argparse.Namespace) -> int:
     from dponline.experiments.mechanism_table import laplace_table, mechanism_table
 
     person = args.participations > 1 or args.min_separation > 1
-    if args.anytime and (person or args.T is not None or args.epsilon is not None):
+    if args.anytime and (args.T is not None or args.epsilon is not None):
         raise ValueError(
-            "--anytime compares counters without a horizon at --rho, for one round: it takes "
-            "no --T, --epsilon, --participations or --min-separation"
+            "--anytime compares counters without a horizon at --rho: it takes no --T or --epsilon"
         )
+    if person and args.participations == 1:
+        raise ValueError("--min-separation goes with --participations (2 or more)")
     if args.anytime:
-        return _anytime_mechanisms(args)
+        return _anytime_person(args) if person else _anytime_mechanisms(args)
     args.T = 1024 if args.T is None else args.T
     if person:
         k, b = args.participations, args.min_separation
@@ -192,6 +193,45 @@ def _anytime_mechanisms(args: argparse.Namespace) -> int:
     print("Counters without a horizon: the largest variance of the releases up to t, over that")
     print("of a square-root factorisation built for horizon t, at the same budget rho =")
     print(f"{args.rho:g} (zCDP). Exact variances, not estimated.\n")
+    table = [
+        {
+            "mechanism": r["mechanism"],
+            **{f"t{t}": r["ratio_to_fixed_horizon_sqrt"][t] for t in ts},
+            "worst_ratio": r["worst_ratio"],
+        }
+        for r in rows
+    ]
+    columns = [("mechanism", "mechanism", "")]
+    columns += [(f"t{t}", f"t=2^{int(t).bit_length() - 1}", ".3f") for t in ts]
+    columns.append(("worst_ratio", "worst", ".3f"))
+    _print_table(table, columns)
+    return 0
+
+
+def _anytime_person(args: argparse.Namespace) -> int:
+    from dponline.experiments.anytime_table import anytime_person_table
+
+    k, b = args.participations, args.min_separation
+    rows = anytime_person_table(k, b, rho=args.rho)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "anytime": True,
+                    "rho": args.rho,
+                    "participations": k,
+                    "min_separation": b,
+                    "mechanisms": rows,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    ts = list(rows[0]["ratio_to_fixed_horizon_sqrt"])
+    print(f"Counters without a horizon for one person (at most {k} rounds, at least {b} apart):")
+    print("the largest variance of the releases up to t, over that of a square root built for")
+    print(f"horizon t and calibrated for the person, at the same budget rho = {args.rho:g}")
+    print("(zCDP) for the person. Exact variances, not estimated.\n")
     table = [
         {
             "mechanism": r["mechanism"],
@@ -803,7 +843,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--anytime",
         action="store_true",
-        help="counters without a horizon: their variance against a square root built for t",
+        help="counters without a horizon: their variance against a square root built for t "
+        "(for one person with --participations and --min-separation)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_mechanisms)

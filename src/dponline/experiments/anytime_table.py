@@ -32,7 +32,7 @@ from dponline.continual.anytime_factorization import (
 from dponline.continual.matrix_factorization import sqrt_coefficients
 from dponline.continual.smooth_binary import smooth_binary_depth, smooth_binary_node_counts
 
-__all__ = ["anytime_table", "block_lengths", "doubling_variances"]
+__all__ = ["anytime_person_table", "anytime_table", "block_lengths", "doubling_variances"]
 
 GOLDEN_SQUARE = (3.0 + math.sqrt(5.0)) / 2.0
 
@@ -135,6 +135,59 @@ def anytime_table(
                 "mechanism": name,
                 "sensitivity": sens,
                 "max_variance": {t: float(running_max[t - 1]) * scale for t in ts},
+                "fixed_horizon_sqrt_variance": {t: float(fixed[t]) * scale for t in ts},
+                "ratio_to_fixed_horizon_sqrt": ratios,
+                "worst_ratio": max(ratios.values()),
+            }
+        )
+    return rows
+
+
+def anytime_person_table(
+    participations: int,
+    min_separation: int,
+    exponents: Iterable[int] = range(10, 21, 2),
+    rho: float = 0.5,
+) -> list[dict[str, Any]]:
+    """The price of not knowing the horizon for one person (at most k rounds, any two at least
+    b apart), at the same rho-zCDP for that person: for t = 2^e, the largest variance of the
+    releases up to t over that of a square root built for horizon t and calibrated for the
+    person (its exact sensitivity under the pattern, the Toeplitz rule). Two rows:
+
+    * the tapered factorisation calibrated for the person (its bound at every prefix length,
+      ours: :func:`~dponline.continual.anytime_factorization.person_sq_bounds`);
+    * the same counter by group privacy: rho-zCDP for one round is k^2 rho-zCDP for k rounds
+      (Bun & Steinke 2016, Proposition 1.9), so it runs at rho / k^2 with one round's
+      sensitivity, variance k^2 Delta^2 per unit.
+
+    Every variance is exact up to the bound's gap (``upper``, which the noise uses)."""
+    from dponline.continual.anytime_factorization import person_sq_bounds
+    from dponline.continual.participation import check_pattern, toeplitz_participation_sq
+
+    ts = [2 ** int(e) for e in exponents]
+    if not ts:
+        return []
+    _, k, b = check_pattern(max(ts), participations, min_separation)
+    total = max(ts)
+    c = sqrt_coefficients(total)
+    cum = np.cumsum(c**2)
+    scale = 1.0 / (2.0 * float(rho))
+    fixed = {t: toeplitz_participation_sq(c[:t], k, b)[0] * cum[t - 1] for t in ts}
+    tapered = TaperedSqrt()
+    factors = tapered.release_factors(total)  # increasing in t: the last is the largest
+    person = person_sq_bounds(tapered, k, b).upper
+    group = k * k * strategy_sensitivity(tapered) ** 2
+    rows = []
+    for name, sens_sq in (
+        ("tapered_sqrt, for the person (ours)", person),
+        (f"tapered_sqrt, group privacy (rho / {k}^2)", group),
+    ):
+        ratios = {t: float(sens_sq * factors[t - 1] / fixed[t]) for t in ts}
+        rows.append(
+            {
+                "mechanism": name,
+                "sensitivity_sq": float(sens_sq),
+                "max_variance": {t: float(sens_sq * factors[t - 1]) * scale for t in ts},
                 "fixed_horizon_sqrt_variance": {t: float(fixed[t]) * scale for t in ts},
                 "ratio_to_fixed_horizon_sqrt": ratios,
                 "worst_ratio": max(ratios.values()),
