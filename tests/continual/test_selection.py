@@ -102,3 +102,8 @@ def test_tight_picks_the_counter_for_the_person(horizon, k, b, expected):
     laplace = best_mechanism(horizon, 1, "laplace", participations=k, min_separation=b)
     assert laplace == person_ranking(horizon, k, b, "laplace", ("kary_tree", "honaker"))[0][0]
     assert laplace == "kary_tree"
+
+
+def test_the_pattern_is_checked_even_when_nothing_fits():
+    with pytest.raises(ValueError, match="participations"):
+        best_mechanism(1024, 10**8, "gaussian", participations=0)
