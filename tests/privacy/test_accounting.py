@@ -157,3 +157,35 @@ def test_zcdp_epsilon_is_valid_and_looser_than_the_renyi_conversion():
     for bad in ((1.0, 0.0), (math.nan, 1e-6), ("1", 1e-6), (-1.0, 1e-6)):
         with pytest.raises(ArgumentError):
             zcdp_epsilon(*bad)
+
+
+def test_zcdp_renyi_epsilon_is_the_renyi_conversion_and_between_its_neighbours():
+    """The Renyi conversion of rho-zCDP: the values quoted in zcdp_epsilon's docstring (an
+    independent route: dp_accounting's accountant on a Gaussian of the same rho, its own
+    orders), never above Bun & Steinke's bound, and never below the exact epsilon of the
+    Gaussian mechanism with that rho (which is exactly rho-zCDP, so no valid conversion can
+    give less)."""
+    from dponline.privacy.accounting import gaussian_epsilon, zcdp_epsilon, zcdp_renyi_epsilon
+
+    assert zcdp_renyi_epsilon(0.01, 1e-6) == pytest.approx(0.6217, abs=2e-4)
+    assert zcdp_renyi_epsilon(2.0, 1e-8) == pytest.approx(13.386, abs=2e-3)
+    assert zcdp_renyi_epsilon(0.0, 1e-6) == 0.0
+    for rho in (1e-6, 1e-3, 0.05, 0.5, 5.0, 50.0):
+        for delta in (1e-12, 1e-6, 1e-2):
+            renyi = zcdp_renyi_epsilon(rho, delta)
+            assert renyi <= zcdp_epsilon(rho, delta)
+            # the Gaussian of sensitivity 1 and sigma 1 / sqrt(2 rho): mu = sqrt(2 rho)
+            assert renyi >= gaussian_epsilon(delta, math.sqrt(2.0 * rho)) - 1e-9
+
+
+@settings(max_examples=30, deadline=None)
+@given(epsilon=st.floats(0.01, 20.0), log_delta=st.floats(-20.0, -1.0))
+def test_zcdp_rho_for_inverts_the_renyi_conversion(epsilon, log_delta):
+    from dponline.privacy.accounting import zcdp_renyi_epsilon, zcdp_rho_for
+
+    delta = 10.0**log_delta
+    rho = zcdp_rho_for(epsilon, delta)
+    assert zcdp_renyi_epsilon(rho, delta) <= epsilon
+    assert zcdp_renyi_epsilon(rho * (1 + 1e-9), delta) > epsilon * (1 - 1e-9)
+    ln_d = math.log(1 / delta)
+    assert rho >= (math.sqrt(ln_d + epsilon) - math.sqrt(ln_d)) ** 2  # Bun & Steinke's rho

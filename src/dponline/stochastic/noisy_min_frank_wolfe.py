@@ -43,7 +43,7 @@ import numpy as np
 
 from dponline.domains.hull import VertexHull
 from dponline.losses import GLMLoss, SquaredLoss
-from dponline.privacy.accounting import zcdp_epsilon
+from dponline.privacy.accounting import zcdp_renyi_epsilon, zcdp_rho_for
 from dponline.privacy.arguments import (
     checked_generator,
     checked_real_array,
@@ -97,9 +97,11 @@ class NoisyMinCalibrator:
 
     ``paper``: Laplace, b_t = 4 D (beta D + L) sqrt(log n log(1/delta)) / (epsilon sqrt t);
     ``tight``: Gumbel, b_t = lam s_t sqrt(t) with lam set so that the composed zCDP bound gives
-    exactly epsilon (through Bun & Steinke's conversion of zCDP to (epsilon, delta),
-    :func:`~dponline.privacy.accounting.zcdp_epsilon`; Canonne, Kamath & Steinke's would allow
-    less noise). ``Calibration.noise`` is ``(family, scales)``; ``Calibration.details``
+    exactly epsilon (through Canonne, Kamath & Steinke's conversion of zCDP to (epsilon, delta)
+    by Renyi DP, :func:`~dponline.privacy.accounting.zcdp_renyi_epsilon`; Bun & Steinke's
+    rho + 2 sqrt(rho log(1/delta)), used before 2026-11-26, needed 1.18x the noise at
+    (1, 1e-6)). Both calibrations state the epsilon that conversion proves.
+    ``Calibration.noise`` is ``(family, scales)``; ``Calibration.details``
     names the calibrator (``("calibrator", self)``), so that an estimator handed a calibration
     can check it is its own. Two calibrators are equal when their constants are.
     """
@@ -125,11 +127,12 @@ class NoisyMinCalibrator:
         # pure eps_t-DP is eps_t^2/2-zCDP; eps_t-bounded range is eps_t^2/8-zCDP
         rho = float((eps_t**2).sum()) / (2.0 if family == "laplace" else 8.0)
         g = budget.prove(
-            zcdp_epsilon(rho, budget.delta),
+            zcdp_renyi_epsilon(rho, budget.delta),
             budget.delta,
             f"{how}; step t is (2 s_t / b_t)-DP (report-noisy-min, s_t = {self.m:.4g} x "
             f"2(beta D + L)/(t+1)), {'pure' if family == 'laplace' else 'bounded range'}"
-            f", composed in zCDP: rho = {rho:.4g}",
+            f", composed in zCDP: rho = {rho:.4g}, converted through Renyi DP (Canonne, Kamath "
+            "& Steinke 2020, Proposition 12)",
             rho=rho,
             neighbouring=Neighbouring.ONE_SAMPLE,
         )
@@ -156,8 +159,7 @@ class NoisyMinCalibrator:
         n = len(self.sensitivities)
         t = np.arange(1, n + 1, dtype=float)
         # b_t = lam s_t sqrt(t): eps_t = 2 / (lam sqrt t), rho = sum eps_t^2 / 8 = H_n / (2 lam^2)
-        ln_d = math.log(1 / budget.delta)
-        rho_target = (math.sqrt(ln_d + budget.epsilon) - math.sqrt(ln_d)) ** 2
+        rho_target = zcdp_rho_for(budget.epsilon, budget.delta)
         harmonic = float((1.0 / t).sum())
         lam = math.sqrt(harmonic / (2.0 * rho_target)) * (1 + 1e-12)
         how = "report-noisy-min with Gumbel noise (exponential mechanism), scales s_t sqrt(t)"
