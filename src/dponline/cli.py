@@ -189,22 +189,10 @@ def _anytime_mechanisms(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"anytime": True, "rho": args.rho, "mechanisms": rows}, indent=2))
         return 0
-    ts = list(rows[0]["ratio_to_fixed_horizon_sqrt"]) if rows else []
     print("Counters without a horizon: the largest variance of the releases up to t, over that")
     print("of a square-root factorisation built for horizon t, at the same budget rho =")
     print(f"{args.rho:g} (zCDP). Exact variances, not estimated.\n")
-    table = [
-        {
-            "mechanism": r["mechanism"],
-            **{f"t{t}": r["ratio_to_fixed_horizon_sqrt"][t] for t in ts},
-            "worst_ratio": r["worst_ratio"],
-        }
-        for r in rows
-    ]
-    columns = [("mechanism", "mechanism", "")]
-    columns += [(f"t{t}", f"t=2^{int(t).bit_length() - 1}", ".3f") for t in ts]
-    columns.append(("worst_ratio", "worst", ".3f"))
-    _print_table(table, columns)
+    _print_ratio_table(rows)
     return 0
 
 
@@ -214,24 +202,20 @@ def _anytime_person(args: argparse.Namespace) -> int:
     k, b = args.participations, args.min_separation
     rows = anytime_person_table(k, b, rho=args.rho)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "anytime": True,
-                    "rho": args.rho,
-                    "participations": k,
-                    "min_separation": b,
-                    "mechanisms": rows,
-                },
-                indent=2,
-            )
-        )
+        out = {"anytime": True, "rho": args.rho, "participations": k, "min_separation": b}
+        print(json.dumps({**out, "mechanisms": rows}, indent=2))
         return 0
-    ts = list(rows[0]["ratio_to_fixed_horizon_sqrt"])
     print(f"Counters without a horizon for one person (at most {k} rounds, at least {b} apart):")
     print("the largest variance of the releases up to t, over that of a square root built for")
     print(f"horizon t and calibrated for the person, at the same budget rho = {args.rho:g}")
     print("(zCDP) for the person. Exact variances, not estimated.\n")
+    _print_ratio_table(rows)
+    return 0
+
+
+def _print_ratio_table(rows: list[dict]) -> None:
+    """The anytime tables' rows: each mechanism's ratio at every t = 2^e, and the worst."""
+    ts = list(rows[0]["ratio_to_fixed_horizon_sqrt"]) if rows else []
     table = [
         {
             "mechanism": r["mechanism"],
@@ -244,7 +228,6 @@ def _anytime_person(args: argparse.Namespace) -> int:
     columns += [(f"t{t}", f"t=2^{int(t).bit_length() - 1}", ".3f") for t in ts]
     columns.append(("worst_ratio", "worst", ".3f"))
     _print_table(table, columns)
-    return 0
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:

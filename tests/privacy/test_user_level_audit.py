@@ -23,17 +23,20 @@ EPS, DELTA = 2.0, 1e-3
 OPTIONS = {"eta": 0.02, "noise": "gaussian", "mechanism": "sqrt_factorization"}
 
 
-def run(budget: PrivacyBudget, seed: int):  # type: ignore[no-untyped-def]
+def run(budget: PrivacyBudget, seed: int, pattern=(T, K, B), options=OPTIONS):  # type: ignore[no-untyped-def]
+    """DP-FTRL audited on the two streams of the module docstring, a person's rounds being
+    ``pattern`` = (horizon, participations, separation) from round 1."""
+    horizon, k, b = pattern
     return audit_person(
         "dp-ftrl",
         budget=budget,
         environment="switching_best",
         environment_options={"n_experts": 2},
-        horizon=T,
-        rounds=person_rounds(T, K, B),
+        horizon=horizon,
+        rounds=person_rounds(horizon, k, b),
         value_a=(1.0, 0.0),
         value_b=(0.0, 1.0),
-        learner_options=OPTIONS,
+        learner_options=options,
         trials=20_000,
         pilot_trials=5_000,
         seed=seed,
@@ -81,20 +84,7 @@ AT, AK, AB = 32, 8, 2
 
 
 def run_anytime(budget: PrivacyBudget, seed: int):  # type: ignore[no-untyped-def]
-    return audit_person(
-        "dp-ftrl",
-        budget=budget,
-        environment="switching_best",
-        environment_options={"n_experts": 2},
-        horizon=AT,
-        rounds=person_rounds(AT, AK, AB),
-        value_a=(1.0, 0.0),
-        value_b=(0.0, 1.0),
-        learner_options={**OPTIONS, "mechanism": None, "anytime": True},
-        trials=20_000,
-        pilot_trials=5_000,
-        seed=seed,
-    )
+    return run(budget, seed, (AT, AK, AB), {**OPTIONS, "mechanism": None, "anytime": True})
 
 
 def test_anytime_round_calibration_is_refuted_for_a_person():
