@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from functools import lru_cache
 
 from scipy import optimize, special
@@ -235,12 +236,22 @@ def zcdp_renyi_epsilon(rho: float, delta: float) -> float:
 @lru_cache(maxsize=128)
 def zcdp_rho_for(epsilon: float, delta: float) -> float:
     """The largest rho (to 1e-12 relative, from below) whose :func:`zcdp_renyi_epsilon` at
-    ``delta`` is at most ``epsilon``: bisection (the conversion increases with rho), started
-    from Bun & Steinke's rho, which always qualifies."""
+    ``delta`` is at most ``epsilon``: bisection (the conversion does not decrease with rho),
+    started from Bun & Steinke's rho, e^2 / (sqrt(log(1/delta) + e) + sqrt(log(1/delta)))^2
+    (that form has no cancellation), checked and halved until it qualifies. An epsilon so small
+    that no positive rho qualifies in floating point is refused."""
     e = _check_eps(epsilon)
     d = _check_delta(delta)
     ln_d = math.log(1.0 / d)
-    lo = (math.sqrt(ln_d + e) - math.sqrt(ln_d)) ** 2  # zcdp_epsilon(lo, d) = e
+    lo = e * e / (math.sqrt(ln_d + e) + math.sqrt(ln_d)) ** 2  # zcdp_epsilon(lo, d) = e
+    lo = max(lo, sys.float_info.min)  # e^2 may underflow where the conversion still allows rho
+    while lo > 0.0 and zcdp_renyi_epsilon(lo, d) > e:
+        lo /= 2.0
+    if not lo > 0.0:
+        raise ValueError(
+            f"epsilon = {e!r} is too small to be met by any zCDP bound at delta = {d!r} in "
+            "floating point"
+        )
     hi = 2.0 * lo
     while zcdp_renyi_epsilon(hi, d) <= e:
         lo, hi = hi, 2.0 * hi
