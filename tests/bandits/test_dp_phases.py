@@ -126,7 +126,8 @@ def test_the_default_first_phase_is_ten_over_epsilon() -> None:
     assert first_phase_length(1e-9) == 10**10 and first_phase_length(1e-30) == 2**62
     with pytest.raises(ValueError, match="at most 2"):
         DPIMED(2, 10, budget=PrivacyBudget(1.0), first_phase=2**63)
-    assert DPKLUCB(3, 10, budget=PrivacyBudget(0.5)).first_phase == 20
+    with pytest.warns(UserWarning, match="fill the horizon"):
+        assert DPKLUCB(3, 10, budget=PrivacyBudget(0.5)).first_phase == 20
     assert DPIMED(3, 10, budget=None).first_phase == 1  # the non-private counterpart: n_1 = 1
     assert DPIMED(3, 10, budget=PrivacyBudget(0.5), first_phase=3).first_phase == 3
 
@@ -241,7 +242,8 @@ def test_the_options_are_checked() -> None:
             DPKLUCB(3, 10, budget=PrivacyBudget(1.0), first_phase=bad)
     with pytest.raises(ValueError, match="pure DP"):
         DPIMED(3, 10, budget=PrivacyBudget(1.0, 1e-6))
-    g = DPKLUCB(3, 10, budget=PrivacyBudget(0.5, calibration="paper")).privacy
+    with pytest.warns(UserWarning, match="fill the horizon"):
+        g = DPKLUCB(3, 10, budget=PrivacyBudget(0.5, calibration="paper")).privacy
     assert g.epsilon == 0.5 and g.delta == 0.0 and "Proposition 2" in g.derivation
 
 

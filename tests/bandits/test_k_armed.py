@@ -346,6 +346,7 @@ def test_fast_path_has_the_distribution_of_round_by_round_play():
     np.testing.assert_array_equal(fast.pulls, slow.pulls)
 
 
+@pytest.mark.filterwarnings("ignore:.*fill the horizon:UserWarning")  # T = 10 is short on purpose
 def test_a_state_saved_after_scale_noise_does_not_load_into_a_calibrated_learner():
     """An audit's learner (a tenth of the noise, privacy void) saves a state; loaded into a
     calibrated learner it would draw a tenth of the noise while claiming epsilon = 1."""
