@@ -104,12 +104,18 @@ def test_audit_command_json(capsys):
     data = json.loads(capsys.readouterr().out)
     rows = data["rows"]
     assert {r["mechanism"] for r in rows} == set(MECHANISMS)
-    # correctly calibrated rows are never refuted (each: chance <= 1e-3)
-    assert not any(r["refuted"] for r in rows if r["noise_fraction"] == 1.0)
-    # the table's chance of refuting a true claim anywhere: a union bound over its audits at
-    # the full noise
-    audits = sum(r["noise_fraction"] == 1.0 for r in rows) + len(data["learners"])
-    assert data["familywise_bound"] == pytest.approx(min(1.0, audits * 1e-3))
+    assert sorted({r["noise_fraction"] for r in rows}) == [0.1, 0.5, 1.0]
+    # correctly calibrated rows are never refuted (each claim: chance <= 1e-3)
+    full = [r for r in rows if r["noise_fraction"] == 1.0]
+    assert not any(r["refuted"] or r["rho_refuted"] for r in full)
+    # a Gaussian counter's rho is tested, a Laplace one states none
+    assert all((r["claimed_rho"] is not None) == (r["noise"] == "gaussian") for r in rows)
+    assert all(r["rho_lower"] >= 0 for r in rows if r["noise"] == "gaussian")
+    # the table's chance of refuting a true claim anywhere: a union bound over its tests at
+    # the full noise (an epsilon each, a rho where stated)
+    audits = [*full, *data["learners"]]
+    tests = len(audits) + sum(r["claimed_rho"] is not None for r in audits)
+    assert data["familywise_bound"] == pytest.approx(min(1.0, tests * 1e-3))
     # every registered private learner, each of its test cases, claimed beside audited epsilon
     # at full noise and at a tenth of it
     from dponline.registry import learners
@@ -125,6 +131,12 @@ def test_audit_command_json(capsys):
         assert r["trials"] == 1000
         assert r["epsilon_lower"] >= 0 and r["epsilon_lower_under_noised"] >= 0
         assert not r["refuted"]  # each: chance <= 1e-3
+        if r["claimed_rho"] is None:
+            assert r["rho_lower"] is None and r["rho_lower_under_noised"] is None
+        else:
+            assert r["rho_lower"] >= 0 and r["rho_lower_under_noised"] >= 0
+            assert not r["rho_refuted"]  # each: chance <= 1e-3
+    assert any(r["claimed_rho"] is not None for r in data["learners"])
 
 
 def test_audit_named_learners_at_a_chosen_noise_fraction(capsys):
@@ -146,7 +158,10 @@ def test_audit_named_learners_at_a_chosen_noise_fraction(capsys):
         )
         assert row["values"] == list(case.audit.values)
         assert row["counts"][1] == row["counts"][3] == 400 and "statistic" in row["event"]
-    assert data["familywise_bound"] == pytest.approx(len(cases) * 1e-3)
+    # an epsilon and a rho test per case: dp-ucb's Gaussian case states a rho
+    with_rho = sum(row["claimed_rho"] is not None for row in data["learners"])
+    assert with_rho == 1
+    assert data["familywise_bound"] == pytest.approx((len(cases) + with_rho) * 1e-3)
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "Continual-counting" not in out and "(0.5 of it)" in out and "changed" in out
@@ -166,6 +181,7 @@ def test_audit_command_text_lists_learners(capsys):
     assert "ctrl-glm" in out
     assert "dp-glm-bandit" in out and "dp-frank-wolfe" in out
     assert "some true claim is refuted with chance at most" in out
+    assert "rho-zCDP claims" in out and "rho lower (noise x1)" in out and "claimed rho" in out
 
 
 @pytest.mark.parametrize(

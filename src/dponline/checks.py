@@ -757,14 +757,15 @@ def check_audit(
     alpha: float = 1e-3,
     tenth_refuted: bool = True,
 ) -> tuple[AuditResult, AuditResult | None]:
-    """The audit does not refute the claim at full noise (a correct claim fails with
-    probability at most ``alpha``) and, with ``tenth_refuted``, refutes it with less noise: a
-    tenth, or the audit case's ``refute_fraction`` where the entry documents a looser proof.
-    Returns both results (the second ``None`` without ``tenth_refuted``)."""
+    """The audit refutes neither the claim's epsilon nor, when it states one, its rho at full
+    noise (a correct claim fails with probability at most ``alpha``, ``2 alpha`` with a rho)
+    and, with ``tenth_refuted``, refutes its epsilon with less noise: a tenth, or the audit
+    case's ``refute_fraction`` where the entry documents a looser proof. Returns both results
+    (the second ``None`` without ``tenth_refuted``)."""
     who = _who(entry, case)
     kw = dict(calibration=calibration, trials=trials, pilot_trials=pilot_trials, alpha=alpha)
     full = audit_learner(entry, case, noise_fraction=1.0, **kw)  # type: ignore[arg-type]
-    if full.refuted:
+    if full.any_refuted:
         raise AssertionError(f"{who} ({calibration}): the audit refutes the claim: {full}")
     if not tenth_refuted:
         return full, None

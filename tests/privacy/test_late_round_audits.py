@@ -12,8 +12,9 @@ runs :func:`~dponline.experiments.learner_audit.audit_learner` twice:
 
 * at the learner's claim (its full calibrated noise): the claim must not be refuted. A correct
   claim is refuted with probability at most ``ALPHA`` = 1e-3 (Clopper-Pearson, the audit's
-  guarantee), so each such assertion fails by chance with probability at most 1e-3; a failure
-  is a potential privacy bug, not a flaky test (rerun it with another seed and more trials);
+  guarantee), so each such assertion fails by chance with probability at most 1e-3 (2e-3 for
+  a Gaussian learner, whose rho-zCDP is tested too); a failure is a potential privacy bug, not
+  a flaky test (rerun it with another seed and more trials);
 * at a fraction of that noise (a tenth unless the test says otherwise): the claim must be
   refuted, which shows the audit sees the changed round at all. With the fixed seeds this
   outcome is deterministic; the margins were measured over several seeds.
@@ -166,9 +167,9 @@ def _check(name: str) -> None:
     case = CASES[name]
     full, weak = audit_late(case)
     where = f"{case.learner} {case.label!r}, H = {case.horizon}, changed round {case.changed}"
-    assert not full.refuted, (
+    assert not full.any_refuted, (
         f"POTENTIAL PRIVACY BUG: {where} refuted at its claim (a correct claim is refuted with "
-        f"probability at most {ALPHA}): {full}"
+        f"probability at most {ALPHA}, {2 * ALPHA} when it states a rho as well): {full}"
     )
     assert weak.refuted, f"{where}: {case.fraction} of the noise not caught: {weak}"
 
@@ -289,9 +290,10 @@ def test_dp_ftrl_gaussian_square_root_late_round():
     weights c_(i-47) / D_i over the releases 47-63 depend on the round (the diagonal D_i is a
     function of i / T), not column 1's. Fisher's discriminant on the decisions.
 
-    False failure: at most alpha = 1e-3 for the claim's "not refuted"; a tenth of the noise is
-    refuted (lower bound 2.1-2.3 over three seeds). 40,000 runs per stream at the claim, 10,000
-    at a tenth.
+    False failure: at most 2 alpha = 2e-3 for the claim's "not refuted" (epsilon and rho); a
+    tenth of the noise is refuted (lower bound 4.2-5.0 over three seeds: round 47's loss moves
+    across the whole unit l1 ball, -e_1 to e_1). 40,000 runs per stream at the claim, 10,000 at
+    a tenth.
     """
     _check("dp-ftrl gaussian square root")
 
@@ -347,9 +349,9 @@ def test_dp_ftrl_anytime_gaussian_late_round():
     horizon-free factorisation, whose weights over releases 40-63 taper with t. Fisher's
     discriminant on the decisions.
 
-    False failure: at most alpha = 1e-3 for the claim's "not refuted"; a tenth of the noise is
-    refuted (lower bound 1.16-1.36 over three seeds). 40,000 runs per stream at the claim,
-    10,000 at a tenth.
+    False failure: at most 2 alpha = 2e-3 for the claim's "not refuted" (epsilon and rho); a
+    tenth of the noise is refuted (lower bound 2.98-3.03 over three seeds). 40,000 runs per
+    stream at the claim, 10,000 at a tenth.
     """
     _check("dp-ftrl anytime gaussian")
 
@@ -502,3 +504,32 @@ def test_dp_se_last_pull_of_the_epoch():
     tenth (891 rounds a run).
     """
     _check("dp-se")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dp-ftrl gaussian square root",
+        "dp-ftrl anytime gaussian",
+        "dp-ucb gaussian",
+        "dp-frank-wolfe",
+    ],
+)
+def test_the_rho_test_sees_a_fifth_of_the_noise_in_a_late_round(name: str) -> None:
+    """The Gaussian learners' late rounds at a fifth of their noise, 40,000 runs per stream: the
+    rho test (:func:`~dponline.privacy.audit.rho_lower_bound`) refutes their rho, 2.2x (DP-UCB,
+    whose decisions are arm choices) to 11x over it at these seeds, where the epsilon test's
+    bound on DP-UCB stays below its claim (0.96). At half the noise the rho test refutes the
+    square-root DP-FTRL and Frank-Wolfe cases (1.2x, 1.1x: too thin a margin to assert) and
+    not the other two. Deterministic at the fixed seeds."""
+    case = dataclasses.replace(CASES[name], fraction=0.2, fraction_trials=40_000)
+    entry, moved = _late_case(case)
+    weak = audit_learner(
+        entry,
+        moved,
+        noise_fraction=case.fraction,
+        trials=case.fraction_trials,
+        alpha=ALPHA,
+        seed=case.seed + 1,
+    )
+    assert weak.rho is not None and weak.rho.refuted, str(weak)

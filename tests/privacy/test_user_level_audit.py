@@ -70,7 +70,7 @@ def test_person_calibration_is_not_refuted():
     budget = PrivacyBudget(EPS, DELTA, participations=K, min_separation=B)
     result = run(budget, seed=1)
     assert result.claimed_epsilon == pytest.approx(EPS, rel=1e-6)
-    assert not result.refuted, str(result)
+    assert not result.any_refuted, str(result)
 
 
 # --- without a horizon: the tapered factorisation (DP-FTRL built with anytime=True) -------------
@@ -100,4 +100,4 @@ def test_anytime_person_calibration_is_not_refuted():
     budget = PrivacyBudget(EPS, DELTA, participations=AK, min_separation=AB)
     result = run_anytime(budget, seed=1)
     assert result.claimed_epsilon == pytest.approx(EPS, rel=1e-6)
-    assert not result.refuted, str(result)
+    assert not result.any_refuted, str(result)

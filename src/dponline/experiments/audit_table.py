@@ -14,11 +14,28 @@ from dponline.continual.registry import MECHANISMS
 from dponline.experiments.learner_audit import audit_learner, audited_cases
 from dponline.experiments.progress import Progress
 from dponline.privacy.arguments import checked_probability
-from dponline.privacy.audit import audit, counter_sampler
+from dponline.privacy.audit import AuditResult, audit, counter_sampler
 from dponline.privacy.bounds import Box
 from dponline.privacy.budget import PrivacyBudget
 
 __all__ = ["audit_table", "learner_audit_table"]
+
+
+def _rho_columns(res: AuditResult, suffix: str = "") -> dict[str, Any]:
+    """The rho test's columns of a row (``None`` where the claim states no rho): the claimed
+    rho, the audit's lower bound, the verdict, the event and its counts."""
+    r = res.rho
+    cols: dict[str, Any] = {
+        "rho_lower": None if r is None else r.rho_lower,
+        "rho_refuted": None if r is None else r.refuted,
+        "rho_verdict": "" if r is None else ("REFUTED" if r.refuted else "not refuted"),
+        "rho_event": None if r is None else r.event,
+        "rho_counts": None if r is None else list(r.counts),
+    }
+    out = {f"{k}{suffix}": v for k, v in cols.items()}
+    if not suffix:
+        out["claimed_rho"] = None if r is None else r.claimed_rho
+    return out
 
 
 def audit_table(
@@ -29,8 +46,11 @@ def audit_table(
     alpha: float = 1e-3,
     progress: bool = False,
 ) -> list[dict[str, Any]]:
-    """One row per mechanism x noise x noise fraction in {1, 0.1}; epsilon = 1 (``progress``:
-    count the mechanisms on stderr, :class:`~dponline.experiments.progress.Progress`)."""
+    """One row per mechanism x noise x noise fraction in {1, 0.5, 0.1}; epsilon = 1
+    (``progress``: count the mechanisms on stderr,
+    :class:`~dponline.experiments.progress.Progress`). A Gaussian counter's row also tests its
+    rho (``claimed_rho``, ``rho_lower``, ``rho_refuted``: the second test of
+    :func:`~dponline.privacy.audit.audit`), the one that sees half the noise."""
     a = np.zeros((horizon, 1))
     b = a.copy()
     b[0, 0] = 1.0  # round 1 moves across the whole input set [0, 1]
@@ -52,7 +72,7 @@ def audit_table(
                 noise=noise,
                 regular_norm=2.0 if noise == "generalized_gaussian" else None,
             )
-            for fraction in (1.0, 0.1):
+            for fraction in (1.0, 0.5, 0.1):
                 scaled = ref.noise.scaled(fraction)
 
                 def factory(replicas, rng, cls=cls, scaled=scaled):  # type: ignore[no-untyped-def]
@@ -80,6 +100,7 @@ def audit_table(
                         "refuted": res.refuted,
                         "verdict": "REFUTED" if res.refuted else "not refuted",
                         "counts": list(res.counts),
+                        **_rho_columns(res),
                     }
                 )
             bar.update()
@@ -104,7 +125,10 @@ def learner_audit_table(
     :func:`~dponline.experiments.learner_audit.audit_learner`). ``trials`` per input and
     ``seed`` default to each case's own. Each row says what was tested: the audit case's
     horizon, the round whose input differs and its two values, the event counted (chosen on the
-    pilot runs) and its counts on the fresh runs (``counts``: k_A, n_A, k_B, n_B)."""
+    pilot runs) and its counts on the fresh runs (``counts``: k_A, n_A, k_B, n_B). A learner
+    whose guarantee states rho-zCDP also gets the rho test's columns (``claimed_rho``,
+    ``rho_lower``, ``rho_refuted`` and their ``_under_noised`` twins; ``None`` for the
+    others)."""
     if noise_fraction is not None:
         noise_fraction = checked_probability("noise_fraction", noise_fraction)
     rows = []
@@ -141,6 +165,8 @@ def learner_audit_table(
                     "counts": list(full.counts),
                     "event_under_noised": under.event,
                     "counts_under_noised": list(under.counts),
+                    **_rho_columns(full),
+                    **_rho_columns(under, "_under_noised"),
                 }
             )
             bar.update()

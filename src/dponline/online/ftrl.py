@@ -470,12 +470,16 @@ def noise_default_delta(default_noise: str) -> Callable[[Any, Mapping[str, Any]]
     return delta
 
 
-def _ftrl_audit(noise: str, environment_options: dict[str, Any]) -> AuditCase:
-    """Round 1's loss is 0 or e_1 (moved across the loss set); a large step so that one round
-    visibly moves the decisions (the guarantee holds for any eta)."""
+def _ftrl_audit(
+    noise: str, environment_options: dict[str, Any], values: tuple[float, float]
+) -> AuditCase:
+    """Round 1's loss is ``values[0] e_1`` or ``values[1] e_1``, moved across the loss set (the
+    experts' [0, 1]^N from 0 to e_1; the cube's unit l1 ball from -e_1 to e_1, its whole l2
+    diameter, so the audit sees all of the sensitivity the noise is calibrated to); a large
+    step so that one round visibly moves the decisions (the guarantee holds for any eta)."""
     return AuditCase(
         horizon=8,
-        values=(0.0, 1.0),
+        values=values,
         environment_options=environment_options,
         learner_options={"eta": 1.0, "noise": noise, "delta": 0.0 if noise == "laplace" else 1e-5},
         trials=40_000,
@@ -513,14 +517,14 @@ _DP_FTRL_ENTRY = register_learner(
                 "switching_best",
                 environment_options={"n_experts": 4},
                 label="laplace",
-                audit=_ftrl_audit("laplace", {"n_experts": 2}),
+                audit=_ftrl_audit("laplace", {"n_experts": 2}, (0.0, 1.0)),
             ),
             LearnerTestCase(
                 "linear",
                 environment_options={"dim": 3, "domain": "cube"},
                 learner_options={"noise": "gaussian"},
                 label="gaussian, cube",
-                audit=_ftrl_audit("gaussian", {"dim": 2}),
+                audit=_ftrl_audit("gaussian", {"dim": 2}, (-1.0, 1.0)),
             ),
         ),
         options={
