@@ -453,7 +453,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                 ("verdict", "verdict", ""),
                 ("claimed_rho", "claimed rho", ".4f"),
                 ("rho_lower", "rho lower bound", ".4f"),
-                ("rho_verdict", "verdict", ""),
+                ("rho_verdict", "rho verdict", ""),
             ],
         )
         print()
@@ -488,10 +488,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     with_rho = [row for row in learner_rows if row["claimed_rho"] is not None]
     if with_rho:
         print(
-            "\nThe Gaussian learners' rho-zCDP claims, tested on the same runs with an event of "
-            "their own (the Renyi divergence of the event's two Bernoulli laws; it can see a "
-            "factor-2 noise bug where the epsilon test, which needs events of probability near "
-            "delta, cannot):\n"
+            "\nThe rho-zCDP claims, tested on the same runs with an event of their own (the "
+            "Renyi divergence of the event's two Bernoulli laws: events near probability 1/2, "
+            "where the epsilon test needs events of probability near delta, so it sees less "
+            "noise removed than the epsilon test does):\n"
         )
         _print_table(
             with_rho,

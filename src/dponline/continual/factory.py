@@ -413,7 +413,11 @@ def doubling_counter(
     if budget is not None:
         lengths = range(63) if budget.calibration == "paper" else range(1)
         found = [calibrated(2**k).guarantee for k in lengths]
-        worst = max((g for g in found if g is not None), key=lambda g: g.epsilon)
+        stated = [g for g in found if g is not None]
+        worst = max(stated, key=lambda g: g.epsilon)
+        # the weakest block's rho, taken on its own (every block states one, or none is stated)
+        rhos = [g.rho for g in stated]
+        rho = None if any(r is None for r in rhos) else max(rhos)  # type: ignore[type-var]
         derivation = (
             "anytime (no horizon): doubling blocks of lengths 1, 2, 4, ... (Chan, Shi & Song "
             "2011), each calibrated for its own length at the full budget; every round lies in "
@@ -424,7 +428,7 @@ def doubling_counter(
             worst.epsilon,
             worst.delta,
             derivation,
-            rho=worst.rho,
+            rho=rho,
             neighbouring=worst.neighbouring,
         )
     return DoublingCounter(
