@@ -152,7 +152,14 @@ def audit_late(case: LateCase) -> tuple[AuditResult, AuditResult]:
     full = audit_learner(
         entry, moved, noise_fraction=1.0, trials=case.claim_trials, alpha=ALPHA, seed=case.seed
     )
-    weak = audit_learner(
+    return full, _audit_with_less_noise(entry, moved, case)
+
+
+def _audit_with_less_noise(
+    entry: LearnerEntry, moved: LearnerTestCase, case: LateCase
+) -> AuditResult:
+    """The audit at ``case.fraction`` of the noise, ``case.fraction_trials`` runs per stream."""
+    return audit_learner(
         entry,
         moved,
         noise_fraction=case.fraction,
@@ -160,7 +167,6 @@ def audit_late(case: LateCase) -> tuple[AuditResult, AuditResult]:
         alpha=ALPHA,
         seed=case.seed + 1,
     )
-    return full, weak
 
 
 def _check(name: str) -> None:
@@ -523,13 +529,5 @@ def test_the_rho_test_sees_a_fifth_of_the_noise_in_a_late_round(name: str) -> No
     square-root DP-FTRL and Frank-Wolfe cases (1.2x, 1.1x: too thin a margin to assert) and
     not the other two. Deterministic at the fixed seeds."""
     case = dataclasses.replace(CASES[name], fraction=0.2, fraction_trials=40_000)
-    entry, moved = _late_case(case)
-    weak = audit_learner(
-        entry,
-        moved,
-        noise_fraction=case.fraction,
-        trials=case.fraction_trials,
-        alpha=ALPHA,
-        seed=case.seed + 1,
-    )
+    weak = _audit_with_less_noise(*_late_case(case), case)
     assert weak.rho is not None and weak.rho.refuted, str(weak)
