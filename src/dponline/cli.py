@@ -490,8 +490,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         print(
             "\nThe rho-zCDP claims, tested on the same runs with an event of their own (the "
             "Renyi divergence of the event's two Bernoulli laws: events near probability 1/2, "
-            "where the epsilon test needs events of probability near delta, so it sees less "
-            "noise removed than the epsilon test does):\n"
+            "where the epsilon test needs events of probability near delta, so it notices a "
+            "smaller cut in the noise than the epsilon test does):\n"
         )
         _print_table(
             with_rho,
