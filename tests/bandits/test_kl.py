@@ -171,6 +171,26 @@ def test_compiled_and_numpy_versions_agree():
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=f.__name__)
 
 
+@pytest.mark.parametrize("compiled", BOTH)
+def test_every_combination_of_edges_is_quiet_and_finite(compiled):
+    """Every pairing of the edge values, not only those lined up above: no floating-point
+    warning (the module filter makes one an error) and no NaN, on both paths. The numpy path
+    divided 0 by 0 for d_eps(x, 0, eps > 709) and multiplied 0 by inf for
+    d_eps_upper(0, level, eps > 709) (the values were right, the warnings were not)."""
+    edges = np.array([0.0, 1e-300, 1e-12, 0.3, 0.5, 1 - 1e-12, 1.0])
+    levels_ = np.array([0.0, 1e-27, 1e-10, 0.5, 40.0, np.inf])
+    eps = np.array([0.0, 1e-9, 1.0, 709.0, 710.0, 800.0, 1e300, np.inf])
+    x, y, e = np.meshgrid(edges, edges, eps, indexing="ij")
+    xl, lv, el = np.meshgrid(edges, levels_, eps, indexing="ij")
+    for out in (d_eps(x, y, e, compiled=compiled), d_eps_upper(xl, lv, el, compiled=compiled)):
+        assert not np.isnan(out).any()
+    # x = 0 against y = 0 costs nothing; against y > 0 with eps -> inf it is kl(0, y)
+    assert float(d_eps(0.3, 0.0, 800.0, compiled=compiled)) == pytest.approx(240.0)
+    assert float(d_eps_upper(0.0, 0.5, 800.0, compiled=compiled)) == pytest.approx(
+        float(kl_upper(0.0, 0.5)), rel=1e-12
+    )
+
+
 def _brackets(f, lo_end: float, mu: float, level: float, tol: float = 1e-12) -> None:
     """``mu`` is max{m : f(m) <= level} to within ``tol``: f is below the level at mu - tol
     and above it at mu + tol (each when inside [lo_end, 1]). A check in the index's own units:

@@ -150,7 +150,9 @@ def test_one_section_per_environment_with_its_caption_and_notes(tmp_path):
 
 def test_reference_curves_go_where_their_epsilon_is_shown(tmp_path):
     """A bound for every learner (epsilon None) is drawn in every panel; one for an epsilon
-    only in the panels that show that epsilon."""
+    only in the panels that show a pure epsilon-DP learner (delta 0) at that epsilon: the
+    private lower bounds say nothing of an (epsilon, delta) learner (the Gaussian panel shows
+    0.25 and does not get it)."""
     results = _sweep()
     refs = [
         {"label": "bound", "epsilon": None, "t": [10, 20], "regret": [1.0, 2.0]},
@@ -159,13 +161,16 @@ def test_reference_curves_go_where_their_epsilon_is_shown(tmp_path):
     panels = plot_regret_curves(results, "E", tmp_path / "regret.png", refs)
     for panel in panels:
         drawn = [c for c in panel["curves"] if c["calibration"] == "reference"]
-        shows_quarter = any(eps == 0.25 for _, _, eps in panel["private"])
+        pure_quarter = any(eps == 0.25 and "laplace" in lab for lab, _, eps in panel["private"])
         assert [c["label"] for c in drawn] == (
-            ["bound", "private bound"] if shows_quarter else ["bound"]
+            ["bound", "private bound"] if pure_quarter else ["bound"]
         )
         assert drawn[0]["regret"] == [1.0, 2.0]
     # dp-exp2's panels show 0.1 ... 10, not 0.25: the private bound stays out of them
     assert any(not any(e == 0.25 for _, _, e in p["private"]) for p in panels)
+    gaussian = [p for p in panels if p["private"] and "gaussian" in p["private"][0][0]]
+    assert gaussian and all(any(e == 0.25 for _, _, e in p["private"]) for p in gaussian)
+    assert any("laplace" in p["private"][0][0] for p in panels if p["private"])
 
 
 def test_extra_sections_follow_the_environments_with_their_table(tmp_path):

@@ -15,8 +15,9 @@ arm is committed, the arm of the best index is chosen and pulled until its curre
 non-private counterparts are unchanged; the option ``first_phase`` sets n_1 directly). The rule:
 
 * *What it fixes.* With n_1 = 1 the first release is one reward plus Lap(1/eps): at eps = 1
-  the first private mean leaves [0, 1] with probability about 0.37. A best arm whose early
-  Laplace terms are very negative has an index far below its worth, and in the linear (total
+  the first private mean leaves [0, 1] with probability (e^(r-1) + e^(-r)) / 2 for a reward
+  r, 0.68 for a 0/1 reward. A best arm whose early Laplace terms are very negative has an
+  index far below its worth, and in the linear (total
   variation) regime of d_eps its deficit costs n d_eps ~ eps x (the Laplace deficit x of its
   sum) whatever n is, so it waits about e^(eps x) rounds (DP-KLUCB: log tau must reach it;
   DP-IMED: the leader's log n must) before it is pulled again: a tail P(wait > w) of order 1/w

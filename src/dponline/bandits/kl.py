@@ -328,10 +328,10 @@ def _d_eps_numpy(x: np.ndarray, y: np.ndarray, eps: np.ndarray) -> np.ndarray:
     kl = _kl_numpy(x, y)
     finite = np.isfinite(eps)
     e = np.where(finite, eps, 0.0)
-    z_lo = y / (y + (1.0 - y) * np.exp(np.minimum(e, 700.0)))
-    z_hi = y / (y + (1.0 - y) * np.exp(-e))
     inner = (y > 0.0) & (y < 1.0)
-    yi = np.where(inner, y, 0.5)  # the edges y = 0, 1 are set apart below
+    yi = np.where(inner, y, 0.5)  # the edges y = 0, 1 are set apart below (z_hi was 0 / 0)
+    z_lo = yi / (yi + (1.0 - yi) * np.exp(np.minimum(e, 700.0)))
+    z_hi = yi / (yi + (1.0 - yi) * np.exp(-e))
     log_y, log_1y = np.log(yi), np.log1p(-yi)
     below = np.maximum(-e * x - _log_mix_numpy(yi, log_1y, log_y, e), 0.0)
     above = np.maximum(-e * (1.0 - x) - _log_mix_numpy(1.0 - yi, log_y, log_1y, e), 0.0)
@@ -350,7 +350,9 @@ def _d_eps_upper_numpy(x: np.ndarray, level: np.ndarray, eps: np.ndarray) -> np.
     e = np.where(finite & (eps > 0.0), eps, 1.0)
     lev = np.where(np.isfinite(level), level, 0.0)
     with np.errstate(over="ignore"):  # e^eps = inf for eps > 709: kl(x, m1) = inf, regime A
-        at_switch = np.log1p(x * np.expm1(e)) - e * x
+        # (x = 0 apart: 0 x inf would be NaN where the switch is at 0)
+        at_switch = np.log1p(np.where(x > 0.0, x, 1.0) * np.expm1(e)) - e * x
+    at_switch = np.where(x > 0.0, at_switch, 0.0)
     regime_b = finite & (level > at_switch)
     out = np.where(
         regime_b, np.minimum(np.expm1(-(lev + e * x)) / np.expm1(-e), 1.0), _upper_numpy(x, level)

@@ -112,6 +112,19 @@ def regret_panels(data: pd.DataFrame) -> list[dict]:
     return panels
 
 
+def _is_pure(data: pd.DataFrame, label: str, calibration: str, epsilon: float) -> bool:
+    """Whether the run of ``label`` at this calibration and epsilon is pure epsilon-DP (every
+    row's delta 0; a table without the column counts as pure)."""
+    if "delta" not in data:
+        return True
+    rows = data[
+        (data["label"] == label)
+        & (data["calibration"] == calibration)
+        & (data["epsilon"] == epsilon)
+    ]
+    return bool(len(rows)) and bool((rows["delta"] == 0.0).all())
+
+
 def _mean_band(data: pd.DataFrame, mask: pd.Series) -> tuple[pd.Series, pd.Series]:
     g = data[mask].groupby("t")["regret"]
     mean, sd, n = g.mean(), g.std().fillna(0.0), g.count()
@@ -142,8 +155,10 @@ def plot_regret_curves(
     dashed), the counterpart black; 95% bands over seeds; one legend outside the panels.
     ``references``: curves that are not runs (a regret lower bound), each a mapping with
     ``label``, ``t``, ``regret`` and ``epsilon`` (``None``: it holds for every learner, drawn
-    grey in every panel; else drawn in that epsilon's colour in the panels that show it),
-    dash-dot-dotted. Returns the panels with the curves drawn (for tests)."""
+    grey in every panel; else drawn in that epsilon's colour in the panels that show a pure
+    epsilon-DP learner, delta = 0, at that epsilon: the private lower bounds hold for pure
+    epsilon-DP policies, not beside an (epsilon, delta) or zCDP one), dash-dot-dotted. Returns
+    the panels with the curves drawn (for tests)."""
     plt = _plt()
     from matplotlib.lines import Line2D
 
@@ -173,10 +188,10 @@ def plot_regret_curves(
             ax.fill_between(mean.index, mean - band, mean + band, color=colour, alpha=0.08)
             drawn.append({"label": label, "calibration": "none", "epsilon": None,
                           "t": mean.index.tolist(), "regret": mean.tolist()})  # fmt: skip
-        shown = {eps for _, _, eps in panel["private"]}
+        pure = {eps for label, cal, eps in panel["private"] if _is_pure(data, label, cal, eps)}
         for ref in references:
             eps = ref.get("epsilon")
-            if eps is not None and eps not in shown:
+            if eps is not None and eps not in pure:
                 continue
             colour = "0.45" if eps is None else colours.get(eps, "0.45")
             ax.plot(ref["t"], ref["regret"], ls=_BOUND_STYLE, color=colour, lw=1.2)
