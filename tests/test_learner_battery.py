@@ -245,7 +245,11 @@ def test_a_registered_learner_is_picked_up_by_the_battery_specs_and_cli(throwawa
     # every check of the battery, the audit included (false failure <= alpha = 1e-3)
     check_learner(throwaway)
     spec = parse_spec(
-        {"environment": {"name": "alternating"}, "learners": [{"name": "noisy-last-loss"}]}
+        {
+            "environment": {"name": "alternating"},
+            "horizon": 20,
+            "learners": [{"name": "noisy-last-loss"}],
+        }
     )
     assert {t.learner for t in spec.tasks()} == {"noisy-last-loss"}
     assert main(["list", "--json"]) == 0

@@ -78,7 +78,9 @@ def test_every_environment_fits_some_learner():
 
 
 def _paired(env: dict, names: list[str]) -> set[tuple[str, str]]:
-    spec = parse_spec({"environments": [env], "learners": [{"name": n} for n in names]})
+    spec = parse_spec(
+        {"environments": [env], "horizon": 10, "learners": [{"name": n} for n in names]}
+    )
     return {(t.environment, t.learner) for t in spec.tasks()}
 
 

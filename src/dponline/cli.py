@@ -648,7 +648,10 @@ def _summary_rows(summary: Any) -> list[dict[str, Any]]:
 
 def _print_summary(rows: list[dict[str, Any]]) -> None:
     shown = [{k: ("-" if v is None else v) for k, v in r.items()} for r in rows]
-    _print_table(shown, _SUMMARY_COLUMNS)
+    columns = list(_SUMMARY_COLUMNS)
+    if any(r.get("final_loss_mean") is not None for r in rows):  # held-out evaluation
+        columns += [("final_loss_mean", "held-out", ".4g"), ("final_loss_ci95", "+-95%", ".2g")]
+    _print_table(shown, columns)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -786,8 +789,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_demo)
 
     p = sub.add_parser("run", help="run an experiment spec (TOML) and write its report")
-    p.add_argument("spec", help="path to a TOML spec (see examples/)")
-    p.add_argument("--out", default=None, help="output folder (default: ./<spec name>-report)")
+    p.add_argument(
+        "spec",
+        help="path to a TOML spec (the repository's examples/ has some; docs/experiments.md "
+        "gives every field)",
+    )
+    p.add_argument("--out", default=None, help="output folder (default: ./<spec file name>-report)")
     p.add_argument(
         "--backend",
         choices=["local", "serial", "ray"],

@@ -168,7 +168,34 @@ def test_uniform_play_on_the_open_bandit_log_estimates_the_logged_click_rate():
     kept = sum(r.kept for r in runs)
     assert abs(kept - 1000) < 5 * math.sqrt(8 * 10_000 / 80 * 79 / 80)
     assert all(r.rows_read == 10_000 for r in runs)  # the default horizon is never reached
-    assert row["seeds"] == 8 and row["kept_expected"] == 125.0
+    # n / K = 125, less the chance that the default horizon caps the kept rounds
+    assert row["seeds"] == 8 and 125.0 - 1e-3 < row["kept_expected"] < 125.0
+
+
+def test_the_summary_says_what_a_private_replay_proves_and_what_its_horizon_keeps():
+    """A private learner's row and note give epsilon and delta (delta defaults to 1 / the kept
+    rounds' horizon, so it is no small constant); a horizon below n / K caps the kept rounds
+    and their expected number alike (the expected n / K was printed under a cap of 40)."""
+    log = open_bandit_log(10)
+    runs = replay_learner("dp-glm-bandit", log, epsilon=1.0, seeds=2, seed=3, horizon=40)
+    table = replay_summary(runs, log).set_index("learner")
+    row = table.loc["dp-glm-bandit eps=1"]
+    assert row["proven_epsilon"] == pytest.approx(runs[0].epsilon) and runs[0].epsilon <= 1.0
+    assert row["delta"] == pytest.approx(1 / 40)
+    assert row["kept"] == 40.0 and row["kept_expected"] == pytest.approx(40.0, abs=1e-6)
+    assert math.isnan(table.loc["logged policy (uniform)", "proven_epsilon"])
+    note = replay_note(table.reset_index(), log)
+    assert f"on 40 kept rounds, ({runs[0].epsilon:.3g}, 0.025)-DP" in note
+    # the expectation itself: E[min(Binomial(n, 1/K), h)] by the sum of tails, against a
+    # direct sum over the binomial's support
+    from scipy.stats import binom
+
+    from dponline.experiments.replay import expected_kept
+
+    k = np.arange(201)
+    direct = float((np.minimum(k, 12) * binom.pmf(k, 200, 0.05)).sum())
+    assert expected_kept(200, 20, 12) == pytest.approx(direct, rel=1e-12)
+    assert expected_kept(200, 20) == 10.0 and expected_kept(200, 20, 500) == 10.0
 
 
 def test_replay_is_deterministic_with_a_seed():

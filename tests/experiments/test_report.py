@@ -184,3 +184,32 @@ def test_extra_sections_follow_the_environments_with_their_table(tmp_path):
     assert "<h2>Replay</h2>" in page and "What replay is." in page
     assert "<th>click_rate</th>" in page and "<td>0.02</td>" in page
     assert '<a href="#env-1">Replay</a>' in page
+
+
+def test_intervals_use_student_t_and_held_out_losses_are_summarised(tmp_path, capsys):
+    """The 95% interval of a mean over n seeds is t_{0.975, n-1} sd / sqrt(n) (1.96 covered
+    81% at 3 seeds); a table with a held-out loss after the last round (streaming
+    optimisation's test SubOpt, where every batch baseline's regret is T) shows its mean and
+    interval in the summary, the report's table and the CLI's."""
+    from scipy.stats import t as student
+
+    from dponline.cli import _print_summary, _summary_rows
+    from dponline.experiments.report import t95
+
+    assert t95(3) == pytest.approx(student.ppf(0.975, 2)) == pytest.approx(4.302652729911275)
+    assert np.isnan(t95(1))
+    results = _results([("ftrl", "ftrl", "none", None, np.nan)])
+    plain = summarise(results)
+    # seeds 0, 1, 2 above a common slope: sd 1 at every t
+    assert plain["regret_ci95"].iloc[0] == pytest.approx(4.302652729911275 / np.sqrt(3))
+    assert "final_loss_mean" not in plain
+    last = results["t"] == results["t"].max()
+    results.loc[last, "final_loss"] = 0.5 + 0.1 * results.loc[last, "seed"]
+    held = summarise(results)
+    assert held["final_loss_mean"].iloc[0] == pytest.approx(0.6)
+    assert held["final_loss_ci95"].iloc[0] == pytest.approx(0.1 * 4.302652729911275 / np.sqrt(3))
+    page = write_report(results, tmp_path, title="t").read_text()
+    assert "held-out loss" in page and "<td>0.6</td>" in page
+    _print_summary(_summary_rows(held))
+    out = capsys.readouterr().out
+    assert "held-out" in out.splitlines()[0] and "0.6 " in out.splitlines()[2] + " "

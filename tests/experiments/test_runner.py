@@ -465,3 +465,86 @@ def test_duplicate_task_indices_are_rejected():
     tasks = make_tasks(**SMALL)
     with pytest.raises(ValueError, match="distinct task_index"):
         run_sweep(tasks + tasks, backend="serial", progress=False)
+
+
+def test_tasks_whose_rows_would_share_a_name_are_refused():
+    """One environment at two horizons, or one learner tuned and not, under their default
+    labels: the table could not tell their rows apart and the summary averaged them (a
+    review's finding); the spec now refuses them and names the fix, and so does run_sweep."""
+    two_horizons = {
+        "environments": [
+            {"name": "switching_best", "horizon": 50},
+            {"name": "switching_best", "horizon": 80},
+        ],
+        "learners": [{"name": "ftrl"}],
+    }
+    with pytest.raises(SpecError, match="distinct labels"):
+        parse_spec(two_horizons).tasks()
+    two_horizons["environments"][1]["label"] = "switching_best T=80"
+    assert len(parse_spec(two_horizons).tasks()) == 2
+    tuned = {
+        "environment": {"name": "switching_best"},
+        "horizon": 50,
+        "learners": [{"name": "ftrl"}, {"name": "ftrl", "tune": {"eta": [0.1, 1.0]}}],
+    }
+    with pytest.raises(SpecError, match="tasks 0 and 1"):
+        parse_spec(tuned).tasks()
+    tasks = make_tasks(**SMALL)
+    clash = dataclasses.replace(tasks[1], task_index=len(tasks))
+    with pytest.raises(ValueError, match="summary would merge"):
+        run_sweep([*tasks, clash], backend="serial", progress=False)
+
+
+def test_fields_that_would_be_ignored_are_errors():
+    """[environment] beside [[environments]] (the first was dropped), calibrations on a
+    non-private learner (dropped), and a synthetic environment without a horizon (a
+    traceback from its builder): each is one line naming the field."""
+    both = {
+        "environment": {"name": "stocks"},
+        "environments": [{"name": "stock_bandit"}],
+        "learners": [{"name": "exp2"}],
+    }
+    with pytest.raises(SpecError, match="'environment'"):
+        parse_spec(both)
+    public = {
+        "environment": {"name": "stocks"},
+        "learners": [{"name": "ftrl", "calibrations": ["paper"]}],
+    }
+    with pytest.raises(ValueError, match="not private"):
+        parse_spec(public).tasks()
+    own = parse_spec({"environment": {"name": "stocks"}, "learners": [{"name": "ftrl"}]})
+    assert own.tasks()[0].horizon is None  # real data: all of it
+    synthetic = parse_spec({"environment": {"name": "stochastic"}, "learners": [{"name": "ftrl"}]})
+    with pytest.raises(SpecError, match=r"'environments\[0\].horizon'.*needs a horizon"):
+        synthetic.tasks()
+    assert synthetic.overridden(horizon=20).tasks()[0].horizon == 20
+    mixed = parse_spec(
+        {
+            "environment": {"name": "stocks"},
+            "calibrations": ["tight"],
+            "learners": [{"name": "dp-ftrl", "calibrations": ["paper"]}],
+        }
+    )
+    with pytest.raises(ValueError, match=r"the sweep's \['tight'\] and its own \['paper'\]"):
+        mixed.tasks()
+
+
+def test_a_resume_under_another_checkpoint_spacing_is_refused(tmp_path, monkeypatch):
+    """The rounds played at once end at every checkpoint (the K-armed fast path draws a
+    stretch's rewards together), so a run resumed under another ``checkpoint_every`` would
+    give a table neither spacing gives: refused, saying what to do; the same spacing resumes."""
+    task = make_tasks(**SMALL)[2]
+    original = ExpertsEnvironment.block_losses
+
+    def crash(self, t, actions):
+        if t <= 170 < t + len(actions):
+            raise RuntimeError("simulated crash")
+        return original(self, t, actions)
+
+    monkeypatch.setattr(ExpertsEnvironment, "block_losses", crash)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run_task(task, tmp_path, checkpoint_every=50)
+    monkeypatch.setattr(ExpertsEnvironment, "block_losses", original)
+    with pytest.raises(ValueError, match="saved with checkpoint_every = 50, this run asks 30"):
+        run_task(task, tmp_path, checkpoint_every=30)
+    pd.testing.assert_frame_equal(run_task(task, tmp_path, checkpoint_every=50), run_task(task))

@@ -109,6 +109,12 @@ class ReplayRun:
     kept_rows: np.ndarray = field(repr=False)
     rewards: np.ndarray = field(repr=False)
     seconds: float = 0.0
+    #: the learner's horizon (the most rounds it may keep; None: the whole log)
+    horizon: int | None = None
+    #: what the learner's noise proves (NaN for a non-private learner); delta often defaults
+    #: to 1 / horizon, the kept rounds', so it belongs beside epsilon in every table
+    epsilon: float = math.nan
+    delta: float = math.nan
 
     @property
     def kept(self) -> int:
@@ -165,7 +171,33 @@ def replay(
             learner.observe(RewardFeedback(rewards[i : i + 1]))
             kept.append(i)
     rows = np.asarray(kept, dtype=np.int64)
-    return ReplayRun(label, seed, read, rows, rewards[rows], time.perf_counter() - start)
+    privacy = getattr(learner, "privacy", None)
+    return ReplayRun(
+        label,
+        seed,
+        read,
+        rows,
+        rewards[rows],
+        time.perf_counter() - start,
+        horizon=None if horizon is None else int(horizon),
+        epsilon=math.nan if privacy is None else float(privacy.epsilon),
+        delta=math.nan if privacy is None else float(privacy.delta),
+    )
+
+
+def expected_kept(n_rounds: int, arms: int, horizon: int | None = None) -> float:
+    """E[min(Binomial(n, 1/K), h)]: the mean number of rounds replay keeps for a learner of
+    horizon h on a uniformly logged log of n rounds and K arms (each round kept with chance
+    1/K, independently, until h are kept)."""
+    from scipy.stats import binom
+
+    mean = n_rounds / arms
+    if horizon is None or horizon >= n_rounds:
+        return float(mean)
+    h = int(horizon)
+    k = np.arange(h)
+    # E[min(X, h)] = sum_{k < h} P(X > k)
+    return float(binom.sf(k, n_rounds, 1.0 / arms).sum())
 
 
 def _contextual_entry(name: str | LearnerEntry) -> LearnerEntry:
@@ -233,9 +265,11 @@ def wilson_interval(rate: float, n: float, z: float = 1.959964) -> tuple[float, 
 
 
 def replay_summary(runs: Iterable[ReplayRun], log: OpenBanditLog | None = None) -> pd.DataFrame:
-    """One row per label: the seeds, the log rows read, the kept rounds (mean, min, max; and
-    the expected n/K when ``log`` is given), the clicks per run, the click rate (the mean of
-    the runs' rates) with its interval (module docstring) and the seconds per run. With
+    """One row per label: what a private learner's noise proves (``proven_epsilon`` and
+    ``delta``: NaN when non-private), the seeds, the log rows read, the kept rounds (mean,
+    min, max; and, when ``log`` is given, the expected number, :func:`expected_kept`, about
+    n/K unless the horizon caps it), the clicks per run, the click rate (the mean of the runs'
+    rates) with its interval (module docstring) and the seconds per run. With
     ``log``, a first row "logged policy" gives the log's own click rate with its Wilson
     interval over all its rounds."""
     groups: dict[str, list[ReplayRun]] = {}
@@ -261,9 +295,16 @@ def replay_summary(runs: Iterable[ReplayRun], log: OpenBanditLog | None = None) 
         kept = np.array([r.kept for r in group])
         rate = float(rates.mean()) if rates.size else math.nan
         lo, hi = wilson_interval(rate, float(kept.mean()))
+        expected = (
+            {"kept_expected": expected_kept(log.n_rounds, log.arms, group[0].horizon)}
+            if log is not None
+            else {}
+        )
         rows.append(
             {
                 "learner": label,
+                "proven_epsilon": group[0].epsilon,
+                "delta": group[0].delta,
                 "seeds": len(group),
                 "rows_read": float(np.mean([r.rows_read for r in group])),
                 "kept": float(kept.mean()),
@@ -274,12 +315,12 @@ def replay_summary(runs: Iterable[ReplayRun], log: OpenBanditLog | None = None) 
                 "ci_low": lo,
                 "ci_high": hi,
                 "seconds": float(np.mean([r.seconds for r in group])),
+                **expected,
             }
         )
     table = pd.DataFrame(rows)
-    if log is not None:
-        table["kept_expected"] = log.n_rounds / log.arms
-    return table
+    first = [c for c in ("learner", "proven_epsilon", "delta") if c in table]
+    return table[first + [c for c in table.columns if c not in first]]
 
 
 def replay_contextual_learners(
@@ -320,9 +361,15 @@ def replay_note(table: pd.DataFrame, log: OpenBanditLog) -> str:
     def pct(v: float) -> str:
         return f"{100 * v:.2f}%"
 
+    def proves(r: Any) -> str:
+        eps, delta = getattr(r, "proven_epsilon", math.nan), getattr(r, "delta", math.nan)
+        if not eps == eps:  # NaN: non-private, or the logged policy
+            return ""
+        return f", ({eps:.3g}, {delta:.2g})-DP" if delta > 0 else f", {eps:.3g}-DP"
+
     parts = [
         f"{r.learner} {pct(r.click_rate)} [{pct(r.ci_low)}, {pct(r.ci_high)}]"
-        + ("" if r.seeds == 0 else f" on {r.kept:.0f} kept rounds")
+        + ("" if r.seeds == 0 else f" on {r.kept:.0f} kept rounds{proves(r)}")
         for r in table.itertuples()
     ]
     return (

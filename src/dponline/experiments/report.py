@@ -17,11 +17,21 @@ import pandas as pd
 
 __all__ = ["summarise", "write_report"]
 
-Z95 = 1.959963984540054
+
+def t95(n: Any) -> Any:
+    """The 0.975 quantile of Student's t with n - 1 degrees of freedom: a 95% interval for a
+    mean over n seeds is mean +- t95(n) sd / sqrt(n) (1.96, the normal's, covers 81% at 3
+    seeds). NaN for n < 2, where no interval exists."""
+    from scipy.stats import t as student
+
+    n = np.asarray(n, dtype=float)
+    return np.where(n >= 2, student.ppf(0.975, np.maximum(n - 1, 1)), np.nan)
 
 
 def summarise(results: pd.DataFrame) -> pd.DataFrame:
-    """Final regret per learner, environment, calibration and epsilon: mean, sd, 95% CI."""
+    """Final regret per learner, environment, calibration and epsilon: mean, sd, 95% CI
+    (Student's t over the seeds); where the table has a held-out loss after the last round
+    (``final_loss``: streaming optimisation's test SubOpt), its mean and 95% CI as well."""
     final = results[
         results["t"]
         == results.groupby(["label", "environment", "calibration", "epsilon"], dropna=False)[
@@ -41,7 +51,13 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
         **unit,
         learner=("learner", "first"),
     ).reset_index()
-    out["regret_ci95"] = Z95 * out["regret_sd"] / np.sqrt(out["seeds"])
+    out["regret_ci95"] = t95(out["seeds"]) * out["regret_sd"] / np.sqrt(out["seeds"])
+    if "final_loss" in final.columns and final["final_loss"].notna().any():
+        held = grouped["final_loss"].agg(["mean", "std", "count"]).reset_index(drop=True)
+        out["final_loss_mean"] = held["mean"].to_numpy()
+        out["final_loss_ci95"] = (
+            t95(held["count"]) * held["std"] / np.sqrt(held["count"])
+        ).to_numpy()
     return out.sort_values(
         ["environment", "label", "calibration", "epsilon"], na_position="first"
     ).reset_index(drop=True)
@@ -128,7 +144,7 @@ def _is_pure(data: pd.DataFrame, label: str, calibration: str, epsilon: float) -
 def _mean_band(data: pd.DataFrame, mask: pd.Series) -> tuple[pd.Series, pd.Series]:
     g = data[mask].groupby("t")["regret"]
     mean, sd, n = g.mean(), g.std().fillna(0.0), g.count()
-    return mean, Z95 * sd / np.sqrt(n)
+    return mean, pd.Series(np.nan_to_num(t95(n)), index=n.index) * sd / np.sqrt(n)
 
 
 def _epsilon_colours(plt, epsilons: list[float]) -> dict[float, tuple]:  # type: ignore[no-untyped-def]
@@ -410,6 +426,7 @@ def write_report(
         ("regret_mean", "regret"),
         ("regret_ci95", "&plusmn; 95%"),
     ]
+    held_out = [("final_loss_mean", "held-out loss"), ("final_loss_ci95", "&plusmn; 95%")]
     sections = []
     environments = list(dict.fromkeys(results["environment"]))
     for i, env in enumerate(environments):
@@ -429,8 +446,11 @@ def write_report(
             if flagged
             else ""
         )
+        shown = cols
+        if "final_loss_mean" in part and part["final_loss_mean"].notna().any():
+            shown = cols + held_out  # streaming optimisation: the test loss after the last sample
         rows = "\n".join(
-            "<tr>" + "".join(f"<td>{_fmt(r[c])}</td>" for c, _ in cols) + "</tr>"
+            "<tr>" + "".join(f"<td>{_fmt(r[c])}</td>" for c, _ in shown) + "</tr>"
             for _, r in part.iterrows()
         )
         images = "".join(
@@ -440,7 +460,7 @@ def write_report(
             f'<section id="env-{i}"><h2>{html.escape(env)}</h2>'
             f"<p class='caption'>{html.escape(caption)}</p>{flags}{images}"
             f"<details><summary>Final regret table ({len(part)} rows)</summary><table><tr>"
-            + "".join(f"<th>{h}</th>" for _, h in cols)
+            + "".join(f"<th>{h}</th>" for _, h in shown)
             + f"</tr>{rows}</table></details></section>"
         )
     titles = [*environments]

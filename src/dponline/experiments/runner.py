@@ -66,7 +66,15 @@ from dponline.privacy.budget import WeakerGuaranteeError
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.threads import WorkerLimits, apply_worker_limits, cpu_count, worker_limits
 
-__all__ = ["BACKENDS", "Task", "execute_tasks", "make_tasks", "run_sweep", "run_task"]
+__all__ = [
+    "BACKENDS",
+    "Task",
+    "check_distinct_rows",
+    "execute_tasks",
+    "make_tasks",
+    "run_sweep",
+    "run_task",
+]
 
 BACKENDS = ("local", "serial", "ray")
 COLUMNS = [
@@ -230,11 +238,17 @@ def make_tasks(
             own = spec.get("calibrations", calibrations)  # a learner may run fewer
             cals = [c for c in calibrations if c in entry.calibrations and c in own]
             if not cals:
+                mine = "" if "calibrations" not in spec else f" and its own {list(own)}"
                 raise ValueError(
-                    f"learner {name!r} supports calibrations "
-                    f"{list(entry.calibrations)}, none of {list(calibrations)}"
+                    f"learner {name!r} supports calibrations {list(entry.calibrations)}; none "
+                    f"of them is in both the sweep's {list(calibrations)}{mine}"
                 )
             settings = [(float(e), c) for c in cals for e in epsilons]
+        elif "calibrations" in spec:
+            raise ValueError(
+                f"learner {name!r} is not private: it runs once, without a calibration; drop "
+                f"its calibrations {list(spec['calibrations'])}"
+            )
         else:
             settings = [(None, "none")]
         for eps, cal in settings:
@@ -463,6 +477,17 @@ def _play(
                 f"{part_path} was saved at round {start}, outside (0, {horizon}); "
                 "use a fresh output folder or delete the file"
             )
+        saved_every = int(state.get("checkpoint_every", checkpoint_every))
+        if saved_every != checkpoint_every:
+            # a stretch of rounds played at once ends at every checkpoint (the K-armed fast
+            # path draws a stretch's rewards together): resuming under another spacing would
+            # give a table that neither spacing gives
+            raise ValueError(
+                f"{part_path} was saved with checkpoint_every = {saved_every}, this run asks "
+                f"{checkpoint_every}: the rounds played at once end at checkpoints, so the "
+                "numbers would differ; resume with the same checkpoint_every, or use a fresh "
+                "output folder"
+            )
         try:
             learner.load_state_dict(state["learner"])
             env.load_state_dict(state["environment"])
@@ -474,7 +499,12 @@ def _play(
             ) from err
 
     def save(t: int) -> None:
-        state = {"t": t, "learner": learner.state_dict(), "environment": env.state_dict()}
+        state = {
+            "t": t,
+            "checkpoint_every": checkpoint_every,
+            "learner": learner.state_dict(),
+            "environment": env.state_dict(),
+        }
         save_state(part_path, {**state, **tally.state()}, task=key)  # type: ignore[arg-type]
 
     play(
@@ -631,6 +661,25 @@ def execute_tasks(
     return [results[i] for i in range(len(tasks))]
 
 
+def check_distinct_rows(tasks: Sequence[Task]) -> None:
+    """Refuse two tasks whose rows would share (environment, label, calibration, epsilon): the
+    table could not tell them apart and the summary would average one into the other (one
+    environment at two horizons, a learner tuned and untuned, with their default labels)."""
+    seen: dict[tuple[Any, ...], Task] = {}
+    for task in tasks:
+        env = task.environment_label or task.environment
+        row = (env, task.display_label, task.calibration, task.epsilon)
+        if row in seen:
+            first = seen[row]
+            raise ValueError(
+                f"tasks {first.task_index} and {task.task_index} would write rows under one "
+                f"name (environment {env!r}, learner {task.display_label!r}, calibration "
+                f"{task.calibration!r}, epsilon {task.epsilon!r}) and the summary would merge "
+                "them: give the learners or the environments distinct labels ('label = ...')"
+            )
+        seen[row] = task
+
+
 def run_sweep(
     tasks: Sequence[Task],
     *,
@@ -650,6 +699,7 @@ def run_sweep(
             "tasks must have distinct task_index values (renumber tasks combined "
             "from several make_tasks calls)"
         )
+    check_distinct_rows(tasks)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if checkpoint_dir is not None:

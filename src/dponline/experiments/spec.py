@@ -40,8 +40,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dponline.environments.catalogue import ENVIRONMENTS
-from dponline.experiments.runner import BACKENDS, Task, make_tasks
+from dponline.experiments.runner import BACKENDS, Task, check_distinct_rows, make_tasks
 from dponline.registry import learners
 from dponline.spelling import did_you_mean
 
@@ -97,8 +99,10 @@ class ExperimentSpec:
         catalogue = learners()
         used: set[int] = set()
         tasks: list[Task] = []
-        for env in self.environments:
+        for i, env in enumerate(self.environments):
             env_entry = ENVIRONMENTS[env["name"]]
+            if env.get("horizon", self.horizon) is None:
+                _has_own_horizon(env_entry, env.get("options", {}), i)
             space = env_entry.action_space_for(env.get("options", {}))
             fitting = [
                 i
@@ -132,6 +136,10 @@ class ExperimentSpec:
                         }
                     )
                 )
+        try:
+            check_distinct_rows(tasks)
+        except ValueError as exc:
+            raise SpecError(f"spec: {exc}") from None
         for i, lr in enumerate(self.learners):
             if i not in used:
                 entry = catalogue[lr["name"]]
@@ -142,6 +150,22 @@ class ExperimentSpec:
                     "and runs it (an environment's 'learners' list may leave it out)"
                 )
         return tasks
+
+
+def _has_own_horizon(entry: Any, options: Mapping[str, Any], i: int) -> None:
+    """Refuse an environment without a horizon unless it has one of its own (real data: all of
+    it), in one line naming the field rather than a traceback from the builder."""
+    try:
+        built = entry.build(None, np.random.default_rng(0), **options)
+        own = built.horizon
+    except (TypeError, ValueError):
+        own = None
+    if own is None:
+        raise SpecError(
+            f"spec field 'environments[{i}].horizon': environment {entry.name!r} needs a "
+            "horizon (only real data has one of its own, all of it); set 'horizon' in the "
+            "spec or pass --horizon"
+        )
 
 
 def _overridden(spec: ExperimentSpec, **fields: Any) -> ExperimentSpec:
@@ -261,6 +285,12 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
     unknown = set(data) - known
     _expect(not unknown, "(top level)", f"only the fields {sorted(known)}", sorted(unknown))
     if "environments" in data:
+        _expect(
+            "environment" not in data,
+            "environment",
+            "absent when the spec has [[environments]] (move it into that list)",
+            data.get("environment"),
+        )
         envs = data["environments"]
         _expect(
             isinstance(envs, list) and envs, "environments", "a non-empty array of tables", envs
