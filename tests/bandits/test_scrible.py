@@ -237,3 +237,34 @@ def test_state_from_another_barrier_or_replica_count_is_refused():
     p1 = DPSCRiBLe(DOMAINS["polytope"], 10, budget=PrivacyBudget(1.0), rng=0)
     p2 = DPSCRiBLe(Polytope(POLY_A.copy(), POLY_B.copy()), 10, budget=PrivacyBudget(1.0), rng=0)
     p2.load_state_dict(p1.state_dict())  # equal polytopes are the same configuration
+
+
+def test_eigenpairs_do_not_depend_on_the_basis_lapack_returns():
+    """A repeated eigenvalue's eigenspace has no preferred basis and each vector no preferred
+    sign: LAPACK builds differ (a numpy upgrade changed SCRiBLe's plays on the box at a fixed
+    seed). Any rotation within the double eigenvalue's eigenspace and any sign flips give the
+    same canonical eigenpairs, which stay orthonormal eigenvectors of the matrix; distinct
+    eigenvalues keep their vectors up to sign."""
+    from dponline.bandits.scrible import canonical_eigenpairs
+
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        u = rng.normal(size=4)
+        u /= np.linalg.norm(u)
+        w = rng.normal(size=4)
+        w -= (w @ u) * u
+        w /= np.linalg.norm(w)
+        h = 2.0 * np.eye(4) + 0.3 * np.outer(u, u) + 0.7 * np.outer(w, w)  # 2, 2, 2.3, 2.7
+        vals, vecs = np.linalg.eigh(h)
+        theta = rng.uniform(0.0, 2 * np.pi)
+        rot = np.eye(4)
+        rot[:2, :2] = [[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]]
+        other = vecs @ rot * rng.choice([-1.0, 1.0], size=4)
+        both = np.stack([vecs, other])
+        cv, cvecs = canonical_eigenpairs(np.stack([vals, vals]), both)
+        np.testing.assert_allclose(cvecs[0], cvecs[1], atol=1e-12)
+        np.testing.assert_array_equal(cv[0], vals)
+        np.testing.assert_allclose(h @ cvecs[0], cvecs[0] * vals, atol=1e-12)
+        np.testing.assert_allclose(cvecs[0].T @ cvecs[0], np.eye(4), atol=1e-12)
+        # the two distinct eigenvalues' vectors are eigh's up to sign
+        np.testing.assert_allclose(np.abs(cvecs[0][:, 2:]), np.abs(vecs[:, 2:]), atol=1e-12)

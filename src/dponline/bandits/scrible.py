@@ -91,6 +91,42 @@ def scrible_regret_bound(
     return math.sqrt(horizon * math.log(horizon)) * math.sqrt(dim**2 * nu * (m**2 + priv))
 
 
+def canonical_eigenpairs(vals: np.ndarray, vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The eigenpairs of ``numpy.linalg.eigh`` (shapes (..., n) and (..., n, n), columns the
+    vectors, eigenvalues ascending) made independent of the LAPACK build.
+
+    LAPACK may return any orthonormal basis of a repeated eigenvalue's eigenspace and either
+    sign of each vector: a numpy upgrade changed SCRiBLe's plays at a fixed seed on the box,
+    whose barrier's Hessian has a double eigenvalue at every point of the test stream. Here a
+    cluster of eigenvalues equal to 1e-9 of the largest gets the basis V_c W, W the
+    eigenvectors of V_c^T D V_c for D = diag(1, ..., n): a change of V_c's basis, V_c R, turns
+    that matrix into R^T (V_c^T D V_c) R and leaves V_c W unchanged up to signs (for distinct
+    eigenvalues of the compressed D, the generic case). Each vector's first entry within 1e-9
+    of its largest magnitude is then made positive. SCRiBLe draws a vector uniformly and its
+    sign fairly, and any orthonormal eigenbasis makes its estimate unbiased, so this changes
+    no guarantee: only which basis a seed's draws read."""
+    n = vals.shape[-1]
+    scale = np.maximum(np.abs(vals).max(axis=-1, keepdims=True), 1e-300)
+    new_cluster = np.diff(vals, axis=-1) > 1e-9 * scale
+    cluster = np.concatenate(
+        [np.zeros((*vals.shape[:-1], 1), dtype=np.int64), np.cumsum(new_cluster, axis=-1)],
+        axis=-1,
+    )
+    if (cluster[..., -1] < n - 1).any():  # some eigenvalue repeats: canonical bases
+        d = np.arange(1.0, n + 1.0)
+        compressed = np.swapaxes(vecs, -1, -2) @ (d[:, None] * vecs)
+        same = cluster[..., :, None] == cluster[..., None, :]
+        # clusters kept apart by offsets larger than D's spread, in their ascending order
+        offsets = (2.0 * n) * cluster.astype(float)
+        blocks = np.where(same, compressed, 0.0) + offsets[..., None] * np.eye(n)
+        _, w = np.linalg.eigh(blocks)
+        vecs = vecs @ w
+    mags = np.abs(vecs)
+    lead = np.argmax(mags >= mags.max(axis=-2, keepdims=True) - 1e-9, axis=-2)
+    sign = np.take_along_axis(vecs, lead[..., None, :], axis=-2)
+    return vals, vecs * np.where(sign < 0.0, -1.0, 1.0)
+
+
 class SCRiBLe:
     """SCRiBLe (Abernethy, Hazan & Rakhlin 2012) for the values Algorithm 4 forwards: an FTRL
     point with the barrier of ``domain``, played on its Dikin ellipsoid (module docstring)."""
@@ -147,7 +183,7 @@ class SCRiBLe:
 
     def act(self) -> np.ndarray:
         """y_t = x_t + s lambda_i^{-1/2} e_i on the Dikin ellipsoid, shape (replicas, N)."""
-        vals, vecs = np.linalg.eigh(self.barrier.hessian(self._x))
+        vals, vecs = canonical_eigenpairs(*np.linalg.eigh(self.barrier.hessian(self._x)))
         i = self.rng.integers(0, self.dim, size=self.replicas)
         s = np.where(self.rng.random(self.replicas) < 0.5, -1.0, 1.0)
         rows = np.arange(self.replicas)
