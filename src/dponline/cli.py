@@ -792,7 +792,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "spec",
         help="path to a TOML spec (the repository's examples/ has some; docs/experiments.md "
-        "gives every field)",
+        "gives every field), or the name of a packaged one: han2024, han2024_quick, "
+        "side_by_side",
     )
     p.add_argument("--out", default=None, help="output folder (default: ./<spec file name>-report)")
     p.add_argument(

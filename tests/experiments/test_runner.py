@@ -548,3 +548,37 @@ def test_a_resume_under_another_checkpoint_spacing_is_refused(tmp_path, monkeypa
     with pytest.raises(ValueError, match="saved with checkpoint_every = 50, this run asks 30"):
         run_task(task, tmp_path, checkpoint_every=30)
     pd.testing.assert_frame_equal(run_task(task, tmp_path, checkpoint_every=50), run_task(task))
+
+
+def test_packaged_specs_run_by_name(tmp_path, monkeypatch):
+    """`dponline run han2024_quick` reads the packaged spec (it said the file did not exist);
+    a file of that name in the working folder still comes first, and a missing file's error
+    lists the packaged names."""
+    from dponline.experiments.spec import packaged_specs
+
+    assert set(packaged_specs()) == {"han2024", "han2024_quick", "side_by_side"}
+    monkeypatch.chdir(tmp_path)
+    quick = load_spec("han2024_quick")
+    assert quick.name.startswith("Han et al. (2024)") and quick.seeds == 3
+    assert load_spec("side_by_side.toml").name == load_spec("side_by_side").name
+    (tmp_path / "side_by_side.toml").write_text(
+        '[environment]\nname = "stocks"\n[[learners]]\nname = "ftrl"\n'
+    )
+    assert load_spec("side_by_side.toml").name == "side_by_side"  # the local file
+    assert load_spec("side_by_side").name.startswith("side by side")  # no file of that name
+    with pytest.raises(SpecError, match="packaged specs, by name: han2024, han2024_quick"):
+        load_spec("nope")
+
+
+def test_a_new_horizon_is_named_in_the_labels_a_spec_gave():
+    """`--horizon 60` on a spec whose environment is labelled "p=1.5, T=200, d=5" printed that
+    label beside T = 60: the label now says the horizon the run has."""
+    spec = load_spec("han2024_quick")
+    small = spec.overridden(horizon=60)
+    labels = {t.environment_label for t in small.tasks()}
+    assert labels and all(label.endswith("(run at T = 60)") for label in labels)
+    assert {t.horizon for t in small.tasks()} == {60}
+    same = spec.overridden(seeds=2)  # no new horizon: the labels stay
+    assert {t.environment_label for t in same.tasks()} == {
+        t.environment_label for t in spec.tasks()
+    }

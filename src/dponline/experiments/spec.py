@@ -34,6 +34,7 @@ Every error names the field and what was expected.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -170,10 +171,19 @@ def _has_own_horizon(entry: Any, options: Mapping[str, Any], i: int) -> None:
 
 def _overridden(spec: ExperimentSpec, **fields: Any) -> ExperimentSpec:
     """``spec`` with top-level fields replaced; a new ``horizon`` replaces every
-    environment's own horizon as well (a smaller look at the same spec)."""
+    environment's own horizon as well (a smaller look at the same spec), and a label the spec
+    gave an environment that names a horizon ("p=1.5, T=200, d=5") says the one it now runs
+    at."""
     envs = spec.environments
-    if fields.get("horizon") is not None:
-        envs = [{k: v for k, v in e.items() if k != "horizon"} for e in envs]
+    new = fields.get("horizon")
+    if new is not None:
+        envs = []
+        for e in spec.environments:
+            env = {k: v for k, v in e.items() if k != "horizon"}
+            names_t = re.search(r"\bT\s*=\s*[\d,]+", str(env.get("label", "")))
+            if names_t and e.get("horizon", spec.horizon) != new:
+                env["label"] = f"{env['label']} (run at T = {new})"
+            envs.append(env)
     return replace(spec, environments=envs, **fields)
 
 
@@ -372,13 +382,31 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
     )
 
 
+def packaged_specs() -> dict[str, Path]:
+    """The specs that ship inside the package, by name (the file's stem): ``han2024``,
+    ``han2024_quick``, ``side_by_side``."""
+    from importlib.resources import files
+
+    folder = Path(str(files("dponline.experiments") / "specs"))
+    return {p.stem: p for p in sorted(folder.glob("*.toml"))}
+
+
 def load_spec(path: str | Path) -> ExperimentSpec:
-    """Read and validate a TOML spec file."""
+    """Read and validate a TOML spec file; a name that is no file but names a packaged spec
+    (:func:`packaged_specs`, with or without ``.toml``) reads that spec."""
     p = Path(path)
+    if not p.exists():
+        packaged = packaged_specs()
+        name = p.name[: -len(".toml")] if p.name.endswith(".toml") else p.name
+        if p.parent == Path(".") and name in packaged:
+            p = packaged[name]
     try:
         data = tomllib.loads(p.read_text())
     except FileNotFoundError:
-        raise SpecError(f"spec file {str(p)!r} does not exist") from None
+        raise SpecError(
+            f"spec file {str(p)!r} does not exist (packaged specs, by name: "
+            f"{', '.join(packaged_specs())})"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"spec file {str(p)!r} is not valid TOML: {exc}") from None
     return parse_spec(data, default_name=p.stem)
