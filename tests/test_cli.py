@@ -190,6 +190,7 @@ def test_audit_command_text_lists_learners(capsys):
         (
             "{ n_experts = 3 }",
             '{ noize = "laplace" }',
+            "task dp-ftrl noize=laplace on stochastic n_experts=3, tight, epsilon 1: "
             "learner 'dp-ftrl' has no option 'noize' (did you mean 'noise'?); its options: "
             "anytime, delta, eta, eta_constant, mechanism, min_separation, noise, participations, "
             "regulariser",
@@ -197,6 +198,7 @@ def test_audit_command_text_lists_learners(capsys):
         (
             "{ n_expert = 3 }",
             "{}",
+            "task dp-ftrl on stochastic n_expert=3, tight, epsilon 1: "
             "environment 'stochastic' has no option 'n_expert' (did you mean 'n_experts'?); "
             "its options: n_experts, gap",
         ),

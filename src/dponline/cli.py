@@ -673,8 +673,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from dponline.experiments.checkpoints import RESULT_SUFFIX
     from dponline.experiments.report import summarise, write_report
-    from dponline.experiments.runner import run_sweep
+    from dponline.experiments.runner import run_sweep, stored_key
     from dponline.experiments.spec import load_spec
 
     spec = load_spec(args.spec)
@@ -683,8 +684,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         spec = spec.overridden(**overrides)
     out = Path(args.out) if args.out else Path(f"{Path(args.spec).stem}-report")
     ckpt = None if args.no_checkpoint else out / "checkpoints"
+    tasks = spec.tasks()
+    reused = (
+        0
+        if ckpt is None
+        else sum(
+            (ckpt / f"{stored_key(t, spec.checkpoint_every)}{RESULT_SUFFIX}").exists()
+            for t in tasks
+        )
+    )
     results = run_sweep(
-        spec.tasks(),
+        tasks,
         backend=args.backend or spec.backend,
         workers=spec.workers,
         checkpoint_dir=ckpt,
@@ -697,6 +707,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 0
     print(f"{spec.name}\n")
     _print_summary(rows)
+    if reused:
+        print(
+            f"\n{reused} of {len(tasks)} tasks were read from {ckpt} (finished earlier by this "
+            "code, spec and checkpoint spacing); --no-checkpoint recomputes them."
+        )
     print(f"\nReport: {index}")
     return 0
 
@@ -771,7 +786,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--seeds",
         type=_positive_int,
         default=None,
-        help="seeds per setting (default: 10; 20 with --full)",
+        help="seeds per setting (default: 10; 20 with --full) and runs per learner of the "
+        "replay section (default: 5)",
     )
     p.add_argument(
         "--full",

@@ -26,7 +26,7 @@ from dponline.experiments.checkpoints import (
     save_state,
 )
 from dponline.experiments.report import summarise, write_report
-from dponline.experiments.runner import make_tasks, run_sweep, run_task
+from dponline.experiments.runner import make_tasks, run_sweep, run_task, stored_key
 from dponline.experiments.spec import SpecError, load_spec, parse_spec
 from tests.experiments.test_checkpoints import malicious_pickle
 
@@ -109,15 +109,16 @@ def test_checkpoint_resume_in_process(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="simulated crash"):
         run_task(task, tmp_path, checkpoint_every=50)
     assert seen == [0, 50, 100, 150]
-    assert [p.name for p in tmp_path.iterdir()] == [task.key + CHECKPOINT_SUFFIX]
+    stem = task.key + "-every50"  # a spacing other than the default is in the file's name
+    assert [p.name for p in tmp_path.iterdir()] == [stem + CHECKPOINT_SUFFIX]
     seen.clear()
     crash_at.clear()
     resumed = run_task(task, tmp_path, checkpoint_every=50)
     assert seen == [150, 200, 250]
     pd.testing.assert_frame_equal(resumed, ref)
-    assert [p.name for p in tmp_path.iterdir()] == [task.key + RESULT_SUFFIX]
+    assert [p.name for p in tmp_path.iterdir()] == [stem + RESULT_SUFFIX]
     seen.clear()
-    pd.testing.assert_frame_equal(run_task(task, tmp_path), ref)
+    pd.testing.assert_frame_equal(run_task(task, tmp_path, checkpoint_every=50), ref)
     assert seen == []
 
 
@@ -282,21 +283,22 @@ def test_a_checkpoint_the_learner_refuses_says_what_to_do(tmp_path, monkeypatch)
     with pytest.raises(RuntimeError, match="simulated crash"):
         run_task(task, tmp_path, checkpoint_every=50)
     monkeypatch.setattr(ExpertsEnvironment, "block_losses", original)
-    path = tmp_path / (task.key + CHECKPOINT_SUFFIX)
-    good = load_state(path, task=task.key)
+    stem = stored_key(task, 50)
+    path = tmp_path / (stem + CHECKPOINT_SUFFIX)
+    good = load_state(path, task=stem)
     for change in (
         {"learner": {"an": "older format"}},
         {"recorded_loss": good["recorded_loss"][:-1]},  # played to the end, then failed
         {"environment": None},
     ):
-        save_state(path, {**good, **change}, task=task.key)
+        save_state(path, {**good, **change}, task=stem)
         with pytest.raises(ValueError, match=r"does not fit this run .*delete the file"):
             run_task(task, tmp_path, checkpoint_every=50)
 
 
 def test_a_checkpoint_of_another_task_is_refused(tmp_path):
     a, b = make_tasks(**SMALL)[1:3]
-    run_task(a, tmp_path, checkpoint_every=100)
+    run_task(a, tmp_path)
     os.replace(tmp_path / (a.key + RESULT_SUFFIX), tmp_path / (b.key + RESULT_SUFFIX))
     with pytest.raises(ValueError, match=rf"belongs to task '{a.key}', expected task '{b.key}'"):
         run_task(b, tmp_path)
@@ -529,12 +531,29 @@ def test_fields_that_would_be_ignored_are_errors():
         mixed.tasks()
 
 
-def test_a_resume_under_another_checkpoint_spacing_is_refused(tmp_path, monkeypatch):
+def test_results_of_another_checkpoint_spacing_are_never_read(tmp_path, monkeypatch):
     """The rounds played at once end at every checkpoint (the K-armed fast path draws a
-    stretch's rewards together), so a run resumed under another ``checkpoint_every`` would
-    give a table neither spacing gives: refused, saying what to do; the same spacing resumes."""
-    task = make_tasks(**SMALL)[2]
+    stretch's rewards together), so a spacing is part of a result: a run under another
+    ``checkpoint_every`` neither resumes the first one's partial checkpoint nor reads its
+    finished table (a review found both mixed in silently): each spacing has its own files, and
+    a checkpoint renamed to another spacing's file is refused by its stamp."""
+    spec = parse_spec(
+        {
+            "environment": {"name": "k_armed", "options": {"instance": "two_level"}},
+            "horizon": 2000,
+            "record_every": 2000,  # stretches end at recorded rounds too
+            "seeds": 3,
+            "learners": [{"name": "dp-imed"}],
+        }
+    )
+    task = spec.tasks()[0]
+    assert stored_key(task) == task.key and stored_key(task, 300) == task.key + "-every300"
+    every300 = run_task(task, checkpoint_every=300)
+    finished = run_task(task, tmp_path)  # the default spacing, 1000
+    assert not np.array_equal(every300["regret"], finished["regret"])  # spacing moves the draws
+    pd.testing.assert_frame_equal(run_task(task, tmp_path, checkpoint_every=300), every300)
     original = ExpertsEnvironment.block_losses
+    experts = make_tasks(**SMALL)[2]
 
     def crash(self, t, actions):
         if t <= 170 < t + len(actions):
@@ -543,11 +562,24 @@ def test_a_resume_under_another_checkpoint_spacing_is_refused(tmp_path, monkeypa
 
     monkeypatch.setattr(ExpertsEnvironment, "block_losses", crash)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        run_task(task, tmp_path, checkpoint_every=50)
+        run_task(experts, tmp_path, checkpoint_every=50)
     monkeypatch.setattr(ExpertsEnvironment, "block_losses", original)
-    with pytest.raises(ValueError, match="saved with checkpoint_every = 50, this run asks 30"):
-        run_task(task, tmp_path, checkpoint_every=30)
-    pd.testing.assert_frame_equal(run_task(task, tmp_path, checkpoint_every=50), run_task(task))
+    pd.testing.assert_frame_equal(
+        run_task(experts, tmp_path, checkpoint_every=30), run_task(experts, checkpoint_every=30)
+    )
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        monkeypatch.setattr(ExpertsEnvironment, "block_losses", crash)
+        run_task(experts, tmp_path / "again", checkpoint_every=50)
+    monkeypatch.setattr(ExpertsEnvironment, "block_losses", original)
+    again = tmp_path / "again"
+    os.replace(
+        again / f"{stored_key(experts, 50)}{CHECKPOINT_SUFFIX}",
+        again / f"{stored_key(experts, 30)}{CHECKPOINT_SUFFIX}",
+    )
+    with pytest.raises(
+        ValueError, match=r"belongs to task '\S+-every50', expected task '\S+-every30'"
+    ):
+        run_task(experts, again, checkpoint_every=30)
 
 
 def test_packaged_specs_run_by_name(tmp_path, monkeypatch):
@@ -582,3 +614,67 @@ def test_a_new_horizon_is_named_in_the_labels_a_spec_gave():
     assert {t.environment_label for t in same.tasks()} == {
         t.environment_label for t in spec.tasks()
     }
+
+
+def test_results_of_other_code_are_recomputed_whatever_the_version(tmp_path, monkeypatch):
+    """The version stayed 0.1.0 across hundreds of commits, so a result written by older code
+    was read back by newer code (a review showed a proven epsilon of 0.664 from before a
+    calibration change printed by the code that proves 0.453): the key holds a digest of the
+    package's files, so other code recomputes."""
+    from dponline.experiments import checkpoints
+
+    task = make_tasks(**SMALL)[0]
+    digest = checkpoints._source_digest()
+    assert len(digest) == 16 and checkpoints.code_fingerprint().endswith("+" + digest)
+    first = run_task(task, tmp_path)
+    old_key = task.key
+    monkeypatch.setattr(checkpoints, "_source_digest", lambda: "0" * 16)
+    assert task.key != old_key
+    pd.testing.assert_frame_equal(run_task(task, tmp_path), first)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [old_key + RESULT_SUFFIX, task.key + RESULT_SUFFIX]
+    )
+
+
+def test_an_environment_no_learner_runs_on_is_an_error_and_fields_are_named(tmp_path):
+    """An environment that no learner of the spec fits (or whose 'learners' list names only
+    learners that cannot run there) vanished from the report without a word; an environment's
+    bad horizon was reported as the top-level field; a folder given as the spec was a
+    traceback."""
+    nofit = {
+        "environments": [{"name": "bernoulli_bandit"}, {"name": "glm_bandit"}],
+        "horizon": 20,
+        "learners": [{"name": "exp3"}],
+    }
+    with pytest.raises(SpecError, match=r"'environments\[1\]': no learner of the spec runs on"):
+        parse_spec(nofit).tasks()
+    named = {
+        "environments": [{"name": "stocks", "learners": ["dp-imed"]}, {"name": "k_armed"}],
+        "horizon": 20,
+        "learners": [{"name": "dp-imed"}],
+    }
+    with pytest.raises(SpecError, match=r"its 'learners' list names \['dp-imed'\]"):
+        parse_spec(named).tasks()
+    bad_h = {
+        "environments": [{"name": "stocks", "horizon": 0}],
+        "horizon": 100,
+        "learners": [{"name": "ftrl"}],
+    }
+    with pytest.raises(SpecError, match=r"'environments\[0\]\.horizon'"):
+        parse_spec(bad_h)
+    with pytest.raises(SpecError, match="is a folder"):
+        load_spec(tmp_path)
+
+
+def test_a_task_that_cannot_be_built_is_named():
+    """An option the environment's builder cannot use stopped the sweep with a bare
+    TypeError; the error now names the task, its environment and its budget."""
+    spec = parse_spec(
+        {
+            "environment": {"name": "bernoulli_bandit", "options": {"n_arms": "ten"}},
+            "horizon": 20,
+            "learners": [{"name": "dp-exp2"}],
+        }
+    )
+    with pytest.raises(ValueError, match=r"task dp-exp2 on bernoulli_bandit n_arms=ten, tight"):
+        run_sweep(spec.tasks(), backend="serial", progress=False)

@@ -40,6 +40,8 @@ file under the final name). Pickle files left by older versions (``*.pkl``) are 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import importlib.metadata
 import io
 import json
@@ -62,6 +64,7 @@ __all__ = [
     "FORMAT_VERSION",
     "RESULT_SUFFIX",
     "LegacyCheckpointWarning",
+    "code_fingerprint",
     "library_version",
     "load_frame",
     "load_state",
@@ -92,6 +95,27 @@ def library_version() -> str:
 
     version = getattr(dponline, "__version__", None)
     return str(version) if version else importlib.metadata.version("dponline")
+
+
+@functools.cache
+def _source_digest() -> str:
+    import dponline
+
+    root = Path(dponline.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def code_fingerprint() -> str:
+    """The version and a digest of every file of the installed package (its code and its
+    data): a task's results are stored under a key that holds it, so results written by other
+    code are recomputed, never read, even when the version number did not change (it stayed
+    0.1.0 across hundreds of commits)."""
+    return f"{library_version()}+{_source_digest()}"
 
 
 # ------------------------------------------------------------------------- encoding

@@ -152,15 +152,16 @@ def _lower_bounds(spec: Any) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _replay_section(out_dir: str | Path) -> tuple[str, str, pd.DataFrame]:
+def _replay_section(out_dir: str | Path, seeds: int = 5) -> tuple[str, str, pd.DataFrame]:
     """The replay evaluation (Li et al. 2011) of the contextual bandits on the Open Bandit
-    Dataset's uniformly logged sample (its first 10 items): a section of the report, and
-    replay.csv beside it."""
+    Dataset's uniformly logged sample (its first 10 items), ``seeds`` runs each (5 unless
+    ``dponline demo --seeds`` says otherwise): a section of the report, and replay.csv beside
+    it."""
     from dponline.environments.open_bandit import open_bandit_log
     from dponline.experiments.replay import replay_contextual_learners, replay_note
 
     log = open_bandit_log(10)
-    table, _ = replay_contextual_learners(log, epsilons=(1.0, 4.0), seeds=5, seed=2026)
+    table, _ = replay_contextual_learners(log, epsilons=(1.0, 4.0), seeds=seeds, seed=2026)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     table.to_csv(Path(out_dir) / "replay.csv", index=False)
     title = "Replay on the Open Bandit Dataset (contextual bandits)"
@@ -327,6 +328,6 @@ def run_demo(
         ),
         captions=spec.captions(),
         references=_lower_bounds(spec),
-        extra_sections=[_replay_section(out_dir)],
+        extra_sections=[_replay_section(out_dir, 5 if seeds is None else seeds)],
     )
     return results, summarise(results), index

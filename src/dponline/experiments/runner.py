@@ -52,7 +52,7 @@ from dponline.environments.catalogue import build_environment
 from dponline.experiments.checkpoints import (
     CHECKPOINT_SUFFIX,
     RESULT_SUFFIX,
-    library_version,
+    code_fingerprint,
     load_frame,
     load_state,
     save_frame,
@@ -74,6 +74,7 @@ __all__ = [
     "make_tasks",
     "run_sweep",
     "run_task",
+    "stored_key",
 ]
 
 BACKENDS = ("local", "serial", "ray")
@@ -150,8 +151,10 @@ class Task:
     @property
     def key(self) -> str:
         """A stable identifier (file name of its checkpoint): the task's position and a hash of
-        its fields and the dponline version, so two versions never share a checkpoint."""
-        spec = {**asdict(self), "dponline_version": library_version()}
+        its fields and the code that runs it (:func:`~dponline.experiments.checkpoints.
+        code_fingerprint`: the version and a digest of the package's files), so results of
+        other code are never read back."""
+        spec = {**asdict(self), "dponline_code": code_fingerprint()}
         blob = json.dumps(spec, sort_keys=True, default=str).encode()
         return f"task{self.task_index:04d}-{hashlib.sha256(blob).hexdigest()[:16]}"
 
@@ -274,10 +277,14 @@ def make_tasks(
     return tasks
 
 
+#: the spacing of checkpoints a task's stored results are named without (see stored_key)
+DEFAULT_CHECKPOINT_EVERY = 1000
+
+
 def run_task(
     task: Task,
     checkpoint_dir: str | Path | None = None,
-    checkpoint_every: int = 1000,
+    checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
 ) -> pd.DataFrame:
     """Run one task (resuming from its checkpoint if there is one) and return its rows.
 
@@ -289,9 +296,17 @@ def run_task(
     return _run_task(task, checkpoint_dir, checkpoint_every)
 
 
+def stored_key(task: Task, checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY) -> str:
+    """The name of a task's stored results: its key, and the checkpoint spacing unless it is
+    the default. The rounds played at once end at every checkpoint, so the spacing is part of
+    what a result is: results of another spacing are recomputed, never read."""
+    every = checked_count("checkpoint_every", checkpoint_every)
+    return task.key if every == DEFAULT_CHECKPOINT_EVERY else f"{task.key}-every{every}"
+
+
 def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: int) -> pd.DataFrame:
     ckpt_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
-    key = task.key
+    key = stored_key(task, checkpoint_every)
     done_path = ckpt_dir / f"{key}{RESULT_SUFFIX}" if ckpt_dir else None
     # blocks of rounds end at its multiples whether or not they are saved (same numbers)
     checkpoint_every = checked_count("checkpoint_every", checkpoint_every)
@@ -458,7 +473,14 @@ def _play(
     done_path = ckpt_dir / f"{key}{RESULT_SUFFIX}" if (ckpt_dir and store) else None
     if done_path is not None and done_path.exists():  # a finished candidate of a tuned task
         return _Run(**load_state(done_path, task=key))
-    env, learner = _build(task, override)
+    try:
+        env, learner = _build(task, override)
+    except WeakerGuaranteeError:
+        raise
+    except (ValueError, TypeError) as exc:  # say which task of the sweep could not be built
+        where = task.environment_label or task.environment
+        eps = "" if task.epsilon is None else f", {task.calibration}, epsilon {task.epsilon:g}"
+        raise ValueError(f"task {task.display_label} on {where}{eps}: {exc}") from exc
     horizon = env.horizon
     replicas = task.seeds * width
     tally = Tally.start(
@@ -477,17 +499,6 @@ def _play(
                 f"{part_path} was saved at round {start}, outside (0, {horizon}); "
                 "use a fresh output folder or delete the file"
             )
-        saved_every = int(state.get("checkpoint_every", checkpoint_every))
-        if saved_every != checkpoint_every:
-            # a stretch of rounds played at once ends at every checkpoint (the K-armed fast
-            # path draws a stretch's rewards together): resuming under another spacing would
-            # give a table that neither spacing gives
-            raise ValueError(
-                f"{part_path} was saved with checkpoint_every = {saved_every}, this run asks "
-                f"{checkpoint_every}: the rounds played at once end at checkpoints, so the "
-                "numbers would differ; resume with the same checkpoint_every, or use a fresh "
-                "output folder"
-            )
         try:
             learner.load_state_dict(state["learner"])
             env.load_state_dict(state["environment"])
@@ -499,12 +510,7 @@ def _play(
             ) from err
 
     def save(t: int) -> None:
-        state = {
-            "t": t,
-            "checkpoint_every": checkpoint_every,
-            "learner": learner.state_dict(),
-            "environment": env.state_dict(),
-        }
+        state = {"t": t, "learner": learner.state_dict(), "environment": env.state_dict()}
         save_state(part_path, {**state, **tally.state()}, task=key)  # type: ignore[arg-type]
 
     play(
@@ -686,7 +692,7 @@ def run_sweep(
     backend: str = "local",
     workers: int | None = None,
     checkpoint_dir: str | Path | None = None,
-    checkpoint_every: int = 1000,
+    checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
     order: Sequence[int] | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:

@@ -100,6 +100,7 @@ class ExperimentSpec:
         catalogue = learners()
         used: set[int] = set()
         tasks: list[Task] = []
+        unfit: list[str] = []  # environments no learner runs on (reported after the learners)
         for i, env in enumerate(self.environments):
             env_entry = ENVIRONMENTS[env["name"]]
             if env.get("horizon", self.horizon) is None:
@@ -113,6 +114,13 @@ class ExperimentSpec:
             ]
             used.update(fitting)
             if not fitting:
+                named = env.get("learners")
+                unfit.append(
+                    f"spec field 'environments[{i}]': no learner of the spec runs on "
+                    f"{env.get('label') or env['name']!r} (it gives "
+                    f"{env_entry.feedback_kind.value!r} feedback and takes {space!r} actions)"
+                    + (f"; its 'learners' list names {named}" if named is not None else "")
+                )
                 continue
             for task in make_tasks(
                 learners=[self.learners[i] for i in fitting],
@@ -137,10 +145,6 @@ class ExperimentSpec:
                         }
                     )
                 )
-        try:
-            check_distinct_rows(tasks)
-        except ValueError as exc:
-            raise SpecError(f"spec: {exc}") from None
         for i, lr in enumerate(self.learners):
             if i not in used:
                 entry = catalogue[lr["name"]]
@@ -150,6 +154,12 @@ class ExperimentSpec:
                     "spec has no environment that gives that feedback, accepts those actions "
                     "and runs it (an environment's 'learners' list may leave it out)"
                 )
+        if unfit:
+            raise SpecError(unfit[0])
+        try:
+            check_distinct_rows(tasks)
+        except ValueError as exc:
+            raise SpecError(f"spec: {exc}") from None
         return tasks
 
 
@@ -258,8 +268,14 @@ def _entry(
         _expect(isinstance(raw["caption"], str), f"{name}.caption", "a string", raw["caption"])
         out["caption"] = raw["caption"]
     if "horizon" in raw:
-        _int(raw, "horizon", None)
-        out["horizon"] = int(raw["horizon"])
+        h = raw["horizon"]
+        _expect(
+            isinstance(h, int) and not isinstance(h, bool) and h >= 1,
+            f"{name}.horizon",
+            "an integer >= 1",
+            h,
+        )
+        out["horizon"] = int(h)
     if "learners" in raw:
         names = raw["learners"]
         _expect(
@@ -402,6 +418,8 @@ def load_spec(path: str | Path) -> ExperimentSpec:
             p = packaged[name]
     try:
         data = tomllib.loads(p.read_text())
+    except IsADirectoryError:
+        raise SpecError(f"spec {str(p)!r} is a folder; give a TOML spec file") from None
     except FileNotFoundError:
         raise SpecError(
             f"spec file {str(p)!r} does not exist (packaged specs, by name: "
