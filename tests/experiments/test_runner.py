@@ -268,21 +268,27 @@ def test_results_of_two_versions_never_mix(tmp_path, monkeypatch):
         run_task(task, tmp_path)
 
 
-def test_a_checkpoint_the_learner_refuses_says_what_to_do(tmp_path, monkeypatch):
-    """A checkpoint whose learner state this code refuses (an earlier commit's format) names
-    the file and the way out."""
-    task = make_tasks(**SMALL)[2]
+def _crash_once(monkeypatch, task, folder, *, round_: int, every: int) -> None:
+    """Run ``task`` into ``folder`` with checkpoints every ``every`` rounds until the block of
+    the experts stream holding round ``round_`` raises, leaving its last checkpoint."""
     original = ExpertsEnvironment.block_losses
 
     def crash(self, t, actions):
-        if t >= 100:
+        if t <= round_ < t + len(actions):
             raise RuntimeError("simulated crash")
         return original(self, t, actions)
 
     monkeypatch.setattr(ExpertsEnvironment, "block_losses", crash)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        run_task(task, tmp_path, checkpoint_every=50)
+        run_task(task, folder, checkpoint_every=every)
     monkeypatch.setattr(ExpertsEnvironment, "block_losses", original)
+
+
+def test_a_checkpoint_the_learner_refuses_says_what_to_do(tmp_path, monkeypatch):
+    """A checkpoint whose learner state this code refuses (an earlier commit's format) names
+    the file and the way out."""
+    task = make_tasks(**SMALL)[2]
+    _crash_once(monkeypatch, task, tmp_path, round_=100, every=50)
     stem = stored_key(task, 50)
     path = tmp_path / (stem + CHECKPOINT_SUFFIX)
     good = load_state(path, task=stem)
@@ -552,26 +558,13 @@ def test_results_of_another_checkpoint_spacing_are_never_read(tmp_path, monkeypa
     finished = run_task(task, tmp_path)  # the default spacing, 1000
     assert not np.array_equal(every300["regret"], finished["regret"])  # spacing moves the draws
     pd.testing.assert_frame_equal(run_task(task, tmp_path, checkpoint_every=300), every300)
-    original = ExpertsEnvironment.block_losses
     experts = make_tasks(**SMALL)[2]
-
-    def crash(self, t, actions):
-        if t <= 170 < t + len(actions):
-            raise RuntimeError("simulated crash")
-        return original(self, t, actions)
-
-    monkeypatch.setattr(ExpertsEnvironment, "block_losses", crash)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        run_task(experts, tmp_path, checkpoint_every=50)
-    monkeypatch.setattr(ExpertsEnvironment, "block_losses", original)
+    _crash_once(monkeypatch, experts, tmp_path, round_=170, every=50)
     pd.testing.assert_frame_equal(
         run_task(experts, tmp_path, checkpoint_every=30), run_task(experts, checkpoint_every=30)
     )
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        monkeypatch.setattr(ExpertsEnvironment, "block_losses", crash)
-        run_task(experts, tmp_path / "again", checkpoint_every=50)
-    monkeypatch.setattr(ExpertsEnvironment, "block_losses", original)
     again = tmp_path / "again"
+    _crash_once(monkeypatch, experts, again, round_=170, every=50)
     os.replace(
         again / f"{stored_key(experts, 50)}{CHECKPOINT_SUFFIX}",
         again / f"{stored_key(experts, 30)}{CHECKPOINT_SUFFIX}",
