@@ -673,9 +673,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dponline.experiments.checkpoints import RESULT_SUFFIX
     from dponline.experiments.report import summarise, write_report
-    from dponline.experiments.runner import run_sweep, stored_key
+    from dponline.experiments.runner import run_sweep, stored_results
     from dponline.experiments.spec import load_spec
 
     spec = load_spec(args.spec)
@@ -685,14 +684,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(f"{Path(args.spec).stem}-report")
     ckpt = None if args.no_checkpoint else out / "checkpoints"
     tasks = spec.tasks()
-    reused = (
-        0
-        if ckpt is None
-        else sum(
-            (ckpt / f"{stored_key(t, spec.checkpoint_every)}{RESULT_SUFFIX}").exists()
-            for t in tasks
-        )
-    )
+    reused = stored_results(tasks, ckpt, spec.checkpoint_every)
     results = run_sweep(
         tasks,
         backend=args.backend or spec.backend,

@@ -47,8 +47,7 @@ import pandas as pd
 
 from dponline.environments.catalogue import build_environment
 from dponline.environments.lp_regression import p_label
-from dponline.experiments.checkpoints import RESULT_SUFFIX
-from dponline.experiments.runner import Task, run_sweep, stored_key
+from dponline.experiments.runner import Task, run_sweep, stored_results
 from dponline.experiments.spec import ExperimentSpec, load_spec
 
 __all__ = [
@@ -253,14 +252,7 @@ def reproduce_han2024(
     tasks = spec.tasks()
     n_workers = _workers(workers, quick, len(tasks))
     ckpt = None if (out is None or not resume) else Path(out) / "checkpoints"
-    reused = (
-        0
-        if ckpt is None
-        else sum(
-            (ckpt / f"{stored_key(t, spec.checkpoint_every)}{RESULT_SUFFIX}").exists()
-            for t in tasks
-        )
-    )
+    reused = stored_results(tasks, ckpt, spec.checkpoint_every)
     start = time.perf_counter()
     table = run_sweep(
         tasks,

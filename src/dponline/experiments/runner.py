@@ -75,6 +75,7 @@ __all__ = [
     "run_sweep",
     "run_task",
     "stored_key",
+    "stored_results",
 ]
 
 BACKENDS = ("local", "serial", "ray")
@@ -302,6 +303,19 @@ def stored_key(task: Task, checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY) -> 
     what a result is: results of another spacing are recomputed, never read."""
     every = checked_count("checkpoint_every", checkpoint_every)
     return task.key if every == DEFAULT_CHECKPOINT_EVERY else f"{task.key}-every{every}"
+
+
+def stored_results(
+    tasks: Sequence[Task], checkpoint_dir: str | Path | None, checkpoint_every: int
+) -> int:
+    """How many of ``tasks`` have finished results in ``checkpoint_dir`` that a sweep with
+    this spacing reads back instead of running (0 without a folder)."""
+    if checkpoint_dir is None:
+        return 0
+    folder = Path(checkpoint_dir)
+    return sum(
+        (folder / f"{stored_key(t, checkpoint_every)}{RESULT_SUFFIX}").exists() for t in tasks
+    )
 
 
 def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: int) -> pd.DataFrame:
