@@ -3,13 +3,16 @@ search for affinely independent vertices of a set known only through its linear 
 
 An :class:`AffineHull` is ``point + span(basis)`` with ``basis`` orthonormal, shape
 ``(dim, affine_dim)``. The bases are computed by singular value decompositions
-(:func:`scipy.linalg.null_space` and :func:`orthonormal_span`), which are deterministic for a
-given input, or in closed form (:func:`sum_zero_basis`, the Helmert basis of the hyperplane
-sum v = 0 that simplices, matroids and the Birkhoff polytope use).
+(:func:`orthonormal_null_space` and :func:`orthonormal_span`) and then made canonical
+(:func:`canonical_basis`: a function of the subspace alone, so that a LAPACK build, which may
+return any basis of a space whose singular values repeat, cannot change it), or in closed form
+(:func:`sum_zero_basis`, the Helmert basis of the hyperplane sum v = 0 that simplices,
+matroids and the Birkhoff polytope use).
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +27,7 @@ __all__ = [
     "StoredGeometry",
     "affinely_independent_vertices",
     "blocks_sum_zero_basis",
+    "canonical_basis",
     "discover_affine_hull",
     "orthonormal_null_space",
     "orthonormal_span",
@@ -33,14 +37,50 @@ __all__ = [
 #: relative singular-value cut-off used to decide ranks
 RANK_RTOL = 1e-10
 
+#: :func:`canonical_basis` takes the first coordinate whose remaining squared norm is at least
+#: this fraction of the largest; irrational, so that no rational subspace puts a coordinate
+#: exactly on the threshold (where rounding would decide)
+_PIVOT_FRACTION = float(np.exp(-1.0))
+
+
+def canonical_basis(basis: np.ndarray) -> np.ndarray:
+    """The orthonormal basis of span(``basis``) that depends on the subspace alone.
+
+    ``basis`` is orthonormal, shape (n, k). A decomposition returns *some* orthonormal basis of
+    a subspace: where singular values repeat (always, for a null space of dimension 2 or more)
+    which one depends on the LAPACK build, and with it every number a learner computes in the
+    hull's coordinates under a fixed seed. This one is Gram-Schmidt on the columns P e_i of the
+    projector P = B B^T (a function of the subspace only), taken in coordinate order, the
+    first column whose remaining squared norm is at least 1/e of the largest remaining one
+    each time: each kept direction has squared norm at least 1/e (k - j) / n before it is
+    normalised (so rounding moves it by about machine precision, never more), and its own
+    coordinate is positive (<r, e_i> = ||r||^2). Two bases of one subspace give the same
+    result to rounding; the cost is O(n^2 k)."""
+    b = np.asarray(basis, dtype=float)
+    n, k = b.shape
+    if k == 0 or k == n:
+        return np.eye(n) if k == n else b.copy()
+    rest = b @ b.T  # columns: what remains of each P e_i outside the directions kept
+    out = np.zeros((n, k))
+    for j in range(k):
+        mass = np.einsum("ij,ij->j", rest, rest)
+        i = int(np.flatnonzero(mass >= _PIVOT_FRACTION * mass.max())[0])
+        u = rest[:, i] / math.sqrt(mass[i])
+        u -= out[:, :j] @ (out[:, :j].T @ u)  # once more against rounding
+        u /= np.linalg.norm(u)
+        out[:, j] = u
+        rest -= np.outer(u, u @ rest)
+    return out
+
 
 def orthonormal_null_space(constraints: np.ndarray, dim: int) -> np.ndarray:
-    """Orthonormal basis (dim, k) of {v : constraints @ v = 0}; the identity for no rows."""
+    """Orthonormal basis (dim, k) of {v : constraints @ v = 0}, canonical
+    (:func:`canonical_basis`); the identity for no rows."""
     m = np.asarray(constraints, dtype=float).reshape(-1, dim)
     if m.shape[0] == 0 or not np.any(m):
         return np.eye(dim)
     scale = float(np.abs(m).max())
-    return null_space(m / scale, rcond=RANK_RTOL)
+    return canonical_basis(null_space(m / scale, rcond=RANK_RTOL))
 
 
 def sum_zero_basis(n: int) -> np.ndarray:
@@ -72,15 +112,21 @@ def blocks_sum_zero_basis(dim: int, blocks: Any) -> np.ndarray:
 
 
 def orthonormal_span(vectors: np.ndarray, dim: int) -> np.ndarray:
-    """Orthonormal basis (dim, k) of the span of the rows of ``vectors`` (k its rank)."""
+    """Orthonormal basis (dim, k) of the span of the rows of ``vectors`` (k its rank),
+    canonical (:func:`canonical_basis`)."""
     v = np.asarray(vectors, dtype=float).reshape(-1, dim)
     if v.shape[0] == 0:
         return np.zeros((dim, 0))
+    return canonical_basis(_row_space(v))
+
+
+def _row_space(v: np.ndarray) -> np.ndarray:
+    """Some orthonormal basis (n, rank) of the row space of v (m, n), from its SVD."""
     _, s, vt = np.linalg.svd(v, full_matrices=False)
     if s.size == 0 or s[0] == 0:
-        return np.zeros((dim, 0))
+        return np.zeros((v.shape[1], 0))
     rank = int(np.sum(s > RANK_RTOL * s[0] * max(v.shape)))
-    return vt[:rank].T.copy()
+    return vt[:rank].T
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,10 @@ Conventions, for every domain:
 * ``diameter`` is the Euclidean diameter ``max_{x, y in D} ||x - y||_2``; where it is not known
   in closed form the domain returns a proven upper bound and says so (``diameter_is_exact``).
 * ``affine_dim`` is the dimension of the affine hull; ``hull_basis()`` an orthonormal basis of
-  its direction space, shape ``(dim, affine_dim)``.
+  its direction space, shape ``(dim, affine_dim)``, in closed form or from a decomposition
+  that fixes it (a basis from a singular value decomposition is made canonical,
+  :func:`~dponline.domains.affine.canonical_basis`, since a LAPACK build may return any basis
+  where singular values repeat and learners compute in these coordinates).
 * ``interior_point()`` lies in the relative interior, and the ball of radius
   ``inscribed_radius`` around it *within the affine hull* lies inside the set (a proven lower
   bound on the largest such radius; the domain's docstring gives the derivation).

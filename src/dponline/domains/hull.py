@@ -37,7 +37,7 @@ class VertexHull(StoredGeometry, ConvexDomain):
       overflow (each is at most 4 n in size).
     * Diameter: the largest pairwise distance of the points, exact.
     * Affine hull: the mean of the points plus the span of their deviations (an SVD,
-      :func:`~dponline.domains.affine.orthonormal_span`).
+      made canonical by :func:`~dponline.domains.affine.orthonormal_span`).
     * Facets: for affine dimension 2..:data:`QHULL_MAX_DIM`, Qhull
       (:class:`scipy.spatial.ConvexHull`) in coordinates of the hull gives the complete
       H-representation; in dimension 1 the two end points do. The interior point and the

@@ -47,7 +47,8 @@ class Polytope(StoredGeometry, ConvexDomain):
     * Affine hull: the equalities plus the *implicit* equalities, the inequalities tight on the
       whole polytope, found by LPs that maximise the slacks (each round finds at least one
       inequality that can be strict, or proves the rest implicit; tolerance
-      :data:`IMPLICIT_TOL`). Its basis: :func:`scipy.linalg.null_space`.
+      :data:`IMPLICIT_TOL`). Its basis: :func:`scipy.linalg.null_space`, made canonical
+      (:func:`~dponline.domains.affine.orthonormal_null_space`).
     * Interior point and inscribed radius: the Chebyshev centre within the hull (an LP,
       :mod:`dponline.domains.facets`), the radius re-evaluated at the centre.
     * Diameter: a proven upper bound (``diameter_is_exact`` is False), the smaller of the
