@@ -428,3 +428,29 @@ def test_a_broken_pipe_that_is_not_stdout_s_is_an_error(monkeypatch):
     monkeypatch.setattr(cli, "_cmd_list", unrelated_pipe_breaks)
     with pytest.raises(BrokenPipeError):
         main(["list"])
+
+
+def test_run_at_a_new_horizon_runs_environments_it_makes_the_same_once(tmp_path, capsys):
+    """--horizon on a spec with one environment at two horizons (han2024's T = 1000 and
+    T = 2000 of one p and d) ran the same data twice under two labels: it now runs it once and
+    says so, in the text and the JSON."""
+    spec = tmp_path / "two.toml"
+    spec.write_text(
+        'name = "two horizons"\nseeds = 2\nepsilons = [1.0]\n'
+        '[[environments]]\nname = "stochastic"\nlabel = "T=30"\nhorizon = 30\n'
+        '[[environments]]\nname = "stochastic"\nlabel = "T=50"\nhorizon = 50\n'
+        '[[learners]]\nname = "dp-ftrl"\n'
+    )
+    out = tmp_path / "out"
+    args = ["run", str(spec), "--out", str(out), "--backend", "serial", "--no-checkpoint"]
+    assert main([*args, "--horizon", "20", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["notes"] == [
+        "at T = 20, environment 'T=50' is the same as 'T=30' and is run once, under that label"
+    ]
+    assert {row["environment"] for row in data["summary"]} == {"T=30 (run at T = 20)"}
+    assert main([*args, "--horizon", "20"]) == 0
+    assert "Note: at T = 20, environment 'T=50' is the same as 'T=30'" in capsys.readouterr().out
+    assert main([*args, "--json"]) == 0  # at their own horizons both run, with no note
+    data = json.loads(capsys.readouterr().out)
+    assert "notes" not in data and {r["environment"] for r in data["summary"]} == {"T=30", "T=50"}

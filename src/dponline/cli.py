@@ -695,9 +695,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     index = write_report(results, out, title=spec.name, captions=spec.captions())
     rows = _summary_rows(summarise(results))
     if args.json:
-        print(json.dumps({"report": str(index), "summary": rows}, indent=2))
+        extra = {"notes": list(spec.notes)} if spec.notes else {}
+        print(json.dumps({"report": str(index), "summary": rows, **extra}, indent=2))
         return 0
     print(f"{spec.name}\n")
+    for note in spec.notes:
+        print(f"Note: {note}.")
+    if spec.notes:
+        print()
     _print_summary(rows)
     if reused:
         print(

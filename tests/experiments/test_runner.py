@@ -609,6 +609,26 @@ def test_a_new_horizon_is_named_in_the_labels_a_spec_gave():
     }
 
 
+def test_a_new_horizon_runs_environments_it_makes_the_same_once():
+    """han2024 has each (p, d) at T = 1000 and T = 2000; at --horizon 40 both held the same
+    data and ran twice under two labels. Now each runs once, under the first label, with a
+    note; environments that still differ (another d) stay."""
+    spec = load_spec("han2024")
+    small = spec.overridden(horizon=40)
+    assert [e["label"] for e in small.environments] == [
+        f"p={p}, T=1000, d={d} (run at T = 40)" for p in ("1.5", "inf") for d in (5, 10)
+    ]
+    assert len(small.notes) == 4 and small.notes[0] == (
+        "at T = 40, environment 'p=1.5, T=2000, d=5' is the same as 'p=1.5, T=1000, d=5' and "
+        "is run once, under that label"
+    )
+    assert len(small.tasks()) == len(spec.tasks()) // 2
+    assert spec.overridden(horizon=1000).notes == tuple(
+        n.replace("T = 40", "T = 1000") for n in small.notes
+    )
+    assert spec.overridden(seeds=2).notes == ()
+
+
 def test_results_of_other_code_are_recomputed_whatever_the_version(tmp_path, monkeypatch):
     """The version stayed 0.1.0 across hundreds of commits, so a result written by older code
     was read back by newer code (a review showed a proven epsilon of 0.664 from before a

@@ -34,6 +34,7 @@ Every error names the field and what was expected.
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections.abc import Mapping
@@ -76,10 +77,15 @@ class ExperimentSpec:
     seeding: str = "sweep"
     #: Add the learners' switch counts to the table (a ``switches`` column).
     count_switches: bool = False
+    #: What :meth:`overridden` changed beyond the fields it was given, one sentence each (the
+    #: CLI prints them): environments a new horizon made the same, run once.
+    notes: tuple[str, ...] = ()
 
     def overridden(self, **fields: Any) -> ExperimentSpec:
         """This spec with top-level fields replaced (``dponline run --seeds/--horizon``); a new
-        ``horizon`` replaces every environment's own horizon too."""
+        ``horizon`` replaces every environment's own horizon too, and environments it makes
+        the same (han2024's T = 1000 and T = 2000 of one p and d) are run once, under the
+        first one's label (``notes`` says so)."""
         return _overridden(self, **fields)
 
     def captions(self) -> dict[str, str]:
@@ -185,16 +191,32 @@ def _overridden(spec: ExperimentSpec, **fields: Any) -> ExperimentSpec:
     gave an environment that names a horizon ("p=1.5, T=200, d=5") says the one it now runs
     at."""
     envs = spec.environments
+    notes = list(spec.notes)
     new = fields.get("horizon")
     if new is not None:
         envs = []
+        firsts: dict[str, dict[str, Any]] = {}  # what an environment runs -> its first label
         for e in spec.environments:
             env = {k: v for k, v in e.items() if k != "horizon"}
+            what = {k: v for k, v in env.items() if k not in ("label", "caption")}
+            runs = json.dumps(what, sort_keys=True, default=repr)
+            if runs in firsts:  # the same data and learners as an earlier one: run once
+                first = firsts[runs]
+                notes.append(
+                    f"at T = {new}, environment {_env_label(e)!r} is the same as "
+                    f"{_env_label(first)!r} and is run once, under that label"
+                )
+                continue
+            firsts[runs] = e
             names_t = re.search(r"\bT\s*=\s*[\d,]+", str(env.get("label", "")))
             if names_t and e.get("horizon", spec.horizon) != new:
                 env["label"] = f"{env['label']} (run at T = {new})"
             envs.append(env)
-    return replace(spec, environments=envs, **fields)
+    return replace(spec, environments=envs, notes=tuple(notes), **fields)
+
+
+def _env_label(env: Mapping[str, Any]) -> str:
+    return str(env.get("label") or env["name"])
 
 
 def _named(learner: Mapping[str, Any], names: list[str]) -> bool:
