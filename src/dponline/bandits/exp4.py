@@ -65,7 +65,10 @@ The paper's third algorithm for expert advice (a batched EXP4 that adds Laplace 
 importance-weighted estimates of every expert's loss, regret
 O(N^(1/6) K^(1/2) T^(2/3) / epsilon^(1/3) + N^(1/2) / epsilon), for many experts and small
 epsilon) is not implemented: only secondary accounts of it could be read, and they disagree on
-how its noise scales with N.
+how its noise scales with N. Compared by the rates alone (constants and logarithms dropped,
+its additive N^(1/2) / epsilon kept), it is below both learners' rates here and below T only
+in narrow windows at epsilon <= 0.01 with few arms (K = 2, N = 100, epsilon = 0.01:
+5,300 < T < 103,000), and in none at epsilon = 0.1 for K in {2, 10} and N from 16 to 1e6.
 """
 
 from __future__ import annotations
