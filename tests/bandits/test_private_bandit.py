@@ -553,3 +553,29 @@ def test_the_audit_on_a_full_dimensional_set(delta):
     )
     full, tenth = check_audit(entry, case)
     assert full.epsilon_lower > 0.05 and tenth.epsilon_lower > 1.0
+
+
+@pytest.mark.parametrize("calibration", ["tight", "paper"])
+def test_a_loss_range_is_read_alike_with_and_without_a_horizon(calibration):
+    """The anytime learner's paper calibration read ``loss_range`` with ``or`` (a numpy array
+    raised "truth value ... ambiguous" at its first epoch): both learners now read it through
+    one function, which takes any finite real pair with lo < hi and refuses the rest."""
+    from dponline.bandits.private_bandit import anytime_private_bandit, default_loss_range
+
+    env = bandit_convex(64, np.random.default_rng(0), domain="simplex", dim=4)
+    budget = PrivacyBudget(1.0, calibration=calibration, allow_weaker=True)
+    for given in ((-3.0, 3.0), [-3, 3], np.array([-3.0, 3.0])):
+        learner = anytime_private_bandit(env, budget=budget, rng=1, loss_range=given)
+        for t in range(5):
+            feedback, _ = env.round(t, learner.act())
+            learner.observe(feedback)
+        assert PrivateBandit(env.domain, 16, budget=budget, loss_range=given).loss_range == (
+            -3.0,
+            3.0,
+        )
+    for bad in ((3.0, -3.0), (-1.0, math.inf), ("-1", "1"), (0.0, 1.0, 2.0)):
+        with pytest.raises(ValueError, match="loss_range"):
+            default_loss_range(env.domain, 1.0, 0.5, False, bad)
+    d = env.domain.diameter
+    assert default_loss_range(env.domain, 2.0, 0.5, False) == (-2.0 * (d + 0.5), 2.0 * (d + 0.5))
+    assert default_loss_range(env.domain, 2.0, 0.5, True) == (-2.0 * d, 2.0 * d)

@@ -102,6 +102,22 @@ def default_zeta(domain: ConvexDomain, horizon: int) -> float:
     return float(domain.diameter) * math.sqrt(domain.affine_dim) / float(horizon) ** 0.25
 
 
+def default_loss_range(
+    domain: ConvexDomain, lipschitz: float, zeta: float, shrink: bool, given: Any = None
+) -> tuple[float, float]:
+    """The checked interval [lo, hi] of the loss values: ``given`` (any pair of finite reals,
+    lo < hi), else the paper's convention that each f_t vanishes somewhere in D, so
+    |f_t(x_t)| <= L (D + zeta) at a point played (L D with ``shrink``, whose points stay in D).
+    The fixed-horizon learner and every epoch of the anytime one read it here."""
+    if given is None:
+        reach = float(domain.diameter) + (0.0 if shrink else zeta)
+        given = (-lipschitz * reach, lipschitz * reach)
+    lo, hi = (float(v) for v in checked_real_array("loss_range", given, (2,)))
+    if not lo < hi:
+        raise ValueError(f"loss_range must be finite with lo < hi, got {given!r}")
+    return lo, hi
+
+
 class PrivateBandit(NoiseHandle, RoundDiscipline):
     """Ene, Nguyen & Vladu (2021), Algorithm 1 (module docstring).
 
@@ -123,8 +139,9 @@ class PrivateBandit(NoiseHandle, RoundDiscipline):
         paper's convention that each f_t vanishes somewhere in D, so |f_t(x_t)| <= L (D + zeta)
         at a point played (L D with ``shrink``, whose points stay in D).
     mechanism:
-        The counter of the batch sums (default: ``padded_tree`` for ``paper``, Honaker's
-        estimator for tight Laplace, the square-root factorisation for tight Gaussian). Under
+        The counter of the batch sums (default: ``padded_tree`` for ``paper``; under
+        ``tight`` the one :func:`~dponline.continual.best_mechanism` picks, the k-ary tree for
+        Laplace and the rescaled square root for Gaussian in every case measured). Under
         ``tight`` it sums the k coordinates of the batch sums in the hull basis (``basis``).
     eta, zeta, batch:
         Override line 1's step, smoothing radius and batch length.
@@ -176,13 +193,7 @@ class PrivateBandit(NoiseHandle, RoundDiscipline):
         self.zeta = checked_positive("zeta", default_zeta(domain, T) if zeta is None else zeta)
         self.center_point = np.asarray(domain.interior_point(), dtype=float)
         self.radius = float(domain.inscribed_radius)
-        if loss_range is None:
-            reach = 0.0 if self.shrink else self.zeta
-            loss_range = (-L * (D + reach), L * (D + reach))
-        lo, hi = (float(v) for v in loss_range)
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise ValueError(f"loss_range must be finite with lo < hi, got {loss_range!r}")
-        self.loss_range = (lo, hi)
+        lo, hi = self.loss_range = default_loss_range(domain, L, self.zeta, self.shrink, loss_range)
 
         parent = as_generator(rng)
         grad_rng, counter_rng = parent.spawn(2)
@@ -474,10 +485,7 @@ def anytime_private_bandit(
         L = checked_positive("lipschitz", o["lipschitz"])
         zeta = o.get("zeta")
         zeta = default_zeta(domain, length) if zeta is None else checked_positive("zeta", zeta)
-        lo, hi = o.get("loss_range") or (
-            -L * (domain.diameter + (0.0 if o.get("shrink") else zeta)),
-            L * (domain.diameter + (0.0 if o.get("shrink") else zeta)),
-        )
+        lo, hi = default_loss_range(domain, L, zeta, bool(o.get("shrink")), o.get("loss_range"))
         k = domain.affine_dim
         calibrator = PrivateBanditCalibrator(
             horizon=length,
@@ -505,8 +513,8 @@ def anytime_private_bandit(
 
 _OPTIONS = {
     "delta": "0 (Laplace, Lemma 5.1) or > 0 (Gaussian, Lemma 5.4); default 0",
-    "mechanism": "counter of the batch sums (default: padded_tree for paper; honaker / "
-    "sqrt_factorization for tight Laplace / Gaussian)",
+    "mechanism": "counter of the batch sums (default: padded_tree for paper; for tight the "
+    "counter of least error, kary_tree / scaled_sqrt for Laplace / Gaussian)",
     "eta": "step (default: line 1, D / (T^{3/4} k^{1/2} L))",
     "zeta": "smoothing radius (default: line 1, D k^{1/2} / T^{1/4})",
     "batch": "batch length T_batch (default: ceil(T^{1/2}))",
