@@ -13,6 +13,7 @@ takes about 1.5 s.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from dponline.experiments.person_audit import audit_person, person_rounds, person_streams
@@ -101,3 +102,31 @@ def test_anytime_person_calibration_is_not_refuted():
     result = run_anytime(budget, seed=1)
     assert result.claimed_epsilon == pytest.approx(EPS, rel=1e-6)
     assert not result.any_refuted, str(result)
+
+
+def test_the_person_rounds_are_checked():
+    """A negative round changed a round counted from the end ((0, -1) wrote rows 0 and 5 of 6)
+    and a repeated one gave the person fewer rounds than listed: both are refused, as are
+    rounds past the horizon and non-integers, before any learner is built."""
+    for bad, match in (
+        ((0, -1), r"0\.\.5"),
+        ((1, 6), r"0\.\.5"),
+        ((2, 2), "distinct"),
+        ((), "one or more"),
+        ((1.0, 3), "integers"),
+        ((True, 3), "integers"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            person_streams(6, bad, (1.0, 0.0), (0.0, 1.0))
+        with pytest.raises(ValueError, match=match):
+            audit_person(
+                "dp-ftrl",
+                budget=PrivacyBudget(EPS, DELTA),
+                environment="no-such-environment",  # the rounds are checked first
+                horizon=6,
+                rounds=bad,
+                value_a=(1.0, 0.0),
+                value_b=(0.0, 1.0),
+            )
+    a, b = person_streams(6, np.array([1, 4]), (1.0, 0.0), (0.0, 1.0))  # numpy integers
+    assert (a != b).any(axis=1).nonzero()[0].tolist() == [1, 4]

@@ -8,13 +8,20 @@ two streams, equal everywhere else. The learner is built by its registry factory
 given (so a learner calibrated for one round and one calibrated for the person can be compared),
 plays each stream as a fixed-stream environment through the round loop
 (:func:`dponline.experiments.learner_audit.stream_runner`), and
-:func:`dponline.privacy.audit.audit` compares what it released on the two streams. A learner
-whose guarantee truly covers the person is refuted with probability at most ``alpha``; one
-calibrated for a single round is refuted when its claimed epsilon is read as the person's.
+:func:`dponline.privacy.audit.audit` compares what it released on the two streams. The claim is
+read as a guarantee for the person of the rounds given, whatever the budget's unit: a learner
+whose guarantee truly covers that person (its budget states at least that many participations,
+and the rounds are at least its ``min_separation`` apart) is refuted with probability at most
+``alpha``; one calibrated for a single round, or for a person of fewer or closer rounds, is
+refuted when its claimed epsilon is read as this person's, and that refutation is no false
+alarm. A claim given as a :class:`~dponline.privacy.guarantee.PrivacyGuarantee` that states rho
+is tested twice (epsilon and rho, :attr:`~dponline.privacy.audit.AuditResult.any_refuted`): a
+false alarm in either has chance at most 2 ``alpha``.
 """
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,7 +35,7 @@ from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
 from dponline.registry import LearnerEntry, learners
 
-__all__ = ["audit_person", "person_rounds", "person_streams"]
+__all__ = ["audit_person", "checked_rounds", "person_rounds", "person_streams"]
 
 
 def person_rounds(
@@ -45,6 +52,25 @@ def person_rounds(
     return rounds
 
 
+def checked_rounds(horizon: int, rounds: Sequence[int]) -> tuple[int, ...]:
+    """The person's rounds as distinct integers in [0, horizon) (0-indexed), else ValueError: a
+    negative index would change a round counted from the end, a repeated one fewer rounds than
+    the person was given."""
+    out = []
+    for r in rounds:
+        if isinstance(r, bool) or not isinstance(r, numbers.Integral):
+            raise ValueError(f"rounds must be integers, got {r!r} in {tuple(rounds)!r}")
+        if not 0 <= int(r) < horizon:
+            raise ValueError(
+                f"rounds must lie in 0..{horizon - 1} (0-indexed rounds of the horizon), got "
+                f"{int(r)} in {tuple(rounds)!r}"
+            )
+        out.append(int(r))
+    if not out or len(set(out)) != len(out):
+        raise ValueError(f"rounds must be one or more distinct rounds, got {tuple(rounds)!r}")
+    return tuple(out)
+
+
 def person_streams(
     horizon: int,
     rounds: Sequence[int],
@@ -57,6 +83,7 @@ def person_streams(
     va, vb = np.asarray(value_a, dtype=float), np.asarray(value_b, dtype=float)
     if va.shape != vb.shape or va.ndim != 1:
         raise ValueError(f"values must be two rows of one length, got {va.shape}, {vb.shape}")
+    rounds = checked_rounds(horizon, rounds)
     row = np.zeros_like(va) if rest is None else np.asarray(rest, dtype=float)
     a = np.tile(row, (horizon, 1))
     b = a.copy()
@@ -86,6 +113,7 @@ def audit_person(
     ``rounds`` (module docstring). ``claim`` defaults to the learner's own (epsilon, delta),
     tested as a guarantee for the person."""
     entry = learner if isinstance(learner, LearnerEntry) else learners()[learner]
+    rounds = checked_rounds(horizon, rounds)
     if not entry.private:
         raise ValueError(f"learner {entry.name!r} is non-private: there is no claim to audit")
     env = build_environment(
