@@ -187,18 +187,36 @@ def test_a_counter_without_a_horizon_protects_a_person():
 
 
 @pytest.mark.parametrize(
-    "kwargs",
-    [{"noise": "laplace"}, {"mechanism": "binary_tree", "noise": "gaussian"}],
-    ids=["laplace", "named-mechanism"],
+    ("kwargs", "why"),
+    [
+        ({"noise": "laplace"}, "because the noise is laplace"),
+        (
+            {"mechanism": "binary_tree", "noise": "gaussian"},
+            "because a mechanism was named ('binary_tree')",
+        ),
+        (
+            {"noise": "gaussian", "dim": 32},
+            "because its noise over 262,144 rounds in 32 coordinates would hold 67,109,120 "
+            "bytes, over the memory budget of 67,108,864 (64 MiB)",
+        ),
+    ],
+    ids=["laplace", "named-mechanism", "32-coordinates"],
 )
-def test_doubling_blocks_refuse_a_person_and_say_what_to_do(kwargs):
+def test_doubling_blocks_refuse_a_person_and_say_what_to_do(kwargs, why):
+    """The refusal says why the tapered factorisation was not taken (it told a user with tight
+    Gaussian noise and no mechanism named to use exactly that, when the dimension was the
+    reason: dyadic Hedge's default grid of 1,025 experts is refused so)."""
     delta = 0.0 if kwargs["noise"] == "laplace" else 1e-6
     person = PrivacyBudget(1.0, delta, participations=4, min_separation=16)
     name = kwargs.pop("mechanism", None)
+    dim = kwargs.pop("dim", 1)
     with pytest.raises(ValueError, match="tapered square-root factorisation") as err:
-        make_counter(name, horizon=None, bounds=Box(0.0, 1.0, dim=1), budget=person, **kwargs)
+        make_counter(name, horizon=None, bounds=Box(0.0, 1.0, dim=dim), budget=person, **kwargs)
+    assert why in str(err.value)
     assert "give a horizon" in str(err.value) and "group privacy" in str(err.value)
-    assert "proof" not in str(err.value)
+    assert "in at most 31 coordinates" in str(err.value) and "proof" not in str(err.value)
+    if dim == 32:  # one coordinate fewer fits
+        make_counter(name, horizon=None, bounds=Box(0.0, 1.0, dim=31), budget=person, **kwargs)
 
 
 def test_head_products_by_fft_and_by_chunks_agree_with_the_windows():

@@ -297,14 +297,21 @@ def anytime_counter(
         and budget.is_user_level
         and (calibrator is not None or not _factorisation_fits(budget, dim, noise, mechanism))
     ):
+        why = (
+            "a calibrator of blocks was given"
+            if calibrator is not None
+            else _factorisation_misfit(budget, dim, noise, mechanism)
+        )
         raise ValueError(
             group_privacy_hint(
                 "a counter without a horizon other than the tapered square-root factorisation "
                 "(doubling blocks: a person's rounds may fall in several blocks, whose "
                 "guarantees would compose)",
                 budget,
-                "use tight Gaussian noise with no mechanism named (the tapered factorisation "
-                "proves a person-level guarantee at every prefix length), or give a horizon",
+                f"the factorisation is not taken here because {why}: give a horizon, or use "
+                f"tight Gaussian noise with no mechanism named in at most {ANYTIME_MAX_DIM} "
+                "coordinates (the tapered factorisation proves a person-level guarantee at "
+                "every prefix length)",
             )
         )
     if budget is None:
@@ -354,6 +361,28 @@ def anytime_counter(
 #: the stream length for which the anytime factorisation's noise state (O(t d), like a square
 #: root's over t rounds) must fit the memory budget of one run for ``tight`` to take it
 ANYTIME_MEMORY_ROUNDS = 2**18
+
+
+#: the most coordinates whose anytime factorisation fits the memory budget (31 for 64 MiB)
+ANYTIME_MAX_DIM = MEMORY_BUDGET // state_bytes("sqrt_factorization", ANYTIME_MEMORY_ROUNDS, 1)
+
+
+def _factorisation_misfit(
+    budget: PrivacyBudget, dim: int, noise: str, mechanism: str | None
+) -> str:
+    """Why :func:`_factorisation_fits` is false, in words (the first reason that holds)."""
+    if mechanism is not None:
+        return f"a mechanism was named ({mechanism!r})"
+    if noise != "gaussian":
+        return f"the noise is {noise}"
+    if budget.calibration != "tight":
+        return f"the calibration is {budget.calibration!r}"
+    need = state_bytes("sqrt_factorization", ANYTIME_MEMORY_ROUNDS, dim)
+    return (
+        f"its noise over {ANYTIME_MEMORY_ROUNDS:,} rounds in {dim:,} coordinates would hold "
+        f"{need:,} bytes, over the memory budget of {MEMORY_BUDGET:,} ({MEMORY_BUDGET / 2**20:g} "
+        "MiB)"
+    )
 
 
 def _factorisation_fits(budget: PrivacyBudget, dim: int, noise: str, mechanism: str | None) -> bool:

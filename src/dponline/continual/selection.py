@@ -27,10 +27,16 @@ mechanism as one with fewer (its memory grows with the replicas instead).
 
 For one person's rounds (a budget with ``participations`` k > 1 at least ``min_separation`` b
 apart) the ranking is recomputed (:func:`person_ranking`): the candidates that fit are scored
-by their largest release variance when calibrated for the person. It differs: at T = 1024
+by their largest release variance when calibrated for the person (only the ranked ones: the
+smooth binary mechanism, left out, would beat the k-ary tree by 1% to 3% for Laplace noise and
+a person of every round at T = 8 and 15). It differs: at T = 1024
 the BLT optimised for the pattern beats the rescaled square root for 4 rounds 256 apart and 16
-rounds 1 apart, and at T = 16,384 (4 rounds 2,048 apart) it has 0.40x its variance, since the
-rescaled square root's sensitivity to a person is an upper bound there. Past
+rounds 1 apart. Past 4,096 rounds the rescaled square root is charged k_eff times one round's
+sensitivity (its strategy matrix is too large to search), an upper bound that can lose it the
+choice: at T = 16,384, 4 rounds 2,048 apart, the BLT's 99.84 beats its 250.6, where its true
+sensitivity (28.16 to 28.43 squared, against 67.04 charged) would give 105.3 to 106.3; at
+T = 4,097, 2 rounds 2,049 apart, the BLT is chosen at 30.65 against 49.54, where the square
+root at T = 4,096 (2 rounds 2,048 apart, exact) had 28.81. Past
 :data:`PERSON_BLT_HORIZON` rounds the BLT is scored only where no square root fits (its
 optimisation for the pattern is costly), so the square root is chosen there, 7% to 28% above
 the BLT in the patterns measured (4 rounds 10^5 apart at T = 10^6: 183.1 against 170.9;
@@ -40,9 +46,9 @@ the BLT in the patterns measured (4 rounds 10^5 apart at T = 10^6: 183.1 against
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
+from dponline.continual.binary_tree import levels as tree_levels
 from dponline.continual.blt import DEFAULT_BUFFERS
 from dponline.continual.kary_tree import kary_layout
 from dponline.continual.participation import check_pattern, effective_participations
@@ -85,8 +91,9 @@ def state_bytes(mechanism: str, horizon: int, dim: int, replicas: int = 1) -> in
         return ((levels - 1) * arity + 2) * per
     if mechanism == "blt":
         return (DEFAULT_BUFFERS + 2) * per
-    levels = math.ceil(math.log2(int(horizon) + 1))
-    return (levels + 2) * per
+    if mechanism in ("binary_tree", "honaker"):  # per level an exact and a noisy node, a release
+        return (2 * tree_levels(int(horizon)) + 1) * per
+    raise ValueError(f"no memory model for mechanism {mechanism!r}")
 
 
 def best_mechanism(

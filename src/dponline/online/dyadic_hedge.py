@@ -183,8 +183,8 @@ class DyadicHedge(DPFTRL):
         without a horizon the anytime rate sqrt(log N / t) / (G D) of round t).
     mechanism:
         The continual counter (default: ``padded_tree`` for paper; for tight the
-        lowest-variance one whose noise state for one run fits 64 MiB, the square root or else
-        a BLT, :func:`~dponline.continual.selection.best_mechanism`, as for
+        lowest-variance one whose noise state for one run fits 64 MiB, the rescaled square root
+        or else a BLT, :func:`~dponline.continual.selection.best_mechanism`, as for
         :class:`~dponline.online.ftrl.DPFTRL`).
     """
 

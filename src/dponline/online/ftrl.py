@@ -249,8 +249,9 @@ class DPFTRL(CounterLearner):
     mechanism:
         Continual counter; defaults to "padded_tree" for "paper" and, for "tight", the
         lowest-variance mechanism whose noise state for one run fits 64 MiB, whatever the
-        number of replicas (:func:`~dponline.continual.selection.best_mechanism`: the square
-        root, else a BLT, for Gaussian noise; Honaker's estimator for Laplace). The counter is
+        number of replicas (:func:`~dponline.continual.selection.best_mechanism`: the rescaled
+        square root, else a BLT, for Gaussian noise; the k-ary tree for Laplace; for a person's
+        budget the one of least variance for the pattern). The counter is
         built by :func:`~dponline.continual.factory.build_counter`; without a budget it is
         exact (``mechanism`` unused).
     domain:
