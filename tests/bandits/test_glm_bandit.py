@@ -246,9 +246,9 @@ def _audit_sampler(fraction, horizon=5):
 
 def test_audit_joint_dp():
     """User 3 (the first after the warm-up) has reward +100 in one stream and -100 in the
-    other, whichever arm it gets: the arm it plays sees a sample change of 400 against the
-    proven sensitivity 2(beta D + L) = 2(2 + 101) = 406. Claim not refuted (false-refutation
-    chance <= 1e-3), a tenth of the noise refuted."""
+    other, whichever arm it gets: the arm it plays sees its gradient (zeta(z) - r) x move by
+    200 in l_inf against the proven sensitivity 2(beta D + L) = 2(2 + 101) = 206. Claim not
+    refuted (false-refutation chance <= 1e-3), a tenth of the noise refuted."""
     horizon = 5
     a = np.zeros((horizon, 4))
     a[:, 0] = 1.0
@@ -277,3 +277,40 @@ def test_noisy_min_observe_each_matches_shared_samples():
         np.testing.assert_allclose(alone.theta[0], together.theta[r])
     with pytest.raises(ValueError, match="shape"):
         NoisyMinFrankWolfe(2, 6, budget=None, replicas=3).observe_each(x[0, :2], y[0])
+
+
+def test_a_load_refuses_states_off_the_schedule():
+    """From a review: forced-sampling estimators off the l_1 ball or set during the warm-up,
+    a warm-up action other than the scheduled arm (replicas disagreeing among them) and arms
+    whose estimators took other than their scheduled steps were all loaded (only action[0]'s
+    arm then learned, from every replica). Each is refused; the states a run reaches load."""
+
+    def fresh() -> DPGLMBandit:
+        return DPGLMBandit(
+            3, 3, 30, warmup=2, h_sub=0.1, budget=PrivacyBudget(1.0, 1e-3), replicas=2, rng=0
+        )
+
+    run = fresh()
+    rng = np.random.default_rng(1)
+    states = []
+    for _ in range(8):  # through the end of the warm-up (round 6) and two rounds after it
+        run.observe(ContextFeedback(rng.uniform(-0.5, 0.5, size=3)))
+        run.act()
+        states.append(run.state_dict())  # within a round: the action saved
+        run.observe(RewardFeedback(rng.uniform(0.0, 1.0, size=2)))
+        states.append(run.state_dict())
+    for state in states:
+        fresh().load_state_dict(state)
+    warm, after = states[0], states[-1]  # round 0 with its action; round 8
+    bad = [
+        (dict(warm, forced=np.full((3, 2, 3), 1e-3)), "set in warm-up round 0"),
+        (dict(after, forced=np.full((3, 2, 3), 1.0)), "leave the l_1 ball of radius 1.0"),
+        (dict(warm, action=np.array([2, 1])), "not the scheduled arm 0"),
+        (dict(warm, action=np.array([0, 1])), "not the scheduled arm 0"),
+    ]
+    skewed = [dict(e) for e in after["estimators"]]
+    skewed[2] = states[-3]["estimators"][2]  # arm 2 one step behind
+    bad.append((dict(after, estimators=skewed), "arm 2 has taken 3 steps at round 8"))
+    for state, match in bad:
+        with pytest.raises(ValueError, match=match):
+            fresh().load_state_dict(state)

@@ -63,3 +63,23 @@ def test_glm_loss_contract():
     np.testing.assert_array_equal(loss.check_reward(np.array([0.5, 1.2]), clip=True), [0.5, 1.0])
     with pytest.raises(ValueError, match="finite"):
         loss.check_reward(np.array([np.nan]), clip=True)
+
+
+def test_negative_bounds_and_radii_are_refused():
+    """A negative bound gave a Lipschitz constant of -0.0 (and NoisyMinFrankWolfe with
+    x_bound = -1 and clip claimed epsilon 1 for noise that proves 2.26 at the true constant)."""
+    from dponline.losses import squared_loss_constants
+    from dponline.privacy.budget import PrivacyBudget
+    from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe
+
+    linear = GLMLoss.named("linear", (-1.0, 1.0))
+    assert linear.constants(1.0, 0.0)[0] > 0
+    for args in ((-1.0, 1.0), (1.0, -1.0), (float("nan"), 1.0)):
+        with pytest.raises(ValueError, match="non-negative"):
+            linear.constants(*args)
+    for args in ((-1.0, 1.0, 1.0), (1.0, -1.0, 1.0), (1.0, 1.0, -1.0)):
+        with pytest.raises(ValueError, match="non-negative"):
+            squared_loss_constants(*args)
+    for bad in ({"x_bound": -1.0}, {"y_bound": -1.0}, {"x_bound": 0.0}):
+        with pytest.raises(ValueError, match="positive"):
+            NoisyMinFrankWolfe(2, 10, budget=PrivacyBudget(1.0, 1e-3), clip=True, **bad)

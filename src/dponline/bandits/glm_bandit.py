@@ -177,7 +177,8 @@ class DPGLMBandit(NoiseHandle, RoundDiscipline):
         self.clip = bool(clip)
         per_arm = self.warmup + self.horizon - self.arms * self.warmup
         gen = as_generator(rng)
-        vertices = l1_ball_vertices(self.dim, radius)
+        self.radius = checked_positive("radius", radius)
+        vertices = l1_ball_vertices(self.dim, self.radius)
         # each arm's Algorithm 2 is private over its own samples; the bandit's JDP follows
         arm_budget = (
             None
@@ -345,6 +346,7 @@ class DPGLMBandit(NoiseHandle, RoundDiscipline):
                 f"{type(saved).__name__}" + (f" of {len(saved)}" if isinstance(saved, list) else "")
             )
         installs = [est.prepare_load(s) for est, s in zip(self.estimators, saved, strict=True)]
+        self._check_schedule(t, forced, [saved_field(s, "t") for s in saved])
         context, action = saved_field(state, "context"), saved_field(state, "action")
         if context is not None:
             context = np.array(
@@ -354,6 +356,11 @@ class DPGLMBandit(NoiseHandle, RoundDiscipline):
             if context is None:
                 raise ArgumentError("saved actions without a context: a round acts after one")
             action = checked_int_array("saved action", action, (self.replicas,), 0, self.arms)
+            if t < self.arms * self.warmup and np.any(action != t // self.warmup):
+                raise ArgumentError(
+                    f"saved actions {action.tolist()} in warm-up round {t} are not the "
+                    f"scheduled arm {t // self.warmup} (lines 3-6: arm i for its t_0 rounds)"
+                )
 
         def install() -> None:
             for install_estimator in installs:
@@ -362,6 +369,36 @@ class DPGLMBandit(NoiseHandle, RoundDiscipline):
             self.forced, self._context, self._action = forced, context, action
 
         return install
+
+    def _check_schedule(self, t: int, forced: np.ndarray, steps: list[Any]) -> None:
+        """Refuse a saved state off Algorithm 3's schedule at round t: forced-sampling
+        estimators that are not zero before the warm-up ends or that leave the parameter set
+        (l_1 ball of radius R: Frank-Wolfe iterates) after it, or an arm whose estimator has
+        taken other than its scheduled steps (min(max(t - i t_0, 0), t_0) in the warm-up;
+        t_0 + t - K t_0 after it, every arm learning every round)."""
+        warm = self.arms * self.warmup
+        if t < warm and np.any(forced != 0.0):
+            raise ArgumentError(
+                f"saved forced-sampling estimators are set in warm-up round {t}: they are "
+                f"taken when the warm-up ends (round {warm})"
+            )
+        norms = np.abs(forced).sum(axis=-1)
+        if t >= warm and float(norms.max()) > self.radius * (1.0 + 1e-9):
+            raise ArgumentError(
+                f"saved forced-sampling estimators leave the l_1 ball of radius {self.radius} "
+                f"(l_1 norm {float(norms.max()):.6g}): no run's iterate does"
+            )
+        for i, got in enumerate(steps):
+            want = (
+                min(max(t - i * self.warmup, 0), self.warmup)
+                if t < warm
+                else t - warm + self.warmup
+            )
+            if got != want:
+                raise ArgumentError(
+                    f"saved estimator of arm {i} has taken {got!r} steps at round {t}; the "
+                    f"schedule gives it {want}"
+                )
 
 
 # --- catalogue entries (dponline.registry): dponline list, specs, the battery, dponline audit ---

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dponline.losses.links import LINKS, CanonicalLink
+from dponline.privacy.arguments import checked_nonnegative
 
 __all__ = ["GLMLoss", "SquaredLoss", "checked_rewards", "squared_loss_constants"]
 
@@ -38,7 +39,11 @@ def squared_loss_constants(x_bound: float, y_bound: float, radius: float) -> tup
     """(L, beta) of f(theta; x, y) = (<x, theta> - y)^2 over an l_p ball of radius r for samples
     with ||x||_q <= X, |y| <= Y (q the dual exponent): grad f = 2 (<x, theta> - y) x has
     ||grad f||_q <= 2 (X r + Y) X = L, and ||grad f(theta) - grad f(theta')||_q
-    = 2 |<x, theta - theta'>| ||x||_q <= 2 X^2 ||theta - theta'||_p, so beta = 2 X^2."""
+    = 2 |<x, theta - theta'>| ||x||_q <= 2 X^2 ||theta - theta'||_p, so beta = 2 X^2. The
+    bounds and the radius must be non-negative (a negative one gave L <= 0)."""
+    x_bound = checked_nonnegative("x_bound", x_bound)
+    y_bound = checked_nonnegative("y_bound", y_bound)
+    radius = checked_nonnegative("radius", radius)
     return 2.0 * (x_bound * radius + y_bound) * x_bound, 2.0 * x_bound**2
 
 
@@ -77,8 +82,10 @@ class GLMLoss:
         return (self.link(z) - y)[:, None] * np.broadcast_to(x, theta.shape)
 
     def constants(self, x_bound: float, radius: float) -> tuple[float, float]:
-        """(L, beta): Lipschitz and smoothness constants (module docstring)."""
-        c = float(x_bound) * float(radius)
+        """(L, beta): Lipschitz and smoothness constants (module docstring); the bound and the
+        radius must be non-negative."""
+        x_bound = checked_nonnegative("x_bound", x_bound)
+        c = x_bound * checked_nonnegative("radius", radius)
         lo, hi = self.reward_range
         lip = float(x_bound) * max(
             float(self.link(np.float64(c))) - lo, hi - float(self.link(np.float64(-c)))

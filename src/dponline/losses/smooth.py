@@ -60,9 +60,13 @@ class SmoothLoss:
         if self.curvature is not None:
             c = check_finite(self.curvature, "curvature")
             a = c * np.eye(d) if c.ndim == 0 else c
-            if a.shape != (d, d) or not np.allclose(a, a.T, atol=1e-12):
+            scale = float(np.abs(a).max()) if a.size else 0.0
+            if a.shape != (d, d) or np.abs(a - a.T).max(initial=0.0) > 1e-12 * max(scale, 1.0):
                 raise ValueError(f"curvature must be a scalar or a symmetric ({d}, {d}) matrix")
-            if np.linalg.eigvalsh(a)[0] < -1e-12:
+            # rounding-level asymmetry removed, so that the value, the gradient A (x - a) and
+            # the Hessian A all describe one quadratic and the convexity check reads it whole
+            a = 0.5 * (a + a.T)
+            if np.linalg.eigvalsh(a)[0] < -1e-12 * max(scale, 1.0):
                 raise ValueError("curvature must be positive semi-definite (a convex quadratic)")
             anchor = np.zeros(d) if self.anchor is None else check_finite(self.anchor, "anchor")
             if anchor.shape != (d,):

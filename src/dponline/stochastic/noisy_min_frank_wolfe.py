@@ -46,6 +46,7 @@ from dponline.losses import GLMLoss, SquaredLoss
 from dponline.privacy.accounting import zcdp_renyi_epsilon, zcdp_rho_for
 from dponline.privacy.arguments import (
     checked_generator,
+    checked_positive,
     checked_real_array,
     saved_field,
 )
@@ -206,7 +207,9 @@ class NoisyMinFrankWolfe(NoiseHandle, RoundDiscipline):
         if self.vertices.ndim != 2 or self.vertices.shape[1] != self.dim:
             raise ValueError(f"vertices must be (k, {self.dim}), got {self.vertices.shape}")
         _require_origin_in_hull(self.vertices)
-        self.x_bound, self.y_bound, self.clip = float(x_bound), float(y_bound), bool(clip)
+        self.x_bound = checked_positive("x_bound", x_bound)
+        self.y_bound = checked_positive("y_bound", y_bound)
+        self.clip = bool(clip)
         self.loss: GLMLoss | SquaredLoss = SquaredLoss(self.y_bound) if loss is None else loss
         r = float(np.abs(self.vertices).sum(axis=1).max())  # max_v ||v||_1
         diffs = self.vertices[:, None, :] - self.vertices[None, :, :]
