@@ -30,7 +30,6 @@ learners and environments by feedback kind and action space), the learner batter
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -50,7 +49,7 @@ from dponline.privacy.arguments import (
     saved_field,
 )
 from dponline.privacy.budget import PrivacyBudget
-from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
+from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee, scaled_guarantee
 
 __all__ = [
     "BanditFeedback",
@@ -469,12 +468,4 @@ class NoiseHandle:
         self._scale_noise(f)
         self.noise_multiplier *= f
         if self.noise_multiplier < 1.0:
-            self.privacy = dataclasses.replace(
-                self.privacy,
-                epsilon=math.inf,
-                rho=None,
-                derivation=(
-                    f"noise multiplied by {self.noise_multiplier:g} after calibration: no "
-                    f"guarantee (for audits). As calibrated: {self.privacy.derivation}"
-                ),
-            )
+            self.privacy = scaled_guarantee(self.privacy, self.noise_multiplier)

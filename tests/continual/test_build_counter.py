@@ -5,6 +5,8 @@ Deterministic: fixed seeds and exact comparisons."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -258,3 +260,26 @@ def test_anytime_counters_give_their_first_n_variances(mechanism):
         assert np.allclose(got, [counter.variance(t) for t in range(1, n + 1)], rtol=1e-12)
     with pytest.raises(ValueError, match="n must be a positive integer"):
         counter.variances(0)
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "horizon", "budget"),
+    [
+        ("sqrt_factorization", 64, PrivacyBudget(1.0, 1e-6)),
+        ("kary_tree", 64, PrivacyBudget(1.0, 1e-6)),
+        (None, None, PrivacyBudget(1.0, 1e-6, participations=4, min_separation=8)),
+        ("binary_tree", None, PrivacyBudget(1.0, 1e-6)),
+    ],
+    ids=["square-root", "k-ary-tree", "anytime-person", "doubling"],
+)
+def test_a_counter_whose_noise_is_cut_states_no_guarantee(mechanism, horizon, budget):
+    """From a review: after scale_noise(0.01) the counters still stated epsilon 1 (392 is what
+    that noise proves for the square root) while learners voided theirs. More noise keeps the
+    claim; less voids it (epsilon = inf, rho dropped, the calibrated derivation kept)."""
+    counter = make_counter(mechanism, horizon=horizon, bounds=Box(0.0, 1.0, dim=1), budget=budget)
+    calibrated = counter.privacy
+    counter.scale_noise(2.0)
+    assert counter.privacy == calibrated
+    counter.scale_noise(0.01)
+    assert counter.privacy.epsilon == math.inf and counter.privacy.rho is None
+    assert counter.privacy.derivation.endswith(calibrated.derivation)

@@ -44,7 +44,7 @@ from dponline.privacy.arguments import (
     saved_field,
 )
 from dponline.privacy.bounds import InputBounds, check_finite
-from dponline.privacy.guarantee import PrivacyGuarantee
+from dponline.privacy.guarantee import PrivacyGuarantee, scaled_guarantee
 from dponline.privacy.noise import NoiseDistribution
 from dponline.rng import RngLike, as_generator, generator_state
 
@@ -164,7 +164,9 @@ class StreamingCounter(ABC):
         distribution of later draws and every draw already made at construction (a mechanism
         that draws ahead scales them in :meth:`_scale_drawn_noise`). Laplace and Gaussian
         draws are their scale times a standard draw, so this is the counter built with the
-        scaled noise, drawing the same randomness."""
+        scaled noise, drawing the same randomness. A factor below 1 voids the calibrated
+        guarantee, as a learner's does: ``privacy`` then says so (epsilon = inf,
+        :func:`~dponline.privacy.guarantee.scaled_guarantee`)."""
         f = checked_positive("factor", factor)
         if self.t != 0:
             raise ValueError(
@@ -172,6 +174,7 @@ class StreamingCounter(ABC):
             )
         self.noise = self.noise.scaled(f)
         self._scale_drawn_noise(f)
+        self.privacy = scaled_guarantee(self.privacy, f)
 
     def _scale_drawn_noise(self, factor: float) -> None:  # noqa: B027 (a hook, no-op by default)
         """Scale the noise drawn at construction (none by default: draws happen per step)."""

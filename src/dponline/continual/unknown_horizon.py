@@ -31,7 +31,7 @@ from dponline.privacy.arguments import (
     saved_field,
 )
 from dponline.privacy.bounds import InputBounds, check_finite
-from dponline.privacy.guarantee import PrivacyGuarantee, proves_less
+from dponline.privacy.guarantee import PrivacyGuarantee, proves_less, scaled_guarantee
 from dponline.privacy.noise import NoiseDistribution
 from dponline.rng import RngLike, as_generator, generator_state
 
@@ -200,7 +200,7 @@ class DoublingCounter:
 
     def scale_noise(self, factor: float) -> None:
         """Multiply every block's noise by ``factor`` before the first step (an audit's
-        handle)."""
+        handle); below 1 in all, the stated guarantee is voided (epsilon = inf)."""
         f = checked_positive("factor", factor)
         if self.t != 0:
             raise ValueError(
@@ -208,6 +208,8 @@ class DoublingCounter:
             )
         self.noise_multiplier *= f
         self._variance_cache.clear()
+        if self.noise_multiplier < 1.0:
+            self.privacy = scaled_guarantee(self.privacy, self.noise_multiplier)
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -17,12 +17,18 @@ streams then differ in the inputs of those k rounds, each within the input set.
 
 from __future__ import annotations
 
+import math
 import numbers
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from dponline.privacy.arguments import ArgumentError, checked_nonnegative, checked_probability
+from dponline.privacy.arguments import (
+    ArgumentError,
+    checked_nonnegative,
+    checked_positive,
+    checked_probability,
+)
 
 __all__ = [
     "Neighbouring",
@@ -31,6 +37,7 @@ __all__ = [
     "PrivacyWarning",
     "check_participation",
     "proves_less",
+    "scaled_guarantee",
     "unit_text",
 ]
 
@@ -198,3 +205,25 @@ class PrivacyGuarantee:
         if self.rho is not None:
             core += f", {self.rho:.4g}-zCDP"
         return f"{core}; {self.notion.value}; neighbours: {self.unit}"
+
+
+def scaled_guarantee(
+    privacy: PrivacyGuarantee | None, noise_multiplier: float
+) -> PrivacyGuarantee | None:
+    """The guarantee of a mechanism whose calibrated noise was multiplied by
+    ``noise_multiplier`` (an audit's handle): unchanged at a multiplier >= 1 (more noise proves
+    at least as much), none (epsilon = inf, the calibrated derivation kept) below 1. Learners
+    (:meth:`~dponline.protocol.NoiseHandle.scale_noise`), counters and the batch fits all state
+    it so."""
+    m = checked_positive("noise_multiplier", noise_multiplier)
+    if privacy is None or m >= 1.0:
+        return privacy
+    return replace(
+        privacy,
+        epsilon=math.inf,
+        rho=None,
+        derivation=(
+            f"noise multiplied by {m:g} after calibration: no guarantee (for audits). As "
+            f"calibrated: {privacy.derivation}"
+        ),
+    )

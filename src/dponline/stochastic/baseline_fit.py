@@ -33,8 +33,6 @@ Their accounting (the subsampled Gaussian under replace-one neighbours) is in
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import numbers
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +43,7 @@ import numpy as np
 from dponline.privacy.arguments import checked_count, checked_positive
 from dponline.privacy.bounds import check_finite, lp_norm
 from dponline.privacy.budget import PrivacyBudget
-from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee
+from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee, scaled_guarantee
 from dponline.protocol import checked_budget
 from dponline.rng import RngLike, as_generator
 
@@ -201,27 +199,6 @@ def checked_samples(algorithm: str, samples: int, minimum: int) -> int:
 def checked_noise_multiplier(noise_multiplier: float) -> float:
     """The factor on every calibrated noise scale: a finite positive real number."""
     return checked_positive("noise_multiplier", noise_multiplier)
-
-
-def scaled_guarantee(
-    privacy: PrivacyGuarantee | None, noise_multiplier: float
-) -> PrivacyGuarantee | None:
-    """The guarantee of a run whose calibrated noise was multiplied by ``noise_multiplier``:
-    unchanged at a multiplier >= 1 (more noise proves at least as much), none (epsilon = inf,
-    the calibrated derivation kept) below 1, exactly as
-    :meth:`~dponline.protocol.NoiseHandle.scale_noise` states it for a learner."""
-    m = checked_noise_multiplier(noise_multiplier)
-    if privacy is None or m >= 1.0:
-        return privacy
-    return dataclasses.replace(
-        privacy,
-        epsilon=math.inf,
-        rho=None,
-        derivation=(
-            f"noise multiplied by {m:g} after calibration: no guarantee (for audits). As "
-            f"calibrated: {privacy.derivation}"
-        ),
-    )
 
 
 class BatchPlan(Protocol):
