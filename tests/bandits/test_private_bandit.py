@@ -555,6 +555,7 @@ def test_the_audit_on_a_full_dimensional_set(delta):
     assert full.epsilon_lower > 0.05 and tenth.epsilon_lower > 1.0
 
 
+@pytest.mark.filterwarnings("ignore::dponline.privacy.guarantee.PrivacyWarning")
 @pytest.mark.parametrize("calibration", ["tight", "paper"])
 def test_a_loss_range_is_read_alike_with_and_without_a_horizon(calibration):
     """The anytime learner's paper calibration read ``loss_range`` with ``or`` (a numpy array

@@ -17,12 +17,14 @@ printed, on the tree of Appendix A (TreeBasedAgg, our ``padded_tree``): Laplace 
 smoothing sphere (the ambient dimension for a full-dimensional set; the affine hull's dimension
 otherwise, which is what the estimator's ``n / zeta`` becomes), ``log T`` is
 :func:`~dponline.privacy.calibration.paper_log`, and the paper's ``log(.)`` elsewhere is
-natural. The guarantee is what that noise proves under the exact sensitivity of the batch sums
-in R^n, ``(k / zeta)(hi - lo)`` in l2 and ``(k / zeta)(hi - lo) sqrt(n)`` in l1
-(``||u||_1 <= sqrt(n) ||u||_2``). Lemma 5.1's scale (it bounds the l1 norm of a whole batch
-sum, T^{1/2} times one term) proves a smaller epsilon than asked except at short horizons or in
-high dimension: asked epsilon = 1 with the default loss range, it proves 0.50 on [-1, 1] and
-1.24 on the simplex in R^50 at T = 100, 0.12 and 0.18 at T = 10,000, but 1.125 on [-1, 1] at
+natural. The guarantee is what that noise proves under the sensitivity of the batch sums in
+R^n, ``(k / zeta)(hi - lo)`` in l2 (exact) and ``(k / zeta)(hi - lo) sqrt(n)`` in l1
+(``||u||_1 <= sqrt(n) ||u||_2``: exact for a full-dimensional set, an upper bound otherwise,
+where the hull's own constant c_V of the lemma below can be smaller, so the epsilon stated is
+then slightly above what the noise proves). Lemma 5.1's scale (it bounds the l1 norm of a whole
+batch sum, T^{1/2} times one term) proves a smaller epsilon than asked except at short horizons
+or in high dimension: asked epsilon = 1 with the default loss range, it proves 0.50 on [-1, 1]
+and 1.24 on the simplex in R^50 at T = 100, 0.12 and 0.18 at T = 10,000, but 1.125 on [-1, 1] at
 T = 16, which the calibration refuses unless the budget allows a weaker guarantee
 (``allow_weaker``). Lemma 5.4's sigma proves far less than epsilon (at most 0.039 in the same
 cases, asked (1, 1e-5)).

@@ -15,9 +15,10 @@ the conditional gradient method solves line 14,
 
     x~_R ~ argmin_{x in D} 1/2 ||x||^2 + <eta s~_{R-1}, x>,
 
-with one call to the linear minimisation oracle per round of the batch (so at most T_batch
-calls), stopping early once its duality gap certifies the paper's precision
-eps_cg = D / T_batch^{1/2} in distance (1-strong convexity: ||x - x*|| <= sqrt(2 gap)); its
+with one call to the linear minimisation oracle per round of the batch (T_batch calls), its
+iterate frozen once the duality gap certifies the paper's precision eps_cg = D / T_batch^{1/2}
+in distance (1-strong convexity: ||x - x*|| <= sqrt(2 gap)); the oracle is still called in the
+batch's remaining rounds (the replicas step together), so freezing saves no call; its
 answer is played in batch R+1. This is NoisyOCO (Algorithm 2) on the batch losses with
 NoisyMap(-eta s~) one batch stale (Appendix C). Line 14 prints ``- <eta s~_{R-1}, x>``; the
 analysis (Lemma C.3: x^_R = grad omega*(-eta sum g~)) and NoisyOCO line 3 need ``+``, which is
@@ -54,6 +55,7 @@ import numpy as np
 from dponline.bandits.ene_noise import PrivateBanditCalibrator
 from dponline.bandits.noisy_oco import ConditionalGradientMap, NoisyOCO, SphericalSmoothing
 from dponline.continual.factory import build_counter
+from dponline.continual.registry import get_mechanism
 from dponline.domains.base import ConvexDomain, checked_domain
 from dponline.doubling import DoublingLearner
 from dponline.privacy.arguments import (
@@ -202,6 +204,8 @@ class PrivateBandit(NoiseHandle, RoundDiscipline):
         )
         self.calibrator: PrivateBanditCalibrator | None = None
         counter_dim = self.dim  # exact sums (budget None) in R^n
+        if mechanism is not None:  # unused without a budget, but a misspelt name is refused
+            get_mechanism(mechanism)
         if self.budget is not None:
             self.calibrator = PrivateBanditCalibrator(
                 horizon=T,

@@ -157,6 +157,8 @@ def build_counter(
             caller_checks_inputs=caller_checks_inputs,
         )
     if budget is None:
+        if mechanism is not None:  # unused without noise, but a misspelt name is still refused
+            get_mechanism(mechanism)
         return BinaryTreeCounter(
             horizon, dim, GaussianNoise(0.0), replicas=replicas, rng=rng, bounds=bounds, clip=clip
         )
