@@ -33,7 +33,7 @@ a person of every round at T = 8 and 15). It differs: at T = 1024
 the BLT optimised for the pattern beats the rescaled square root for 4 rounds 256 apart and 16
 rounds 1 apart. Past 4,096 rounds the rescaled square root is charged k_eff times one round's
 sensitivity (its strategy matrix is too large to search), an upper bound that can lose it the
-choice: at T = 16,384, 4 rounds 2,048 apart, the BLT's 99.84 beats its 250.6, where its true
+choice: at T = 16,384, 4 rounds 2,048 apart, the BLT's 99.85 beats its 250.6, where its true
 sensitivity (28.16 to 28.43 squared, against 67.04 charged) would give 105.3 to 106.3; at
 T = 4,097, 2 rounds 2,049 apart, the BLT is chosen at 30.65 against 49.54, where the square
 root at T = 4,096 (2 rounds 2,048 apart, exact) had 28.81. Past
