@@ -38,9 +38,9 @@ sensitivity (28.16 to 28.43 squared, against 67.04 charged) would give 105.3 to 
 T = 4,097, 2 rounds 2,049 apart, the BLT is chosen at 30.65 against 49.54, where the square
 root at T = 4,096 (2 rounds 2,048 apart, exact) had 28.81. Past
 :data:`PERSON_BLT_HORIZON` rounds the BLT is scored only where no square root fits (its
-optimisation for the pattern is costly), so the square root is chosen there, 7% to 28% above
-the BLT in the patterns measured (4 rounds 10^5 apart at T = 10^6: 183.1 against 170.9;
-64 rounds 1 apart at T = 2^18 + 1: 73,592 against 57,457); name ``mechanism="blt"`` for them.
+optimisation for the pattern is costly), so the square root is chosen there, 6% to 27% above
+the BLT in the patterns measured (4 rounds 10^5 apart at T = 10^6: 183.1 against 172.0;
+64 rounds 1 apart at T = 2^18 + 1: 73,592 against 5.784e4); name ``mechanism="blt"`` for them.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ MEMORY_BUDGET = 64 * 2**20
 #: above this horizon the choice for a person scores the BLT only where no square root fits the
 #: memory budget: optimising the BLT for a pattern costs up to 22 s at 2^18 rounds and 97 s at
 #: 10^6 (the whole ranking), while up to 2^18 it can have half the square root's variance
-#: (1,000 rounds 1 apart at T = 16,385: 3.93e6 against 7.47e6)
+#: (1,000 rounds 1 apart at T = 16,385: 3.92e6 against 7.48e6)
 PERSON_BLT_HORIZON = 2**18
 
 #: the counter of ``paper`` calibrations: Agarwal & Singh's Algorithm 2 (TreeBasedAgg), the tree
