@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dponline.continual import participation as P
 from dponline.continual.base import ContinualCounter
@@ -325,3 +327,102 @@ def test_toeplitz_l1_takes_the_earliest_rounds_b_apart():
             got = toeplitz_participation(lambda n, c=c: c[:n], t, k, b)
             col_l1 = np.cumsum(np.abs(c))[::-1]
             assert got.l1 == pytest.approx(P.best_separated_sum(col_l1, k, b), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    t=st.integers(1, 10),
+    k=st.integers(1, 4),
+    b=st.integers(1, 4),
+    seed=st.integers(0, 2**32 - 1),
+    constant=st.booleans(),
+)
+def test_weighted_toeplitz_bound_brackets_the_exact_value(t, k, b, seed, constant):
+    """C = diag(sqrt(w)) S with S Toeplitz of nonnegative non-increasing coefficients and any
+    w >= 0: the bound's lower value is attained by a pattern, the exact maximum over every
+    allowed set lies between the two, and for constant w the bound is exact (the proof in
+    weighted_toeplitz_participation_sq); the cruder fallback is valid too."""
+    rng = np.random.default_rng(seed)
+    c = np.sort(rng.random(t))[::-1]
+    w = np.full(t, rng.random() + 0.1) if constant else rng.random(t) * 3.0
+    s = c[np.clip(np.subtract.outer(np.arange(t), np.arange(t)), 0, None)]
+    s = np.where(np.subtract.outer(np.arange(t), np.arange(t)) >= 0, s, 0.0)
+    strategy = np.sqrt(w)[:, None] * s
+    exact = P.quadratic_participation_sq(strategy.T @ strategy, k, b)
+    upper, lower = P.weighted_toeplitz_participation_sq(c, w, k, b)
+    assert lower <= exact * (1 + 1e-12) + 1e-12
+    assert exact <= upper * (1 + 1e-12)
+    if constant:
+        assert upper == pytest.approx(exact, rel=1e-8, abs=1e-12)
+    crude, crude_lower = P.weighted_toeplitz_participation_sq(c, w, k, b, fft_limit=0)
+    assert crude_lower == lower and exact <= crude * (1 + 1e-12)
+
+
+def test_weighted_toeplitz_refuses_what_its_proof_does_not_cover():
+    with pytest.raises(ValueError, match="non-increasing"):
+        P.weighted_toeplitz_participation_sq(np.array([0.5, 1.0]), np.ones(2), 2, 1)
+    with pytest.raises(ValueError, match="nonnegative weights"):
+        P.weighted_toeplitz_participation_sq(np.array([1.0, 0.5]), np.array([1.0, -1.0]), 2, 1)
+    with pytest.raises(ValueError, match="shape"):
+        P.weighted_toeplitz_participation_sq(np.array([1.0, 0.5]), np.ones(3), 2, 1)
+
+
+def test_rescaled_square_root_person_bound_at_long_horizons():
+    """Past 4,096 rounds the rescaled square root was charged k_eff times one round's
+    sensitivity: 67.04 squared at T = 16,384 for 4 rounds 2,048 apart, where a pattern reaches
+    28.16; the row-weighted Toeplitz bound is within 0.01% of that pattern, without the T x T
+    matrix. Below the limit it is no looser than the VecSens bound on the materialised matrix
+    by more than 0.03%, and its l1 factor is the exact one."""
+    cls = MECHANISMS["scaled_sqrt"]
+    far = cls.participation_sensitivity_factors(16384, 4, 2048)
+    from dponline.continual.matrix_factorization import sqrt_coefficients
+    from dponline.continual.scaled_sqrt import scaled_sqrt_diagonal
+
+    weights = scaled_sqrt_diagonal(16384) ** -2.0
+    _, lower = P.weighted_toeplitz_participation_sq(sqrt_coefficients(16384), weights, 4, 2048)
+    assert 28.16 <= lower <= far.l2**2 <= lower * 1.0001
+    charged_before = P.triangle_bound(cls.sensitivity_factors(16384), 16384, 4, 2048)
+    assert far.l2**2 < 0.5 * charged_before.l2**2
+    for t, k, b in [(1024, 16, 1), (1024, 4, 256), (300, 3, 7)]:
+        got = cls.participation_sensitivity_factors(t, k, b)
+        generic = P.strategy_participation(cls.strategy_matrix(t), k, b)
+        assert got.l2 <= generic.l2 * 1.0003
+        assert got.l1 == pytest.approx(generic.l1, rel=1e-9) and got.l1_exact
+
+
+@pytest.mark.parametrize(("t", "k", "b"), [(9, 3, 2), (12, 2, 1), (13, 4, 3), (27, 2, 9)])
+def test_kary_tree_past_the_strategy_limit_matches_brute_force(monkeypatch, t, k, b):
+    """Past the limit the k-ary tree's l1 factor is the exact best separated sum of its column
+    norms and its l2 factor each level's cells maximised on their own: checked against every
+    allowed set and sign on the materialised cells, with the limit lowered."""
+    import dponline.continual.kary_tree as kary
+
+    monkeypatch.setattr(kary, "STRATEGY_LIMIT", 1)
+    for layout in [(3, 2), (3, 3), (5, 2)]:
+        cls = kary.KaryTreeCounter.with_layout(*layout)
+        got = cls.participation_sensitivity_factors(t, k, b)
+        sq, l1 = brute_force(cls.strategy_matrix(t), k, b)
+        assert got.l1_exact and got.l1 == pytest.approx(l1, rel=1e-12), layout
+        assert got.l2**2 >= sq * (1 - 1e-12), layout
+        assert "each level" in got.method
+
+
+def test_kary_tree_person_factors_at_long_horizons():
+    """At T = 16,384, 4 rounds 2,048 apart, the k-ary tree was charged k_eff times one round:
+    l1 16 (exact, now flagged so) and l2^2 64. Its layout is 13-ary with 4 levels: the cells of
+    the three lower levels (up to 169 rounds) hold one round each, the top level's (2,197
+    rounds) at most two: 4 + 4 + 4 + 2 x 2^2 = 20."""
+    got = MECHANISMS["kary_tree"].participation_sensitivity_factors(16384, 4, 2048)
+    assert (got.l1, got.l1_exact) == (16.0, True)
+    assert got.l2**2 == pytest.approx(20.0) and not got.l2_exact
+
+
+def test_best_separated_sum_shortcut_agrees_with_the_recursion():
+    """k copies of the largest value b apart end the search at once; the recursion agrees."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        t, k, b = int(rng.integers(1, 30)), int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        v = rng.integers(-2, 4, size=t).astype(float)
+        got = P.best_separated_sum(v, k, b)
+        stacked = P.best_separated_sum(v[None, :], k, b)[0]  # 2-D input takes no shortcut
+        assert got == pytest.approx(stacked, abs=1e-12)

@@ -85,7 +85,7 @@ def test_tight_picks_the_counter_for_the_person(horizon, k, b, expected):
     """For a person the one-round ranking does not carry over (the rescaled square root's
     sensitivity under a pattern is an upper bound, the BLT is optimised for the pattern):
     ``tight`` runs the Gaussian counter of least variance for the budget's unit. The one-round
-    choice, the rescaled square root, has 1.16x the BLT's variance at 16 rounds 1 apart."""
+    choice, the rescaled square root, has 1.13x the BLT's variance at 16 rounds 1 apart."""
     assert best_mechanism(horizon, 1, "gaussian") == "scaled_sqrt"
     got = best_mechanism(horizon, 1, "gaussian", participations=k, min_separation=b)
     assert got == expected

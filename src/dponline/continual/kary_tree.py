@@ -68,11 +68,20 @@ another (k, h).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dponline.continual.base import ContinualCounter
+from dponline.continual.participation import (
+    STRATEGY_LIMIT,
+    ParticipationSensitivity,
+    best_separated_sum,
+    cell_level_bound_sq,
+    check_pattern,
+    effective_participations,
+)
 from dponline.privacy.noise import NoiseDistribution
 
 __all__ = [
@@ -301,6 +310,27 @@ class KaryTreeCounter(ContinualCounter):
     def strategy_matrix(cls, horizon: int) -> np.ndarray:
         """C of the module docstring: a row per used cell, a column per round."""
         return kary_factors(int(horizon), *cls.layout(horizon))[1]
+
+    @classmethod
+    def participation_sensitivity_factors(
+        cls, horizon: int, participations: int, min_separation: int
+    ) -> ParticipationSensitivity:
+        """One person's factors: from the strategy matrix up to ``STRATEGY_LIMIT`` rounds (the
+        generic routine); past it without materialising C: l1 exactly, the best separated sum
+        of the column norms n_s (C >= 0, :mod:`~dponline.continual.participation`), l2 by
+        each level's cells maximised on its own (:func:`~dponline.continual.participation.
+        cell_level_bound_sq`) or k_eff^2 max_s n_s if less, an upper bound, flagged."""
+        t, k, b = check_pattern(horizon, participations, min_separation)
+        if t <= STRATEGY_LIMIT:
+            return super().participation_sensitivity_factors(t, k, b)
+        keff = effective_participations(t, k, b)
+        arity, levels = cls.layout(t)
+        norms = kary_column_norms(t, arity, levels)
+        l1 = float(best_separated_sum(norms, keff, b))
+        cells = [(arity**j, -(-t // arity**j)) for j in range(levels)]
+        sq = min(cell_level_bound_sq(cells, keff, b), keff * keff * int(norms.max()))
+        how = "each level's cells maximised on its own (strategy matrix too large to search)"
+        return ParticipationSensitivity(t, k, b, keff, l1, math.sqrt(sq), True, keff == 1, how)
 
     def variance(self, t: int) -> float:
         t = self._check_t(t)

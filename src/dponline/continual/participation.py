@@ -46,6 +46,11 @@ Exact l2 routines by structure:
   sens_2^2 = sum_{i<T} (sum_{m < k_eff, m b <= i} c_{i - m b})^2. Other coefficients are
   replaced by the reverse running maximum of |c| (non-increasing, at least |c|, so X grows
   elementwise): an upper bound, flagged.
+* **rows of such a Toeplitz C rescaled** (C = diag(sqrt(w)) S, the rescaled square root):
+  each X_ij bounded by its largest value at the pattern's least gap and any later position
+  (:func:`weighted_toeplitz_participation_sq`, ours), an upper bound within 0.03% of a
+  pattern's value up to T = 16,384 and 0.5% at 10^6 where we compared, reported with that
+  pattern's value; exact for constant w.
 * **any C** (:func:`strategy_participation`): X b-banded (columns b or more apart orthogonal):
   the best min-separated sum of diag X, exact; X >= 0 with few allowed sets: exhaustive search,
   exact; otherwise the VecSens bound (arXiv 2306.08153, Algorithm 3: the best min-separated sum
@@ -63,11 +68,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import signal
 
 __all__ = [
     "ParticipationSensitivity",
     "allowed_patterns",
     "best_separated_sum",
+    "cell_level_bound_sq",
     "check_pattern",
     "count_patterns",
     "effective_participations",
@@ -79,6 +86,7 @@ __all__ = [
     "tree_participation_sq",
     "triangle_bound",
     "vecsens_upper_sq",
+    "weighted_toeplitz_participation_sq",
 ]
 
 #: largest number of allowed participation sets searched exhaustively by the generic routine
@@ -88,6 +96,9 @@ TREE_WORK_LIMIT = 2 * 10**9
 #: largest horizon whose strategy matrix the generic routine materialises (its Gram matrix is
 #: T x T); past it, the triangle inequality bounds the person by k_eff single rounds
 STRATEGY_LIMIT = 4096
+#: largest k_eff x T for which the rescaled square root's person bound correlates k_eff rows by
+#: FFT (:func:`weighted_toeplitz_participation_sq`); past it the cruder max(w) bound
+WEIGHTED_TOEPLITZ_LIMIT = 2**25
 
 
 @dataclass(frozen=True)
@@ -175,6 +186,18 @@ def best_separated_sum(values: np.ndarray, participations: int, min_separation: 
     b = int(min_separation)
     k = min(int(participations), -(-t // b))
     lead = v.shape[:-1]
+    if not lead and t and float(v.max()) >= 0.0:
+        # k indices of the largest value b apart (the earliest-first greedy finds the most)
+        # make the best set outright: no set holds more than k values, none above the largest
+        top = np.flatnonzero(v == v.max())
+        picked, at = 1, int(top[0])
+        while picked < k:
+            nxt = int(np.searchsorted(top, at + b))
+            if nxt == top.size:
+                break
+            picked, at = picked + 1, int(top[nxt])
+        if picked == k:
+            return k * float(v.max())
     # a ring of b + 1 rows: row i % (b + 1) holds F[i, 0..k] while it is needed; F[T + ., .] = 0
     f = np.zeros((b + 1, *lead, k + 1))
     for i in range(t - 1, -1, -1):
@@ -237,6 +260,75 @@ def toeplitz_participation_sq(
         start = m * int(min_separation)
         s[start:] += c[: t - start]
     return float(np.sum(s * s)), exact
+
+
+def _separated_pattern_sq(
+    coefficients: np.ndarray, weights: np.ndarray, k: int, b: int, start: int
+) -> float:
+    """sum_r w_r (sum_{i in P, i <= r} c_{r-i})^2 for P = {start, start + b, ...}: k rounds."""
+    c, t = coefficients, coefficients.size
+    s = np.zeros(t)
+    for m in range(k):
+        i = start + m * b
+        s[i:] += c[: t - i]
+    return float(np.sum(weights * s * s))
+
+
+def weighted_toeplitz_participation_sq(
+    coefficients: np.ndarray,
+    weights: np.ndarray,
+    participations: int,
+    min_separation: int,
+    *,
+    fft_limit: int = WEIGHTED_TOEPLITZ_LIMIT,
+) -> tuple[float, float]:
+    """(upper, lower) bounds on sens^2 = max_P sum_{i,j in P} X_ij for the strategy
+    C = diag(sqrt(w)) S, S lower-triangular Toeplitz with nonnegative non-increasing
+    coefficients c_0..c_{T-1} and weights w >= 0 (the rescaled square root: w = D^{-2}).
+    ``lower`` is attained (k_eff rounds exactly b apart from the first round or ending at the
+    last), so the truth lies in [lower, upper]. Ours.
+
+    *Proof of the upper bound.* X_ij = sum_r w_r c_{r-i} c_{r-j}; for i <= j, with d = j - i,
+    X_ij = h(d, j) := sum_{q=0}^{T-1-j} c_{q+d} c_q w_{j+q}, non-increasing in d since
+    c is (every factor is nonnegative). Number an allowed set's rounds p_0 < ... < p_{m-1}
+    (m <= k_eff); then p_l - p_l' >= (l - l') b and p_l >= l b, so for l' <= l
+
+        X_{p_l' p_l} <= h((l - l') b, p_l) <= H((l - l') b, l b),
+        H(d, j0) := max_{j >= j0} h(d, j).
+
+    Every X_ij is nonnegative, so summing over all k_eff^2 pairs (l, l') bounds every set:
+    sens^2 <= U = sum_l H(0, l b) + 2 sum_{l' < l} H((l - l') b, l b). For constant w, h is
+    non-increasing in j too, H(d, j0) = h(d, j0), and the set {0, b, 2b, ...} attains every
+    term: U is exact (Kalinin & Lampert's Toeplitz rule). Each h(d, .) is one FFT correlation,
+    so U costs k_eff FFTs of length 2T; the computed U is raised by a relative 1e-9 against
+    the FFT's rounding. Where k_eff T exceeds ``fft_limit``, the cruder max_r w_r times the
+    Toeplitz rule's exact value for S (X <= max(w) S^T S elementwise) is returned instead.
+    """
+    c = np.asarray(coefficients, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    t = c.size
+    if w.shape != c.shape:
+        raise ValueError(f"weights must have shape {c.shape}, got {w.shape}")
+    if np.any(c < 0) or np.any(np.diff(c) > 0) or np.any(w < 0):
+        raise ValueError("needs nonnegative non-increasing coefficients and nonnegative weights")
+    b = int(min_separation)
+    k = effective_participations(t, participations, b)
+    lower = max(
+        _separated_pattern_sq(c, w, k, b, 0),
+        _separated_pattern_sq(c, w, k, b, t - 1 - (k - 1) * b),
+    )
+    if k * t > fft_limit:
+        plain, _ = toeplitz_participation_sq(c, k, b)
+        return max(float(w.max()) * plain, lower), lower
+    upper = 0.0
+    for gap in range(k):
+        d = gap * b
+        a = np.zeros(t)
+        a[: t - d] = c[d:] * c[: t - d]  # a_q = c_{q+d} c_q
+        h = signal.fftconvolve(w, a[::-1])[t - 1 : 2 * t - 1]  # h[j] = sum_q a_q w_{j+q}
+        tail_max = np.maximum.accumulate(h[::-1])[::-1]
+        upper += (1.0 if gap == 0 else 2.0) * float(tail_max[np.arange(gap, k) * b].sum())
+    return max(upper * (1.0 + 1e-9), lower), lower
 
 
 # ------------------------------------------------------------------ the binary tree
@@ -367,13 +459,18 @@ def _tree_sq(t: int, k: int, b: int) -> int:
 
 
 def _tree_level_bound_sq(t: int, k: int, b: int) -> int:
-    """An upper bound on :func:`tree_participation_sq`: each level maximised on its own. A node
-    of size s holds at most c = min(k, ceil(s / b)) rounds, the k rounds fill whole nodes best:
-    floor(k / c) c^2 + (k mod c)^2 per level."""
+    """An upper bound on :func:`tree_participation_sq`: each level maximised on its own."""
+    return cell_level_bound_sq([(1 << h, t >> h) for h in range(t.bit_length())], k, b)
+
+
+def cell_level_bound_sq(levels: list[tuple[int, int]], k: int, b: int) -> int:
+    """An upper bound on max_P sum over cells of |P cap cell|^2 for a strategy of 0/1 rows that
+    are cells: at each level (size, count) disjoint cells of ``size`` rounds, at most ``count``
+    of them. Each level is maximised on its own: a cell of size s holds at most c = min(k,
+    ceil(s / b)) rounds, and the k rounds fill whole cells best: floor(k / c) c^2 + (k mod c)^2
+    (fewer where the cells run out). The binary tree's nodes and the k-ary tree's cells."""
     total = 0
-    for h in range(t.bit_length()):
-        size = 1 << h
-        nodes = t // size
+    for size, nodes in levels:
         if nodes == 0:
             continue
         c = min(k, -(-size // b))

@@ -53,9 +53,17 @@ from scipy.fft import irfft, next_fast_len, rfft
 
 from dponline.continual.base import ContinualCounter
 from dponline.continual.matrix_factorization import sqrt_coefficients
+from dponline.continual.participation import (
+    ParticipationSensitivity,
+    best_separated_sum,
+    check_pattern,
+    effective_participations,
+    weighted_toeplitz_participation_sq,
+)
 from dponline.privacy.noise import NoiseDistribution
 
 __all__ = [
+    "EXACT_L1_UP_TO",
     "OPTIMISED_UP_TO",
     "PROFILE",
     "ScaledSqrtCounter",
@@ -74,6 +82,8 @@ PROFILE = np.concatenate([_HALF_PROFILE, 1.0 - np.array(_HALF_PROFILE[-2::-1])])
 #: the largest horizon whose amplitude is optimised (about 2 s there); above it, reused
 OPTIMISED_UP_TO = 2**16
 _AMPLITUDE_BOUNDS = (0.0, 0.8)
+#: the longest horizon whose l1 factor for one person is searched exactly (about 0.2 s there)
+EXACT_L1_UP_TO = 2**16
 
 
 class _ToeplitzSquares:
@@ -205,6 +215,36 @@ class ScaledSqrtCounter(ContinualCounter):
         l2 = math.sqrt(float(_ToeplitzSquares(n).upper(inverse**2).max()))
         l1 = float(signal.fftconvolve(inverse[::-1], c)[:n].max())
         return l1, l2
+
+    @classmethod
+    def participation_sensitivity_factors(
+        cls, horizon: int, participations: int, min_separation: int
+    ) -> ParticipationSensitivity:
+        """One person's factors without materialising C = D^-1 S (so at every horizon): l2 by
+        the row-weighted Toeplitz bound with w = D^-2 (:func:`~dponline.continual.
+        participation.weighted_toeplitz_participation_sq`, ours), flagged exact only where it
+        meets the value of a pattern; l1 the best separated sum of column l1 norms (exact, C >=
+        0) up to :data:`EXACT_L1_UP_TO` rounds, k_eff times the largest past it (this counter
+        takes Gaussian noise only, so l1 is informational)."""
+        t, k, b = check_pattern(horizon, participations, min_separation)
+        keff = effective_participations(t, k, b)
+        c = sqrt_coefficients(t)
+        inverse = 1.0 / scaled_sqrt_diagonal(t)
+        upper, lower = weighted_toeplitz_participation_sq(c, inverse**2, keff, b)
+        exact = upper <= lower * (1.0 + 1e-8)
+        col_l1 = signal.fftconvolve(inverse[::-1], c)[:t][::-1]  # sum_q c_q / D_{j+q}
+        if t <= EXACT_L1_UP_TO or keff == 1:
+            l1, l1_exact = float(best_separated_sum(col_l1, keff, b)), True
+        else:
+            l1, l1_exact = keff * float(col_l1.max()), False
+        how = (
+            "rescaled Toeplitz rule: each term of C^T C at its pattern's least gap, its "
+            f"largest over later rounds (ours; a pattern b apart reaches {lower:.6g} of "
+            f"{upper:.6g} squared)"
+        )
+        return ParticipationSensitivity(
+            t, k, b, keff, l1, math.sqrt(upper), l1_exact, bool(exact), how
+        )
 
     @classmethod
     def draws_per_step(cls, horizon: int) -> int:

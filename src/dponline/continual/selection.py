@@ -31,16 +31,15 @@ by their largest release variance when calibrated for the person (only the ranke
 smooth binary mechanism, left out, would beat the k-ary tree by 1% to 3% for Laplace noise and
 a person of every round at T = 8 and 15). It differs: at T = 1024
 the BLT optimised for the pattern beats the rescaled square root for 4 rounds 256 apart and 16
-rounds 1 apart. Past 4,096 rounds the rescaled square root is charged k_eff times one round's
-sensitivity (its strategy matrix is too large to search), an upper bound that can lose it the
-choice: at T = 16,384, 4 rounds 2,048 apart, the BLT's 99.85 beats its 250.6, where its true
-sensitivity (28.16 to 28.43 squared, against 67.04 charged) would give 105.3 to 106.3; at
-T = 4,097, 2 rounds 2,049 apart, the BLT is chosen at 30.65 against 49.54, where the square
-root at T = 4,096 (2 rounds 2,048 apart, exact) had 28.81. Past
-:data:`PERSON_BLT_HORIZON` rounds the BLT is scored only where no square root fits (its
-optimisation for the pattern is costly), so the square root is chosen there, 6% to 27% above
-the BLT in the patterns measured (4 rounds 10^5 apart at T = 10^6: 183.1 against 172.0;
-64 rounds 1 apart at T = 2^18 + 1: 73,592 against 5.784e4); name ``mechanism="blt"`` for them.
+rounds 1 apart. The rescaled square root's sensitivity to a person is an upper bound at
+every horizon (:func:`~dponline.continual.participation.weighted_toeplitz_participation_sq`,
+within 0.5% of a pattern's value in the cases measured): at T = 16,384, 4 rounds 2,048 apart,
+the BLT's 99.85 beats its 105.3; at T = 4,097, 2 rounds 2,049 apart, it is chosen at 28.81
+against the BLT's 30.65. Past :data:`PERSON_BLT_HORIZON` rounds the BLT is scored only where
+no square root fits (its optimisation for the pattern is costly), so the rescaled square root
+is chosen there, 0.5% to 17% above the BLT in the patterns measured (4 rounds 10^5 apart at
+T = 10^6: 172.85 against 172.0; 64 rounds 1 apart at T = 2^18 + 1: 67,746 against 5.784e4);
+name ``mechanism="blt"`` for them.
 """
 
 from __future__ import annotations
@@ -68,7 +67,7 @@ MEMORY_BUDGET = 64 * 2**20
 #: above this horizon the choice for a person scores the BLT only where no square root fits the
 #: memory budget: optimising the BLT for a pattern costs up to 22 s at 2^18 rounds and 97 s at
 #: 10^6 (the whole ranking), while up to 2^18 it can have half the square root's variance
-#: (1,000 rounds 1 apart at T = 16,385: 3.92e6 against 7.48e6)
+#: (1,000 rounds 1 apart at T = 16,385: 3.92e6 against the rescaled square root's 6.87e6)
 PERSON_BLT_HORIZON = 2**18
 
 #: the counter of ``paper`` calibrations: Agarwal & Singh's Algorithm 2 (TreeBasedAgg), the tree
