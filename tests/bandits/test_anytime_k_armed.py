@@ -96,3 +96,26 @@ def test_anytime_dp_ucb_widens_by_its_counters_variance(noise: str) -> None:
     t = np.array([50])
     assert learner.widening(np.array([0]), t)[0, 0] > 0.0
     assert learner.counter.variance(200) > learner.counter.variance(50)
+
+
+def test_anytime_dp_ucb_follows_the_memory_rule() -> None:
+    """DP-UCB took the tapered factorisation at any K, its noise state growing as t K (80 MiB
+    at K = 40 after 2^18 rounds) where the other anytime learners take doubling blocks past 31
+    coordinates; now it follows the same rule, and refuses a person's budget on the blocks
+    saying why."""
+    from dponline.continual.anytime_factorization import AnytimeFactorizationCounter
+    from dponline.continual.factory import ANYTIME_MAX_DIM
+    from dponline.continual.unknown_horizon import DoublingCounter
+
+    budget = PrivacyBudget(1.0, 1e-6)
+    fits = DPUCB(ANYTIME_MAX_DIM, None, budget=budget, noise="gaussian", rng=0)
+    assert isinstance(fits.counter, AnytimeFactorizationCounter)
+    many = DPUCB(ANYTIME_MAX_DIM + 1, None, budget=budget, noise="gaussian", rng=0)
+    assert isinstance(many.counter, DoublingCounter)
+    assert many.counter.variance(100) > 0.0
+    person = PrivacyBudget(1.0, 1e-6, participations=2, min_separation=5)
+    DPUCB(ANYTIME_MAX_DIM, None, budget=person, noise="gaussian", rng=0)
+    with pytest.raises(ValueError, match=f"in {ANYTIME_MAX_DIM + 1} coordinates would hold"):
+        DPUCB(ANYTIME_MAX_DIM + 1, None, budget=person, noise="gaussian", rng=0)
+    with pytest.raises(ValueError, match="because the noise is laplace"):
+        DPUCB(3, None, budget=PrivacyBudget(1.0, participations=2), noise="laplace", rng=0)

@@ -37,9 +37,9 @@ alpha = 4.
 
 **Without a horizon** (``horizon=None``, ``tight`` only: the ``paper`` trees and v read T) the
 counter is an anytime one, calibrated for the same sensitivity and valid for the releases up to
-every t: the tapered square-root factorisation for Gaussian noise, doubling blocks of the
-``tight`` counter of each block's length for Laplace noise; u_t reads its exact variance at t as
-above (ours).
+every t: the tapered square-root factorisation for Gaussian noise on at most 31 arms (its noise
+state grows as t K), doubling blocks of the ``tight`` counter of each block's length otherwise;
+u_t reads its exact variance at t as above (ours).
 
 *The Laplace tail (ours).* Z = sum_j c_j Y_j with Y_j i.i.d. Laplace(b) (every tree- or
 Honaker-type release is such a sum), Var Z = sigma^2 = 2 b^2 sum_j c_j^2, and |c_j| b <=
@@ -98,7 +98,7 @@ from dponline.continual.anytime_factorization import (
 )
 from dponline.continual.base import ContinualCounter
 from dponline.continual.calibration import CounterCalibrator
-from dponline.continual.factory import build_counter
+from dponline.continual.factory import build_counter, factorisation_misfit, person_blocks_refusal
 from dponline.continual.registry import get_mechanism
 from dponline.continual.selection import choose_mechanism
 from dponline.privacy.arguments import (
@@ -420,20 +420,25 @@ def _anytime_counter(
 ) -> Any:
     """The tight DP-UCB's counter without a horizon, for inputs r_t e_(a_t) of sensitivity 1
     in l1 and l2 (so calibrated on [0, 1], dimension K): the tapered square-root factorisation
-    for Gaussian noise (its guarantee holds for the releases up to every t), doubling blocks of
-    the ``tight`` counter of each block's length for Laplace noise (event-level only: the
-    blocks refuse a person, whose rounds may fall in several of them). A person's rounds
+    for Gaussian noise on at most 31 arms (its guarantee holds for the releases up to every
+    t), else doubling blocks of the ``tight`` counter of each block's length (Laplace noise,
+    more arms; event-level only: the blocks refuse a person, whose rounds may fall in several
+    of them). A person's rounds
     r_i e_(a_i) differ by at most 1 in l2 each, with non-negative inner products between
     columns of R, so the factorisation's person-level factor applies as for a counter on
-    [0, 1]. Unlike the learners on :func:`~dponline.continual.factory.anytime_counter`,
-    DP-UCB takes the factorisation at any K, without the memory rule (its noise state grows as
-    t K: 80 MiB at K = 40 after 2^18 rounds)."""
+    [0, 1]. Like every learner on :func:`~dponline.continual.factory.anytime_counter`, DP-UCB
+    takes the factorisation only where its noise state over 2^18 rounds fits the memory budget
+    (:func:`~dponline.continual.factory.factorisation_misfit`: at most 31 arms; it grows as
+    t K), and refuses a person's budget on the blocks, saying why."""
     unit, arms = Box(0.0, 1.0, dim=1), Box(0.0, 1.0, dim=k)
-    if noise == "gaussian":
+    misfit = factorisation_misfit(budget, k, noise)
+    if misfit is None:
         cal = calibrate_anytime(TaperedSqrt(), unit, budget)
         return AnytimeFactorizationCounter(
             k, cal.noise, replicas=replicas, rng=gen, bounds=arms, privacy=cal.guarantee
         )
+    if budget.is_user_level:
+        raise person_blocks_refusal(budget, misfit)
 
     def calibrator(length: int) -> CounterCalibrator:
         name = choose_mechanism("tight", length, k, noise)

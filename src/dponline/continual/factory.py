@@ -43,7 +43,9 @@ __all__ = [
     "anytime_counter",
     "build_counter",
     "doubling_counter",
+    "factorisation_misfit",
     "make_counter",
+    "person_blocks_refusal",
 ]
 
 
@@ -284,7 +286,7 @@ def anytime_counter(
     """The horizon-free counter of every learner built with ``horizon=None``: the one place
     where that mechanism is chosen (``build_counter(budget, horizon=None, ...)`` calls it).
 
-    The tapered square-root factorisation (:func:`_factorisation_fits` says when: ``tight``
+    The tapered square-root factorisation (:func:`factorisation_misfit` says when: ``tight``
     Gaussian noise for one round, state within the memory budget), else doubling blocks
     (:func:`doubling_counter`) whose block of length n is what
     :func:`build_counter` would build for a horizon of n: ``mechanism``, else
@@ -294,28 +296,9 @@ def anytime_counter(
     ``caller_checks_inputs``: as for :func:`build_counter`.
     """
     _check_someone_checks_inputs(budget, calibrator, bounds, caller_checks_inputs)
-    if (
-        budget is not None
-        and budget.is_user_level
-        and (calibrator is not None or not _factorisation_fits(budget, dim, noise, mechanism))
-    ):
-        why = (
-            "a calibrator of blocks was given"
-            if calibrator is not None
-            else _factorisation_misfit(budget, dim, noise, mechanism)
-        )
-        raise ValueError(
-            group_privacy_hint(
-                "a counter without a horizon other than the tapered square-root factorisation "
-                "(doubling blocks: a person's rounds may fall in several blocks, whose "
-                "guarantees would compose)",
-                budget,
-                f"the factorisation is not taken here because {why}: give a horizon, or use "
-                f"tight Gaussian noise with no mechanism named in at most {ANYTIME_MAX_DIM} "
-                "coordinates (the tapered factorisation proves a person-level guarantee at "
-                "every prefix length)",
-            )
-        )
+    misfit = None if budget is None else factorisation_misfit(budget, dim, noise, mechanism)
+    if budget is not None and budget.is_user_level and (calibrator is not None or misfit):
+        raise person_blocks_refusal(budget, misfit or "a calibrator of blocks was given")
     if budget is None:
 
         def exact(length: int) -> BlockCalibration:
@@ -330,7 +313,7 @@ def anytime_counter(
                 "a private counter's noise is calibrated to its input set: give bounds (or a "
                 "calibrator)"
             )
-        if _factorisation_fits(budget, dim, noise, mechanism):
+        if misfit is None:
             return make_anytime_counter(bounds, budget, replicas=replicas, rng=rng, clip=clip)
         fixed = bounds
 
@@ -369,10 +352,17 @@ ANYTIME_MEMORY_ROUNDS = 2**18
 ANYTIME_MAX_DIM = MEMORY_BUDGET // state_bytes("sqrt_factorization", ANYTIME_MEMORY_ROUNDS, 1)
 
 
-def _factorisation_misfit(
-    budget: PrivacyBudget, dim: int, noise: str, mechanism: str | None
-) -> str:
-    """Why :func:`_factorisation_fits` is false, in words (the first reason that holds)."""
+def factorisation_misfit(
+    budget: PrivacyBudget, dim: int, noise: str, mechanism: str | None = None
+) -> str | None:
+    """None when the anytime counter is the tapered square-root factorisation
+    (:class:`~dponline.continual.anytime_factorization.TaperedSqrt`): ``tight`` Gaussian
+    noise (one round or one person as the unit), no mechanism named, and its noise state over
+    :data:`ANYTIME_MEMORY_ROUNDS` rounds within the memory budget; else why not, in words (the
+    first reason that holds). Its largest variance up to t is within 1.4x of a square root
+    built for t = 2^10 .. 2^20 (``dponline mechanisms --anytime``), against 4.6x to 7.9x for
+    doubling blocks of the square root, which remain the choice otherwise (``paper``
+    formulas, Laplace noise, large dimensions)."""
     if mechanism is not None:
         return f"a mechanism was named ({mechanism!r})"
     if noise != "gaussian":
@@ -380,6 +370,8 @@ def _factorisation_misfit(
     if budget.calibration != "tight":
         return f"the calibration is {budget.calibration!r}"
     need = state_bytes("sqrt_factorization", ANYTIME_MEMORY_ROUNDS, dim)
+    if need <= MEMORY_BUDGET:
+        return None
     return (
         f"its noise over {ANYTIME_MEMORY_ROUNDS:,} rounds in {dim:,} coordinates would hold "
         f"{need:,} bytes, over the memory budget of {MEMORY_BUDGET:,} ({MEMORY_BUDGET / 2**20:g} "
@@ -387,19 +379,20 @@ def _factorisation_misfit(
     )
 
 
-def _factorisation_fits(budget: PrivacyBudget, dim: int, noise: str, mechanism: str | None) -> bool:
-    """Whether the anytime counter is the tapered square-root factorisation
-    (:class:`~dponline.continual.anytime_factorization.TaperedSqrt`): ``tight`` Gaussian
-    noise (one round or one person as the unit), no mechanism named, and its noise state over
-    :data:`ANYTIME_MEMORY_ROUNDS` rounds within the memory budget. Its largest variance up to
-    t is within 1.4x of a square root built for t = 2^10 .. 2^20 (``dponline mechanisms
-    --anytime``), against 4.6x to 7.9x for doubling blocks of the square root, which remain
-    the choice otherwise (``paper`` formulas, Laplace noise, large dimensions)."""
-    return (
-        mechanism is None
-        and noise == "gaussian"
-        and budget.calibration == "tight"
-        and state_bytes("sqrt_factorization", ANYTIME_MEMORY_ROUNDS, dim) <= MEMORY_BUDGET
+def person_blocks_refusal(budget: PrivacyBudget, why: str) -> ValueError:
+    """The error for a person's budget on a counter without a horizon that is not the tapered
+    factorisation (doubling blocks), saying ``why`` the factorisation was not taken."""
+    return ValueError(
+        group_privacy_hint(
+            "a counter without a horizon other than the tapered square-root factorisation "
+            "(doubling blocks: a person's rounds may fall in several blocks, whose "
+            "guarantees would compose)",
+            budget,
+            f"the factorisation is not taken here because {why}: give a horizon, or use "
+            f"tight Gaussian noise with no mechanism named in at most {ANYTIME_MAX_DIM} "
+            "coordinates (the tapered factorisation proves a person-level guarantee at "
+            "every prefix length)",
+        )
     )
 
 
