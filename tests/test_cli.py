@@ -344,7 +344,25 @@ def test_mechanisms_for_a_person(capsys):
     for r in data["mechanisms"]:
         assert r["participation_max_variance"] >= r["single_max_variance"] * (1 - 1e-12)
     assert main(args) == 0
-    assert "one person with at" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "one person with at" in out
+
+
+def test_mechanisms_for_a_person_show_the_laplace_counters(capsys):
+    """The person's table had Gaussian noise only (and refused --epsilon), though ``tight``
+    ranks the Laplace counters for a person too (DP-UCB's default noise): both tables now,
+    the Laplace one at --epsilon with each l1 factor and whether it is exact."""
+    args = ["mechanisms", "--T", "64", "--participations", "4", "--min-separation", "8"]
+    assert main([*args, "--epsilon", "0.5", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["epsilon"] == 0.5
+    names = {r["mechanism"] for r in data["laplace"]}
+    assert {"kary_tree", "honaker", "binary_tree"} <= names and "blt" not in names
+    for r in data["laplace"]:
+        assert r["participation_max_variance"] >= r["single_max_variance"] * (1 - 1e-12)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "Pure DP: Laplace noise at epsilon = 1" in out and "l1 factor" in out
 
 
 @pytest.mark.slow

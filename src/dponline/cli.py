@@ -97,8 +97,6 @@ def _cmd_mechanisms(args: argparse.Namespace) -> int:
         k, b = args.participations, args.min_separation
         if k == 1:
             raise ValueError("--min-separation goes with --participations (2 or more)")
-        if args.epsilon is not None:
-            raise ValueError("the table for a person is Gaussian, at --rho: it takes no --epsilon")
         if (k - 1) * b >= args.T:
             raise ValueError(
                 f"{k} rounds at least {b} apart do not fit in T = {args.T} rounds: at most "
@@ -153,10 +151,15 @@ def _cmd_mechanisms(args: argparse.Namespace) -> int:
 
 
 def _person_mechanisms(args: argparse.Namespace) -> int:
-    from dponline.experiments.participation_table import participation_table
+    from dponline.experiments.participation_table import (
+        participation_laplace_table,
+        participation_table,
+    )
 
     k, b = args.participations, args.min_separation
+    args.epsilon = 1.0 if args.epsilon is None else args.epsilon
     rows = participation_table(args.T, k, b, rho=args.rho)
+    pure = participation_laplace_table(args.T, k, b, epsilon=args.epsilon)
     if args.json:
         print(
             json.dumps(
@@ -166,6 +169,8 @@ def _person_mechanisms(args: argparse.Namespace) -> int:
                     "participations": k,
                     "min_separation": b,
                     "mechanisms": rows,
+                    "epsilon": args.epsilon,
+                    "laplace": pure,
                 },
                 indent=2,
             )
@@ -183,6 +188,21 @@ def _person_mechanisms(args: argparse.Namespace) -> int:
             ("participation_max_variance", "max variance (person)", ".4g"),
             ("single_max_variance", "max variance (round)", ".4g"),
             ("participation_l2_factor", "l2 factor", ".4g"),
+            ("exact", "sensitivity", ""),
+        ],
+    )
+    print(
+        f"\nPure DP: Laplace noise at epsilon = {args.epsilon:g} for every mechanism that offers "
+        "it, scaled to its l1\nsensitivity for that person.\n"
+    )
+    pure_table = [{**r, "exact": "exact" if r["l1_exact"] else "bound"} for r in pure]
+    _print_table(
+        pure_table,
+        [
+            ("mechanism", "mechanism", ""),
+            ("participation_max_variance", "max variance (person)", ".4g"),
+            ("single_max_variance", "max variance (round)", ".4g"),
+            ("participation_l1_factor", "l1 factor", ".4g"),
             ("exact", "sensitivity", ""),
         ],
     )

@@ -13,6 +13,10 @@ rho-zCDP budget and inputs of l2 diameter 1:
 
 ``l2_exact`` says whether the person's sensitivity is exact or an upper bound (a mechanism whose
 strategy matrix admits no exact routine at this size), ``method`` how it was found.
+
+:func:`participation_laplace_table` is the same for every mechanism with Laplace noise at
+epsilon-DP and inputs of l1 diameter 1 (scale = l1 factor / epsilon), the unit ``tight`` ranks
+Laplace counters for (:func:`~dponline.continual.selection.person_ranking`).
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from typing import Any
 from dponline.continual.participation import check_pattern
 from dponline.continual.registry import MECHANISMS
 from dponline.privacy.accounting import zcdp_sigma
-from dponline.privacy.noise import GaussianNoise
+from dponline.privacy.arguments import checked_positive
+from dponline.privacy.noise import GaussianNoise, LaplaceNoise
 
-__all__ = ["participation_table"]
+__all__ = ["participation_laplace_table", "participation_table"]
 
 
 def participation_table(
@@ -52,6 +57,39 @@ def participation_table(
                 "single_l2_factor": float(single_l2),
                 "participation_l2_factor": pattern.l2,
                 "l2_exact": pattern.l2_exact,
+                "effective_participations": pattern.effective_participations,
+                "single_max_variance": float(single.max()),
+                "participation_max_variance": float(person.max()),
+                "ratio": float(person.max() / single.max()),
+                "method": pattern.method,
+            }
+        )
+    rows.sort(key=lambda r: r["participation_max_variance"])
+    return rows
+
+
+def participation_laplace_table(
+    horizon: int, participations: int, min_separation: int, epsilon: float = 1.0
+) -> list[dict[str, Any]]:
+    """One row per registered Laplace mechanism, by increasing ``participation_max_variance``:
+    the largest release variance with Laplace noise of scale l1 factor / epsilon, for one round
+    and for one person under the pattern (module docstring); ``l1_exact`` as ``l2_exact``."""
+    t, k, b = check_pattern(horizon, participations, min_separation)
+    eps = checked_positive("epsilon", epsilon)
+    rows = []
+    for name, cls in MECHANISMS.items():
+        if "laplace" not in cls.supported_noise:
+            continue
+        single_l1, _ = cls.sensitivity_factors(t)
+        pattern = cls.participation_sensitivity_factors(t, k, b)
+        single = cls.release_variances(t, LaplaceNoise(single_l1 / eps), 1)
+        person = cls.participation_release_variances(t, LaplaceNoise(pattern.l1 / eps), 1, k, b)
+        rows.append(
+            {
+                "mechanism": name,
+                "single_l1_factor": float(single_l1),
+                "participation_l1_factor": pattern.l1,
+                "l1_exact": pattern.l1_exact,
                 "effective_participations": pattern.effective_participations,
                 "single_max_variance": float(single.max()),
                 "participation_max_variance": float(person.max()),
