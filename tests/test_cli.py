@@ -407,7 +407,6 @@ def test_mechanisms_refuses_options_its_table_would_ignore(capsys):
         (["--anytime", "--T", "64"], "--anytime"),
         (["--anytime", "--epsilon", "2"], "--anytime"),
         (["--min-separation", "5"], "goes with --participations"),
-        (["--participations", "4", "--epsilon", "2"], "no --epsilon"),
         (["--T", "1024", "--participations", "4", "--min-separation", "2000"], "at most 1 do"),
     ]:
         assert main(["mechanisms", *args]) == 2, args
