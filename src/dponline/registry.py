@@ -100,6 +100,9 @@ class AuditCase:
     pilot runs when ``None``. ``trials`` and ``pilot_trials`` per input are the fast audit's.
     ``refute_fraction``: the fraction of the calibrated noise at which the audit must refute the
     claim (a tenth unless the learner's proof is known to be looser; the entry says why).
+    ``one_run_options``: learner options merged over ``learner_options`` when the one-run audit
+    (:mod:`dponline.experiments.one_run_audit`) runs the learner over thousands of rounds, where
+    a parameter chosen to sharpen a short audit (a huge step) would lock the run.
     """
 
     horizon: int
@@ -115,6 +118,7 @@ class AuditCase:
     pilot_trials: int = 5_000
     seed: int = 0
     refute_fraction: float = 0.1
+    one_run_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         checked_count("horizon", self.horizon)

@@ -15,6 +15,7 @@ from dponline.experiments.one_run_audit import (
     audit_registered,
     canary_features,
     coin_generator,
+    long_run_case,
     one_run_audit,
     one_run_table,
 )
@@ -267,3 +268,32 @@ def test_white_box_reads_dp_ftrl_release():
     assert not full.refuted
     fisher = audit_registered(entry, case, noise_fraction=0.01, plan=plan, seed=1, white_box=False)
     assert fisher.fitted == 100
+
+
+@pytest.mark.parametrize(
+    ("name", "case_index"), [("batched-exp3", 0), ("private-exp4", 0), ("batched-exp4", 0)]
+)
+def test_the_one_run_keeps_a_moderate_step_where_the_many_run_audit_sharpens_it(name, case_index):
+    """The many-run audits of EXP3 and EXP4 run a step so large (eta 20, nothing skipped) that
+    one batch value decides the next arm; over thousands of rounds that would lock the run onto
+    one arm, so the one-run audit merges the case's ``one_run_options`` (eta 1.5, threshold 5)
+    over it. Other cases of the learner (batched EXP3's partial batch, the HTINF base) keep
+    their own options."""
+    entry = learners()[name]
+    case = entry.test_cases[case_index]
+    assert case.audit.learner_options["eta"] == 20.0
+    long = long_run_case(entry, case)
+    assert long.audit.learner_options["eta"] == 1.5
+    assert long.audit.learner_options["threshold"] == 5.0
+    for other in entry.test_cases[1:]:
+        if other.audit is not None:
+            kept = long_run_case(entry, other).audit.learner_options
+            assert kept.get("eta") == other.audit.learner_options.get("eta")
+
+
+def test_the_plans_keep_the_loss_between_canaries_where_the_audit_case_moved_it():
+    """AdaP-UCB's and DP-IMED's many-run cases put every other loss at 0 (the threshold at the
+    edge of the change); their one-run plans keep 1/2 between canaries, DP-KLUCB's 1."""
+    for name, rest in (("adap-ucb", 0.5), ("dp-imed", 0.5), ("dp-klucb", 1.0)):
+        entry = learners()[name]
+        assert long_run_case(entry, entry.test_case).audit.rest == rest

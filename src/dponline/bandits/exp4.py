@@ -81,7 +81,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.bandits.batched import BatchedPrivateBandit, batched_exp3_regret_bound
+from dponline.bandits.batched import (
+    MODERATE_EXP3_OPTIONS,
+    SHARP_EXP3_OPTIONS,
+    BatchedPrivateBandit,
+    batched_exp3_regret_bound,
+)
 from dponline.bandits.exp3 import (
     DEFAULT_THRESHOLD,
     EXP3,
@@ -551,8 +556,8 @@ _ADVICE_OPTIONS = {
 }
 _RANDOM = {"experts": "random", "n_experts": 4}
 # the audit's two rounds on two arms with the arm experts (EXP4 is then EXP3): round 1's loss is
-# 0 or 1 for both arms, round 2's 1/2; a large step and a threshold that keeps the values, so that
-# one value visibly moves the next arm (a tenth of the noise is then caught)
+# 0 or 1 for both arms, round 2's 1/2; batched EXP3's audit options (a step so large that the
+# next arm is all but a threshold on the noisy value, no skipping): half the noise is refuted
 _AUDIT = {
     "horizon": 2,
     "values": (0.0, 1.0),
@@ -587,7 +592,12 @@ _PRIVATE_EXP4_ENTRY = register_learner(
                 learner_options=_RANDOM,
                 audit=AuditCase(
                     **_AUDIT,
-                    learner_options={"experts": "arms", "eta": 1.5, "threshold": 5.0},
+                    learner_options={
+                        "experts": "arms",
+                        "eta": SHARP_EXP3_OPTIONS["eta"],
+                        "threshold": SHARP_EXP3_OPTIONS["threshold"],
+                    },
+                    one_run_options=MODERATE_EXP3_OPTIONS,
                     seed=7,
                 ),
             ),
@@ -623,7 +633,8 @@ register_learner(
                 learner_options=_RANDOM,
                 audit=AuditCase(
                     **_AUDIT,
-                    learner_options={"experts": "arms", "batch": 1, "eta": 1.5, "threshold": 5.0},
+                    learner_options={"experts": "arms", **SHARP_EXP3_OPTIONS},
+                    one_run_options=MODERATE_EXP3_OPTIONS,
                     seed=8,
                 ),
             ),

@@ -90,6 +90,7 @@ __all__ = [
     "canary_features",
     "coin_generator",
     "ftrl_release_model",
+    "long_run_case",
     "one_run_audit",
     "one_run_table",
     "refuted_learners",
@@ -781,6 +782,7 @@ _SE_ARMS = 100
 _PLANS: dict[str, dict[str, Any]] = {
     # per-round Laplace noise on each observed loss, one arm drawn per round: the canary's
     # loss moves the arm it played for the next draws; zero losses elsewhere add no drift
+    # (with their audit cases' ``one_run_options``: a moderate step)
     "batched-exp3": {"gap": 4, "filler": "neutral", "canaries": 4000},
     "private-exp4": {"gap": 4, "filler": "neutral", "canaries": 4000},
     "batched-exp4": {"gap": 4, "filler": "rest", "canaries": 4000},
@@ -794,11 +796,11 @@ _PLANS: dict[str, dict[str, Any]] = {
     # a tree counter: the canary's own nodes are the levels up to log2(gap)
     "dp-ftrl/laplace": {"gap": 16, "canaries": 3000},
     # K-armed learners that release per-arm statistics at the end of episodes, phases or
-    # epochs: many arms, every other round the same loss on every arm (the audit case's 1/2),
-    # so that the early episodes hold at most one canary each and the arms of one level
-    # differ only in their noise and their canaries (ArmOrderModel)
+    # epochs: many arms, every other round the same loss on every arm (1/2), so that the early
+    # episodes hold at most one canary each and the arms of one level differ only in their
+    # noise and their canaries (ArmOrderModel)
     **{
-        name: {"gap": 8, "filler": "rest", "canaries": 2000, "arms": 1000}
+        name: {"gap": 8, "filler": "rest", "canaries": 2000, "arms": 1000, "rest": 0.5}
         for name in ("adap-ucb", "adap-klucb", "adac-ucb", "dp-klucb", "dp-imed", "lazy-dp-ts")
     },
     # at loss 1/2 DP-KLUCB's early indices all clip to 1 (log(tau) / n exceeds d_eps(1/2, 1)):
@@ -925,6 +927,53 @@ def _registered_inputs(
     return env, row_a, row_b, fill
 
 
+def long_run_case(entry: LearnerEntry, case: LearnerTestCase) -> LearnerTestCase:
+    """The test case as the one-run audit runs it over thousands of rounds: options of
+    :data:`_DROPPED_OPTIONS` dropped and of :data:`_REPLACED_OPTIONS` replaced, the audit
+    case's ``one_run_options`` merged over its options, and the plan's arms, loss between
+    canaries and coordinates (:data:`_PLANS`) in place of the audit case's."""
+    assert case.audit is not None
+    dropped = _DROPPED_OPTIONS.get(entry.name, ())
+    replaced = _REPLACED_OPTIONS.get(entry.name, {})
+    if dropped or replaced:
+
+        def adjust(options: Mapping[str, Any]) -> dict[str, Any]:
+            kept = {k: v for k, v in options.items() if k not in dropped}
+            return {**kept, **{k: v for k, v in replaced.items() if k in kept}}
+
+        case = dataclasses.replace(
+            case,
+            learner_options=adjust(case.learner_options),
+            audit=dataclasses.replace(
+                case.audit, learner_options=adjust(case.audit.learner_options)
+            ),
+        )
+    if case.audit.one_run_options:
+        case = dataclasses.replace(
+            case,
+            audit=dataclasses.replace(
+                case.audit,
+                learner_options={**case.audit.learner_options, **case.audit.one_run_options},
+            ),
+        )
+    shape = _shape_for(entry, case)
+    if {"arms", "rest", "coordinates"} & set(shape):
+        audit = case.audit
+        case = dataclasses.replace(
+            case,
+            audit=dataclasses.replace(
+                audit,
+                environment_options={
+                    **audit.environment_options,
+                    **({"n_arms": shape["arms"]} if "arms" in shape else {}),
+                },
+                rest=float(shape.get("rest", audit.rest)),
+                coordinates=shape.get("coordinates", audit.coordinates),
+            ),
+        )
+    return case
+
+
 def audit_registered(
     entry: LearnerEntry,
     case: LearnerTestCase | None = None,
@@ -950,36 +999,8 @@ def audit_registered(
     case = entry.test_case if case is None else case
     if case.audit is None:
         raise ValueError(f"learner {entry.name!r} (case {case.label!r}) has no AuditCase")
-    dropped = _DROPPED_OPTIONS.get(entry.name, ())
-    replaced = _REPLACED_OPTIONS.get(entry.name, {})
-    if dropped or replaced:
-
-        def adjust(options: Mapping[str, Any]) -> dict[str, Any]:
-            kept = {k: v for k, v in options.items() if k not in dropped}
-            return {**kept, **{k: v for k, v in replaced.items() if k in kept}}
-
-        case = dataclasses.replace(
-            case,
-            learner_options=adjust(case.learner_options),
-            audit=dataclasses.replace(
-                case.audit, learner_options=adjust(case.audit.learner_options)
-            ),
-        )
+    case = long_run_case(entry, case)
     shape = _shape_for(entry, case)
-    if {"arms", "rest", "coordinates"} & set(shape):
-        audit = case.audit
-        case = dataclasses.replace(
-            case,
-            audit=dataclasses.replace(
-                audit,
-                environment_options={
-                    **audit.environment_options,
-                    **({"n_arms": shape["arms"]} if "arms" in shape else {}),
-                },
-                rest=float(shape.get("rest", audit.rest)),
-                coordinates=shape.get("coordinates", audit.coordinates),
-            ),
-        )
     if canaries is None:
         canaries = int(shape.get("canaries", CANARIES))
     given = plan
