@@ -1,9 +1,10 @@
 """What the many-run audit catches beyond the battery's tenth of the noise: the audit cases
 whose decisions put their threshold at the edge of the change (the index policies' other arm at
-reward 0 or 1; EXP3 and EXP4 with a step that makes the next arm a threshold on the noisy
-value) refute half the noise, a factor-2 sensitivity bug (design.md, "Two audits"). Fixed
-seeds (each case's own): the results are deterministic; the lower bounds at half the noise,
-measured: 1.24, 1.36, 1.08, 1.93, 1.90, 1.92 (the claim: 1)."""
+reward 0 or 1, DP-SE's elimination threshold at the epoch mean of one of the two rewards;
+EXP3 and EXP4 with a step that makes the next arm a threshold on the noisy value) refute half
+the noise, a factor-2 sensitivity bug (design.md, "Two audits"). Fixed seeds (each case's
+own): the results are deterministic; the lower bounds at half the noise, measured: 1.24, 1.36,
+1.08, 1.14, 1.93, 1.90, 1.92 (the claim: 1)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ import pytest
 from dponline.experiments.learner_audit import audit_learner
 from dponline.registry import learners
 
-SHARPENED = ["adap-ucb", "dp-imed", "dp-klucb", "batched-exp3", "batched-exp4", "private-exp4"]
+SHARPENED = [
+    "adap-ucb",
+    "dp-imed",
+    "dp-klucb",
+    "dp-se",
+    "batched-exp3",
+    "batched-exp4",
+    "private-exp4",
+]
 
 
 @pytest.mark.parametrize("name", SHARPENED)

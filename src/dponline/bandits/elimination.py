@@ -88,6 +88,7 @@ __all__ = [
     "RoundRobinEpochs",
     "SuccessiveElimination",
     "dp_se_constants",
+    "edge_loss",
     "midpoint_loss",
 ]
 
@@ -571,15 +572,29 @@ def last_round_plays_arm_1(outputs: np.ndarray) -> np.ndarray:
 _AUDIT_BETA = 0.5
 
 
+def _first_epoch(arms: int, beta: float, epsilon: float) -> tuple[float, float]:
+    """(r, 2 h_1 + 2 c_1): the first epoch's pulls per arm and elimination threshold."""
+    r_e, h_e, c_e = dp_se_constants(1, arms, beta, epsilon)
+    return float(np.ceil(r_e)), 2.0 * h_e + 2.0 * c_e
+
+
 def midpoint_loss(arms: int = 2, beta: float = _AUDIT_BETA, epsilon: float = 1.0) -> float:
     """The loss, every round but one, of an arm whose first epoch DP-SE's elimination threshold
     2 h_1 + 2 c_1 (``arms`` active, ``beta``, ``epsilon``) cuts half way, against a reference
     arm of loss 0: with the one round's reward 1 and 0 the gap of the arm's epoch mean to the
     reference's is (1 - reward + (r - 1) rest) / r, so rest = (r threshold - 1/2) / (r - 1)
-    puts the threshold at the mid point of the two gaps (the audits' streams)."""
-    r_e, h_e, c_e = dp_se_constants(1, arms, beta, epsilon)
-    r = float(np.ceil(r_e))
-    return float((r * (2.0 * h_e + 2.0 * c_e) - 0.5) / (r - 1.0))
+    puts the threshold at the mid point of the two gaps (the one-run audit's streams)."""
+    r, threshold = _first_epoch(arms, beta, epsilon)
+    return float((r * threshold - 0.5) / (r - 1.0))
+
+
+def edge_loss(arms: int = 2, beta: float = _AUDIT_BETA, epsilon: float = 1.0) -> float:
+    """As :func:`midpoint_loss`, but rest = r threshold / (r - 1) puts the threshold at the gap
+    of the one round's reward 1 (the gap of reward 0 is 1 / r larger): the elimination is then
+    a threshold at 0 or -1 / r on the two noises' difference, the edge of the change, where
+    the many-run audit refutes half the noise (1.14 against 0.86 at the mid point)."""
+    r, threshold = _first_epoch(arms, beta, epsilon)
+    return float(r * threshold / (r - 1.0))
 
 
 _SETTING = "stochastic K-armed bandit (rewards 1 - loss in [0, 1])"
@@ -610,12 +625,12 @@ _DP_SE_ENTRY = register_learner(
                 randomised=False,
                 # two arms, the first epoch (445 pulls each at beta = 1/2) and the round after
                 # it: round 1's loss of arm 0 is 0 or 1, its other losses the value that puts
-                # the elimination threshold half way between the two epoch means (arm 1's
+                # the elimination threshold at the epoch mean of round 1's reward 1 (arm 1's
                 # losses are 0); the last round plays arm 1 when arm 0 was eliminated
                 audit=AuditCase(
                     horizon=891,
                     values=(0.0, 1.0),
-                    rest=midpoint_loss(),
+                    rest=edge_loss(),
                     coordinates="first",
                     environment="bernoulli_bandit",
                     environment_options={"n_arms": 2},
