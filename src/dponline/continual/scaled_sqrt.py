@@ -223,7 +223,7 @@ class ScaledSqrtCounter(ContinualCounter):
         """One person's factors without materialising C = D^-1 S (so at every horizon): l2 by
         the row-weighted Toeplitz bound with w = D^-2 (:func:`~dponline.continual.
         participation.weighted_toeplitz_participation_sq`, ours), flagged exact only where it
-        meets the value of a pattern; l1 the best separated sum of column l1 norms (exact, C >=
+        meets the value of a pattern (or one round counts); l1 the best separated sum of column l1 norms (exact, C >=
         0) up to :data:`EXACT_L1_UP_TO` rounds, k_eff times the largest past it (this counter
         takes Gaussian noise only, so l1 is informational)."""
         t, k, b = check_pattern(horizon, participations, min_separation)
@@ -231,7 +231,9 @@ class ScaledSqrtCounter(ContinualCounter):
         c = sqrt_coefficients(t)
         inverse = 1.0 / scaled_sqrt_diagonal(t)
         upper, lower = weighted_toeplitz_participation_sq(c, inverse**2, keff, b)
-        exact = upper <= lower * (1.0 + 1e-8)
+        # one round: the bound is the largest column, exact (the patterns compared are the
+        # first and last column only)
+        exact = keff == 1 or upper <= lower * (1.0 + 1e-8)
         col_l1 = signal.fftconvolve(inverse[::-1], c)[:t][::-1]  # sum_q c_q / D_{j+q}
         if t <= EXACT_L1_UP_TO or keff == 1:
             l1, l1_exact = float(best_separated_sum(col_l1, keff, b)), True
