@@ -223,9 +223,9 @@ class ScaledSqrtCounter(ContinualCounter):
         """One person's factors without materialising C = D^-1 S (so at every horizon): l2 by
         the row-weighted Toeplitz bound with w = D^-2 (:func:`~dponline.continual.
         participation.weighted_toeplitz_participation_sq`, ours), flagged exact only where it
-        meets the value of a pattern (or one round counts); l1 the best separated sum of column l1 norms (exact, C >=
-        0) up to :data:`EXACT_L1_UP_TO` rounds, k_eff times the largest past it (this counter
-        takes Gaussian noise only, so l1 is informational)."""
+        meets the value of a pattern or one round counts; l1 the best separated sum of column
+        l1 norms (exact, C >= 0) up to :data:`EXACT_L1_UP_TO` rounds, k_eff times the largest
+        past it (this counter takes Gaussian noise only, so l1 is informational)."""
         t, k, b = check_pattern(horizon, participations, min_separation)
         keff = effective_participations(t, k, b)
         c = sqrt_coefficients(t)
