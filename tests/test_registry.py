@@ -334,7 +334,7 @@ def test_every_entry_says_whether_it_takes_a_budget_over_a_person():
     min_separation among their options; a non-private entry cannot set it."""
     rows = {e.name: e.describe(ENVIRONMENTS) for e in learners().values()}
     person = {name for name, r in rows.items() if r["person_level"]}
-    assert person == {"dp-ftrl", "dp-ftrl-oco", "dp-dyadic-hedge", "dp-ucb"}
+    assert person == {"dp-ftrl", "dp-ftpl", "dp-ftrl-oco", "dp-dyadic-hedge", "dp-ucb"}
     for name in person:
         assert {"participations", "min_separation"} <= set(rows[name]["options"])
     assert "participations" not in rows["dp-exp2"]["options"]

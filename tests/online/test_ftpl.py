@@ -175,3 +175,33 @@ def test_non_private_ftpl_keeps_only_the_perturbation():
     lr.act()
     lr.observe(LossVectorFeedback(np.full(4, 0.5)))
     assert lr.act().shape == (1, 4)
+
+
+def test_a_person_with_a_horizon_is_calibrated_on_the_counters_pattern():
+    """DP-FTPL with a horizon takes a budget over one person (tight): sigma is max(the regret
+    term, the counter's least sigma for the person's sensitivity), and the guarantee is what
+    that sigma proves for the person, whichever term set it; the paper formula and the
+    anytime learner (doubling blocks) refuse the person."""
+    from dponline.continual.registry import get_mechanism
+
+    honaker = get_mechanism("honaker")
+    person = PrivacyBudget(1.0, 1e-6, participations=2, min_separation=100)
+    learner = DPFTPL(3, 1000, budget=person, rng=0)
+    pattern = honaker.participation_sensitivity_factors(1000, 2, 100)
+    total = pattern.l2 * math.sqrt(3)  # the l2 diameter of [0, 1]^3
+    assert (learner.privacy.participations, learner.privacy.min_separation) == (2, 100)
+    assert gaussian_epsilon(1e-6, total / learner.sigma) == pytest.approx(1.0, rel=1e-6)
+    assert learner.sigma > DPFTPL(3, 1000, budget=PrivacyBudget(1.0, 1e-6)).sigma
+    # where the regret term is the larger, the person's guarantee is stronger than asked
+    loose = DPFTPL(
+        3, 10_000, budget=PrivacyBudget(8.0, 1e-6, participations=2, min_separation=5000)
+    )
+    assert loose.sigma == pytest.approx(loose.calibrator.regret_term)
+    loose_total = honaker.participation_sensitivity_factors(10_000, 2, 5000).l2 * math.sqrt(3)
+    proven = gaussian_epsilon(1e-6, loose_total / loose.sigma)
+    assert loose.privacy.epsilon == pytest.approx(proven) and proven < 8.0
+    assert "one person's at most 2 rounds" in loose.privacy.derivation
+    with pytest.raises(ValueError, match="event-level formula"):
+        DPFTPL(3, 1000, budget=PrivacyBudget(1.0, 1e-6, participations=2, calibration="paper"))
+    with pytest.raises(ValueError, match="give a horizon"):
+        DPFTPL(3, None, budget=person)

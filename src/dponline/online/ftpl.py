@@ -20,6 +20,13 @@ counter (:class:`FTPLCalibrator`). Either way the guarantee reported is what the
 used proves, and a paper sigma that proves less than asked is refused unless the budget allows
 it.
 
+One person's rounds (``PrivacyBudget(..., participations=k, min_separation=b)``, a horizon,
+``tight``): the decisions are post-processing of the counter's releases, so the counter's
+sensitivity under the pattern (``participation_sensitivity_factors``, times the loss set's l2
+diameter) calibrates the privacy term and proves the guarantee for the person, whichever of
+the two terms sets sigma (:class:`FTPLCalibrator`); ``paper`` (Theorem 3.5, event-level) and
+the anytime learner (its blocks would compose for a person) refuse it.
+
 Anytime DP-FTPL (``horizon=None``; the construction is ours). The perturbation must grow with
 the rounds, so the counter runs doubling blocks of lengths 1, 2, 4, ...
 (:func:`~dponline.continual.factory.doubling_counter`), block n calibrated by
@@ -56,7 +63,7 @@ from dponline.online.counter_learner import CounterLearner
 from dponline.online.ftrl import ANYTIME_OPTION, horizon_of
 from dponline.privacy.accounting import gaussian_epsilon, zcdp_rho
 from dponline.privacy.bounds import Box, InputBounds
-from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.budget import PrivacyBudget, group_privacy_hint
 from dponline.privacy.calibration import Calibration, calibrate, paper_log
 from dponline.privacy.noise import GaussianNoise
 from dponline.protocol import FeedbackKind, checked_budget, checked_count
@@ -88,7 +95,16 @@ class FTPLCalibrator:
     the least sigma of the counter's own tight calibration, :class:`CounterCalibrator`). Either
     way the guarantee is what the sigma used proves, accounted as one Gaussian mechanism of l2
     sensitivity (column norm x l2 diameter of the loss set).
+
+    A user-level budget (one person's k rounds at least b apart) is answered by ``tight``: the
+    l2 sensitivity is then the counter's factor under the pattern (exact, or a flagged upper
+    bound: ``participation_sensitivity_factors``) times the diameter, as for the counter's own
+    calibration, and the decisions are its post-processing. ``paper`` is Theorem 3.5's
+    event-level formula and refuses it.
     """
+
+    #: the tight calibration proves one person's guarantee under a participation pattern
+    supports_participation: ClassVar[bool] = True
 
     mechanism: type[ContinualCounter]
     dim: int
@@ -97,7 +113,7 @@ class FTPLCalibrator:
 
     @property
     def sensitivity(self) -> float:
-        """The l2 sensitivity of everything the counter releases."""
+        """The l2 sensitivity of everything the counter releases, for one round."""
         _, l2f = self.mechanism.sensitivity_factors(self.horizon)
         return l2f * self.bounds.diameter(2)
 
@@ -108,18 +124,30 @@ class FTPLCalibrator:
         return self.bounds.max_norm(2) * math.sqrt(self.horizon / (math.sqrt(self.dim) * lt))
 
     def _answer(self, budget: PrivacyBudget, sigma: float, how: str) -> Calibration:
-        total = self.sensitivity
+        total, person = self.sensitivity, ""
+        if budget.is_user_level:
+            pattern = self.mechanism.participation_sensitivity_factors(
+                self.horizon, budget.participations, budget.min_separation
+            )
+            total, person = pattern.l2 * self.bounds.diameter(2), f"; {pattern.describe()}"
         g = budget.require_delta("DP-FTPL's Gaussian noise").prove(
             gaussian_epsilon(budget.delta, total / sigma),
             budget.delta,
             f"{how} = {sigma:.6g} per node of a {self.mechanism.name}; accounted exactly as "
-            f"one Gaussian mechanism of l2 sensitivity {total:.6g}",
+            f"one Gaussian mechanism of l2 sensitivity {total:.6g}{person}",
             rho=zcdp_rho(total, sigma),
+            per_person=budget.is_user_level,
         )
         return Calibration(GaussianNoise(sigma), g, budget.calibration, self.mechanism.name)
 
     def paper(self, budget: PrivacyBudget) -> Calibration:
         budget.require_delta("DP-FTPL's Gaussian noise")
+        if budget.is_user_level:
+            raise ValueError(
+                "calibration='paper' is Agarwal & Singh's Theorem 3.5, an event-level formula; "
+                f"it does not cover {budget.unit}; use calibration='tight', which calibrates "
+                "to the counter's sensitivity under the participation pattern"
+            )
         sigma = ftpl_sigma_paper(
             self.bounds.max_norm(2), self.dim, self.horizon, budget.epsilon, budget.delta
         )
@@ -221,6 +249,16 @@ class DPFTPL(CounterLearner):
         """The anytime counter: doubling blocks, block n calibrated by :class:`FTPLCalibrator`
         for n rounds (the theorem's regret term at T = n without a budget)."""
         budget = self.budget
+        if budget is not None and budget.is_user_level:
+            raise ValueError(
+                group_privacy_hint(
+                    "DP-FTPL without a horizon (doubling blocks, each calibrated for its own "
+                    "length: a person's rounds may fall in several blocks, whose guarantees "
+                    "would compose)",
+                    budget,
+                    "give a horizon (DP-FTPL with one calibrates a person's rounds exactly)",
+                )
+            )
         lenient = None if budget is None else replace(budget, allow_weaker=True)
 
         def block(length: int) -> BlockCalibration:
@@ -328,6 +366,7 @@ _DP_FTPL_ENTRY = register_learner(
         },
         default_delta=1e-6,
         anytime=True,
+        person_level=True,
     )
 )
 
