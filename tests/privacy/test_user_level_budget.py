@@ -148,13 +148,14 @@ def test_calibrate_refuses_a_person_unless_the_calibrator_declares_it():
 
 
 def test_a_learner_without_person_support_refuses_a_user_level_budget():
-    # DP-FTPL calibrates with its own calibrator, which does not declare persons
-    entry = learners()["dp-ftpl"]
-    env = build_environment("stochastic", 8, np.random.default_rng(0), n_experts=2)
-    person = PrivacyBudget(1.0, 1e-6, participations=2, min_separation=2)
+    # DP-EXP2 calibrates with its own calibrator, which does not declare persons (DP-FTPL's,
+    # the example here before, now does: its noise is the counter's)
+    entry = learners()["dp-exp2"]
+    env = build_environment("bernoulli_bandit", 8, np.random.default_rng(0), n_arms=2)
+    person = PrivacyBudget(1.0, 0.0, participations=2, min_separation=2)
     with pytest.raises(ValueError, match="does not support a user-level budget"):
         entry.factory(env, budget=person)
-    assert entry.factory(env, budget=PrivacyBudget(1.0, 1e-6)).privacy is not None
+    assert entry.factory(env, budget=PrivacyBudget(1.0, 0.0)).privacy is not None
 
 
 def test_a_counter_learner_states_the_person():
