@@ -22,13 +22,14 @@ Laplace counters for (:func:`~dponline.continual.selection.person_ranking`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from dponline.continual.participation import check_pattern
 from dponline.continual.registry import MECHANISMS
 from dponline.privacy.accounting import zcdp_sigma
 from dponline.privacy.arguments import checked_positive
-from dponline.privacy.noise import GaussianNoise, LaplaceNoise
+from dponline.privacy.noise import GaussianNoise, LaplaceNoise, NoiseDistribution
 
 __all__ = ["participation_laplace_table", "participation_table"]
 
@@ -38,34 +39,11 @@ def participation_table(
 ) -> list[dict[str, Any]]:
     """One row per registered Gaussian mechanism, by increasing ``participation_max_variance``
     (module docstring)."""
-    t, k, b = check_pattern(horizon, participations, min_separation)
     if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
         raise ValueError(f"rho must be a finite positive number, got {rho!r}")
-    rows = []
-    for name, cls in MECHANISMS.items():
-        if "gaussian" not in cls.supported_noise:
-            continue
-        _, single_l2 = cls.sensitivity_factors(t)
-        pattern = cls.participation_sensitivity_factors(t, k, b)
-        single = cls.release_variances(t, GaussianNoise(zcdp_sigma(single_l2, rho)), 1)
-        person = cls.participation_release_variances(
-            t, GaussianNoise(zcdp_sigma(pattern.l2, rho)), 1, k, b
-        )
-        rows.append(
-            {
-                "mechanism": name,
-                "single_l2_factor": float(single_l2),
-                "participation_l2_factor": pattern.l2,
-                "l2_exact": pattern.l2_exact,
-                "effective_participations": pattern.effective_participations,
-                "single_max_variance": float(single.max()),
-                "participation_max_variance": float(person.max()),
-                "ratio": float(person.max() / single.max()),
-                "method": pattern.method,
-            }
-        )
-    rows.sort(key=lambda r: r["participation_max_variance"])
-    return rows
+    return _rows(
+        horizon, participations, min_separation, "l2", lambda f: GaussianNoise(zcdp_sigma(f, rho))
+    )
 
 
 def participation_laplace_table(
@@ -74,22 +52,38 @@ def participation_laplace_table(
     """One row per registered Laplace mechanism, by increasing ``participation_max_variance``:
     the largest release variance with Laplace noise of scale l1 factor / epsilon, for one round
     and for one person under the pattern (module docstring); ``l1_exact`` as ``l2_exact``."""
-    t, k, b = check_pattern(horizon, participations, min_separation)
     eps = checked_positive("epsilon", epsilon)
+    return _rows(horizon, participations, min_separation, "l1", lambda f: LaplaceNoise(f / eps))
+
+
+def _rows(
+    horizon: int,
+    participations: int,
+    min_separation: int,
+    norm: str,
+    noise_for: Callable[[float], NoiseDistribution],
+) -> list[dict[str, Any]]:
+    """The rows of the mechanisms offering the noise of ``norm`` ("l2": Gaussian, "l1":
+    Laplace), each scaled by ``noise_for`` to its factor for one round and for the person."""
+    t, k, b = check_pattern(horizon, participations, min_separation)
+    family = "gaussian" if norm == "l2" else "laplace"
     rows = []
     for name, cls in MECHANISMS.items():
-        if "laplace" not in cls.supported_noise:
+        if family not in cls.supported_noise:
             continue
-        single_l1, _ = cls.sensitivity_factors(t)
+        single_factor = cls.sensitivity_factors(t)[1 if norm == "l2" else 0]
         pattern = cls.participation_sensitivity_factors(t, k, b)
-        single = cls.release_variances(t, LaplaceNoise(single_l1 / eps), 1)
-        person = cls.participation_release_variances(t, LaplaceNoise(pattern.l1 / eps), 1, k, b)
+        factor, exact = (
+            (pattern.l2, pattern.l2_exact) if norm == "l2" else (pattern.l1, pattern.l1_exact)
+        )
+        single = cls.release_variances(t, noise_for(single_factor), 1)
+        person = cls.participation_release_variances(t, noise_for(factor), 1, k, b)
         rows.append(
             {
                 "mechanism": name,
-                "single_l1_factor": float(single_l1),
-                "participation_l1_factor": pattern.l1,
-                "l1_exact": pattern.l1_exact,
+                f"single_{norm}_factor": float(single_factor),
+                f"participation_{norm}_factor": factor,
+                f"{norm}_exact": exact,
                 "effective_participations": pattern.effective_participations,
                 "single_max_variance": float(single.max()),
                 "participation_max_variance": float(person.max()),
