@@ -445,19 +445,22 @@ def last_arm_is_first(outputs: np.ndarray) -> np.ndarray:
     return (np.asarray(outputs)[:, -1] == 0).astype(float)
 
 
-def _audit(seed: int, rest: float = 0.5, **learner_options: Any) -> AuditCase:
-    """Two arms, three rounds: each arm pulled once, then the argmax of the indices, in which
+def _audit(seed: int, **learner_options: Any) -> AuditCase:
+    """Eight arms, nine rounds: each arm pulled once, then the argmax of the indices, in which
     only the arms' released means differ (the same n and t). Round 1's loss (arm 0's only
-    reward) is 0 or 1, the others ``rest``: at 0 (arm 1's reward 1) arm 0 wins when the
-    difference of the two noises exceeds 0 or 1, the widest spread rewards in [0, 1] allow,
-    so that half the noise is refuted (AdaP-UCB: 1.24 against 0.93 at the loss 1/2)."""
+    reward) is 0 or 1, the others 0 (reward 1): arm 0 wins when its noise beats the largest of
+    seven others by 0 or by 1, the widest spread rewards in [0, 1] allow, and the largest of
+    seven noises puts that threshold in arm 0's tail, where a Laplace noise shows its whole
+    ratio. Half the noise is refuted (at half the noise: AdaP-UCB 1.73, AdaP-KLUCB 1.79,
+    AdaC-UCB's rho 0.040 against 0.028; with two arms at the loss 1/2 they were 0.93, 1.14 and
+    0.024)."""
     return AuditCase(
-        horizon=3,
+        horizon=9,
         values=(0.0, 1.0),
-        rest=rest,
+        rest=0.0,
         coordinates="all",
         environment="bernoulli_bandit",
-        environment_options={"n_arms": 2},
+        environment_options={"n_arms": 8},
         learner_options=learner_options,
         statistic=last_arm_is_first,
         trials=20_000,
@@ -489,7 +492,7 @@ register_learner(
         action_space="arms",
         test_cases=(
             LearnerTestCase(
-                "bernoulli_bandit", environment_options={"n_arms": 3}, audit=_audit(11, rest=0.0)
+                "bernoulli_bandit", environment_options={"n_arms": 3}, audit=_audit(11)
             ),
         ),
         options=_OPTIONS,
