@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dponline.bandits.elimination import last_round_plays_arm_1
+from dponline.bandits.elimination import last_round_plays_arm_1, midpoint_loss
 from dponline.environments.bandit_convex import make_domain
 from dponline.experiments.learner_audit import (
     audit_environment,
@@ -231,14 +231,17 @@ CASES: dict[str, LateCase] = {
     "adap-ucb": LateCase(
         "adap-ucb", "", horizon=33, changed=20, statistic=plays_changed_arm(20), seed=211,
         claim_trials=40_000, fraction_trials=10_000,
+        audit_fields={"rest": 0.5, "environment_options": {"n_arms": 2}},
     ),
     "dp-imed": LateCase(
         "dp-imed", "", horizon=48, changed=20, statistic=plays_changed_arm(20), seed=221,
         claim_trials=40_000, fraction_trials=10_000, options={"first_phase": 2},
+        audit_fields={"rest": 0.5, "environment_options": {"n_arms": 2}},
     ),
     "dp-klucb": LateCase(
         "dp-klucb", "", horizon=41, changed=25, statistic=plays_changed_arm(25), seed=231,
         claim_trials=40_000, fraction_trials=10_000,
+        audit_fields={"rest": 0.5, "environment_options": {"n_arms": 2}},
     ),
     "lazy-dp-ts": LateCase(
         "lazy-dp-ts", "", horizon=32, changed=10, statistic=plays_changed_arm(10), seed=241,
@@ -252,7 +255,7 @@ CASES: dict[str, LateCase] = {
     ),
     "dp-se": LateCase(
         "dp-se", "", horizon=891, changed=888, statistic=last_round_plays_arm_1, seed=261,
-        claim_trials=10_000, fraction_trials=2_000,
+        claim_trials=10_000, fraction_trials=2_000, audit_fields={"rest": midpoint_loss()},
     ),
 }  # fmt: skip
 
@@ -420,7 +423,9 @@ def test_dp_frank_wolfe_anytime_late_doubling_block():
 
 
 # --------------------------------------------------------------------------- episode and phase
-# K-armed learners (two arms; every arm's loss is 0 or 1 in the changed round, 1/2 elsewhere)
+# K-armed learners (two arms; every arm's loss is 0 or 1 in the changed round, 1/2 elsewhere: the
+# registry audits of the first three now use other losses or eight arms, so the design of these
+# late cases is restated in ``audit_fields``)
 
 
 def test_adap_ucb_late_episode():
@@ -499,11 +504,11 @@ def test_batched_exp3_inside_a_later_batch():
 
 
 def test_dp_se_last_pull_of_the_epoch():
-    """dp-se (the registry audit's streams: beta = 1/2, arm 1's loss 0, arm 0's loss the
-    midpoint value), H = 891, round 889 changed (c = 888): arm 0's 445th and last pull of the
-    first epoch (round robin over rounds 1-890), the last reward that enters its noisy epoch
-    mean before the elimination step that decides round 891 (registry statistic: the last round
-    plays arm 1).
+    """dp-se (the registry audit's streams with the midpoint loss: beta = 1/2, arm 1's loss 0,
+    arm 0's loss ``midpoint_loss()``), H = 891, round 889 changed (c = 888): arm 0's 445th and
+    last pull of the first epoch (round robin over rounds 1-890), the last reward that enters
+    its noisy epoch mean before the elimination step that decides round 891 (registry
+    statistic: the last round plays arm 1).
 
     False failure: at most alpha = 1e-3 for the claim's "not refuted"; a tenth of the noise is
     refuted (lower bound 3.7 over three seeds). 10,000 runs per stream at the claim, 2,000 at a
