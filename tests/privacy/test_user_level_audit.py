@@ -24,19 +24,25 @@ EPS, DELTA = 2.0, 1e-3
 OPTIONS = {"eta": 0.02, "noise": "gaussian", "mechanism": "sqrt_factorization"}
 
 
-def run(budget: PrivacyBudget, seed: int, pattern=(T, K, B), options=OPTIONS):  # type: ignore[no-untyped-def]
-    """DP-FTRL audited on the two streams of the module docstring, a person's rounds being
-    ``pattern`` = (horizon, participations, separation) from round 1."""
+#: DP-FTRL on two experts, the person's losses (1, 0) against (0, 1) (module docstring)
+EXPERTS = ("dp-ftrl", "switching_best", {"n_experts": 2}, (1.0, 0.0), (0.0, 1.0))
+
+
+def run(budget: PrivacyBudget, seed: int, pattern=(T, K, B), options=OPTIONS, setting=EXPERTS):  # type: ignore[no-untyped-def]
+    """``setting`` = (learner, environment, its options, the person's loss in stream A, in
+    stream B) audited on streams that differ in a person's rounds ``pattern`` = (horizon,
+    participations, separation) from round 1."""
     horizon, k, b = pattern
+    learner, environment, environment_options, value_a, value_b = setting
     return audit_person(
-        "dp-ftrl",
+        learner,
         budget=budget,
-        environment="switching_best",
-        environment_options={"n_experts": 2},
+        environment=environment,
+        environment_options=environment_options,
         horizon=horizon,
         rounds=person_rounds(horizon, k, b),
-        value_a=(1.0, 0.0),
-        value_b=(0.0, 1.0),
+        value_a=value_a,
+        value_b=value_b,
         learner_options=options,
         trials=20_000,
         pilot_trials=5_000,
@@ -154,19 +160,8 @@ def test_the_default_claim_tests_rho_too():
 
 
 def run_ftpl(budget: PrivacyBudget, seed: int):  # type: ignore[no-untyped-def]
-    return audit_person(
-        "dp-ftpl",
-        budget=budget,
-        environment="linear",
-        environment_options={"dim": 2},
-        horizon=T,
-        rounds=person_rounds(T, K, B),
-        value_a=(1.0, 0.0),
-        value_b=(-1.0, 0.0),
-        trials=20_000,
-        pilot_trials=5_000,
-        seed=seed,
-    )
+    ball = ("dp-ftpl", "linear", {"dim": 2}, (1.0, 0.0), (-1.0, 0.0))
+    return run(budget, seed, options={}, setting=ball)
 
 
 def test_ftpl_round_calibration_is_refuted_for_a_person():
