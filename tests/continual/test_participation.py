@@ -407,6 +407,26 @@ def test_kary_tree_past_the_strategy_limit_matches_brute_force(monkeypatch, t, k
         assert "each level" in got.method
 
 
+@pytest.mark.parametrize(
+    ("t", "k", "b"), [(9, 3, 2), (12, 2, 1), (20, 4, 3), (10, 10, 1), (27, 2, 9)]
+)
+def test_smooth_binary_past_its_search_limit_bounds_the_person(monkeypatch, t, k, b):
+    """Past the search limit the smooth binary mechanism's l1 factor is the exact best separated
+    sum of its column counts and its l2^2 at most k_eff l1: checked against every allowed set
+    and sign on the materialised strategy, with the limit lowered; within the limit the search
+    is unchanged."""
+    import dponline.continual.smooth_binary as sb
+
+    searched = sb.SmoothBinaryCounter.participation_sensitivity_factors(t, k, b)
+    monkeypatch.setattr(sb, "PERSON_SEARCH_LIMIT", 1)
+    got = sb.SmoothBinaryCounter.participation_sensitivity_factors(t, k, b)
+    sq, l1 = brute_force(sb.SmoothBinaryCounter.strategy_matrix(t), k, b)
+    assert got.l1_exact and got.l1 == pytest.approx(l1, rel=1e-12) == searched.l1
+    assert got.l2**2 >= sq * (1 - 1e-12) and "no search" in got.method
+    assert searched.l2**2 == pytest.approx(sq, rel=1e-9) or not searched.l2_exact
+    assert searched.l2**2 >= sq * (1 - 1e-12)
+
+
 def test_kary_tree_person_factors_at_long_horizons():
     """At T = 16,384, 4 rounds 2,048 apart, the k-ary tree was charged k_eff times one round:
     l1 16 (exact, now flagged so) and l2^2 64. Its layout is 13-ary with 4 levels: the cells of

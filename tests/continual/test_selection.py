@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from dponline.continual import MECHANISMS, best_mechanism
-from dponline.continual.selection import person_ranking, state_bytes
+from dponline.continual.selection import _RANKING, person_ranking, state_bytes
 from dponline.online import DPFTRL
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.noise import GaussianNoise, LaplaceNoise
+from dponline.protocol import LossVectorFeedback
 
 
 @pytest.mark.parametrize("horizon", [64, 1024])
@@ -36,6 +37,8 @@ def test_the_laplace_ranking_holds_at_equal_epsilon(horizon):
 
     kary, honaker, tree = (worst(n) for n in ("kary_tree", "honaker", "binary_tree"))
     assert kary <= honaker <= tree
+    # the smooth binary mechanism, ranked for a person only, is never first for one round
+    assert kary <= worst("smooth_binary")
     if horizon >= 2:
         assert kary < honaker
     if horizon >= 1000:
@@ -104,6 +107,28 @@ def test_tight_picks_the_counter_for_the_person(horizon, k, b, expected):
     assert laplace == "kary_tree"
 
 
+@pytest.mark.parametrize(
+    ("horizon", "k", "b", "smooth", "kary"),
+    [(32, 32, 1, 49_928.0, 65_536.0), (5, 3, 2, 64.0, 90.0), (15, 15, 1, 6_534.0, 6_750.0)],
+)
+def test_the_smooth_binary_mechanism_wins_for_a_person_of_many_rounds(horizon, k, b, smooth, kary):
+    """For Laplace noise and a person of many rounds of a short stream the smooth binary
+    mechanism has the least largest variance at equal epsilon (scale = each l1 factor for the
+    person): tight runs it there, and a learner built for that person runs it end to end."""
+    ranked = person_ranking(horizon, k, b, "laplace", _RANKING["laplace"])
+    assert ranked[0] == ("smooth_binary", pytest.approx(smooth))
+    assert dict(ranked)["kary_tree"] == pytest.approx(kary)
+    assert best_mechanism(horizon, 1, "laplace") == "kary_tree"
+    got = best_mechanism(horizon, 1, "laplace", participations=k, min_separation=b)
+    assert got == "smooth_binary"
+    budget = PrivacyBudget(1.0, participations=k, min_separation=b)
+    learner = DPFTRL(2, horizon, budget=budget, noise="laplace", rng=0)
+    assert learner.counter.name == "smooth_binary"
+    for _ in range(horizon):
+        assert np.all(np.isfinite(learner.act()))
+        learner.observe(LossVectorFeedback(np.full((1, 2), 0.1)))
+
+
 def test_the_pattern_is_checked_even_when_nothing_fits():
     with pytest.raises(ValueError, match="participations"):
         best_mechanism(1024, 10**8, "gaussian", participations=0)
@@ -116,7 +141,6 @@ def test_the_memory_rule_counts_the_state_a_counter_holds(horizon):
     d = 400,000 Laplace chose Honaker's as fitting 64 MiB (41.6 MB counted) and built 73.6 MB.
     Every ranked mechanism's count now equals the bytes of its state arrays."""
     from dponline.continual.registry import get_mechanism
-    from dponline.continual.selection import _RANKING
     from dponline.privacy.noise import GaussianNoise, LaplaceNoise
 
     for noise, names in _RANKING.items():
@@ -126,4 +150,4 @@ def test_the_memory_rule_counts_the_state_a_counter_holds(horizon):
             held = sum(getattr(counter, f"_{a}").nbytes for a in counter.state_arrays)
             assert state_bytes(name, horizon, 3, replicas=2) == held, (name, noise)
     with pytest.raises(ValueError, match="no memory model"):
-        state_bytes("smooth_binary", 64, 3)
+        state_bytes("padded_tree", 64, 3)
