@@ -240,3 +240,21 @@ def test_a_saved_policy_whose_parts_disagree_is_refused_and_changes_nothing():
             and q.learner.t == 0
             and q.state_dict()["learner"]["t"] == before["learner"]["t"]
         )
+
+
+def test_epsilon_is_for_private_learners_only():
+    """A non-private learner refuses an epsilon it would ignore (a deployment would believe it
+    private); a private one defaults to epsilon = 1; epsilon=None runs a non-private one."""
+    assert RiverPolicy.from_registry("dp-imed", ARMS, 20, seed=0).privacy.epsilon == 1.0
+    assert RiverPolicy.from_registry("ucb1", ARMS, 20).privacy is None
+    assert RiverPolicy.from_registry("ucb1", ARMS, 20, epsilon=None).privacy is None
+    with pytest.raises(ValueError, match=r"'ucb1' is not private.*'dp-imed'"):
+        RiverPolicy.from_registry("ucb1", ARMS, 20, epsilon=0.1)
+
+
+def test_a_reward_out_of_range_names_the_fix():
+    p = _policy("ucb1")
+    with pytest.raises(ValueError, match=r"in \[0, 1\], got 5.0: rescale.*bounds fixed in advance"):
+        p.update(p.pull(ARMS), 5.0)
+    with pytest.raises(ValueError, match="option participations takes a person"):
+        RiverPolicy.from_registry("dp-imed", ARMS, 20, participations=4)

@@ -20,17 +20,20 @@ What stays the library's, because the guarantee needs it:
   update (replay drops the rounds where the logged arm differs) is not a round: the next pull
   returns the arm already pulled in that round (the learner is asked once a round, so a
   learner that would draw afresh at every ``act()`` cannot change its decision).
-* **The horizon**: the learner was built for T rounds; the update of round T + 1 is refused.
+* **The horizon**: the learner was built for T rounds; the update of round T + 1 is refused
+  (a pull after T is post-processing and answered). A replay, whose kept rounds are not known
+  in advance, runs an anytime learner (``horizon=None``) or one built for the log's length.
 * ``ranking`` orders the arms by how often the policy pulled them, a function of its private
   decisions alone; river's ranking by empirical means would publish the rewards' means without
   noise.
 
 ``RiverPolicy.from_registry(name, arm_ids, horizon, epsilon=...)`` builds a registered learner
 for ``len(arm_ids)`` arms (one replica) and keeps the recipe for ``clone()``. A non-private
-learner (``ucb1``, ``thompson``, ``exp3``, ...) has no epsilon and ignores it: its ``privacy``
-is ``None``, which a deployment should check. ``state_dict()`` / ``load_state_dict()`` save and
-resume the whole policy (the learner's state with the pulls, ``n`` and a pull waiting for its
-reward).
+learner (``ucb1``, ``thompson``, ``exp3``, ...) takes no epsilon (one given is refused): its
+``privacy`` is ``None``, which a deployment should check; ``epsilon`` defaults to 1 for a private
+learner, and ``epsilon=None`` builds its non-private counterpart. ``state_dict()`` /
+``load_state_dict()`` save and resume the whole policy (the learner's state with the pulls,
+``n`` and a pull waiting for its reward).
 """
 
 from __future__ import annotations
@@ -63,6 +66,16 @@ class ArmSpace:
     dim: int
     horizon: int
     reward_range: tuple[float, float] = (0.0, 1.0)
+
+
+class _Default:
+    """The type of :data:`_DEFAULT`: ``epsilon`` not given to :meth:`RiverPolicy.from_registry`."""
+
+    def __repr__(self) -> str:
+        return "1.0 for a private learner"
+
+
+_DEFAULT = _Default()
 
 
 class RiverPolicy:
@@ -114,7 +127,7 @@ class RiverPolicy:
         arm_ids: Sequence[Hashable],
         horizon: int | None,
         *,
-        epsilon: float | None = 1.0,
+        epsilon: float | _Default | None = _DEFAULT,
         calibration: str = "tight",
         seed: int | None = None,
         **options: Any,
@@ -138,6 +151,20 @@ class RiverPolicy:
             )
         if "arms" not in entry.action_spaces:
             raise ValueError(f"{name!r} plays {entry.action_space!r}, not arms")
+        if isinstance(epsilon, _Default):
+            epsilon = 1.0 if entry.private else None
+        elif epsilon is not None and not entry.private:
+            private = sorted(
+                n
+                for n, e in learners().items()
+                if e.private
+                and e.feedback_kind is FeedbackKind.BANDIT
+                and "arms" in e.action_spaces
+            )
+            raise ValueError(
+                f"{name!r} is not private and takes no epsilon (got {epsilon!r}): pass "
+                f"epsilon=None to run it, or choose a private learner: {private}"
+            )
         ids = list(arm_ids)
         if "anytime" in options:
             raise ValueError(
@@ -202,7 +229,11 @@ class RiverPolicy:
             or not math.isfinite(float(reward))
             or not 0.0 <= float(reward) <= 1.0
         ):
-            raise ValueError(f"reward must be a number in [0, 1], got {reward!r}")
+            raise ValueError(
+                f"reward must be a number in [0, 1], got {reward!r}: rescale the rewards with "
+                "bounds fixed in advance, (r - low) / (high - low), clipped to [0, 1] (bounds "
+                "read from the data would leak it)"
+            )
         self.learner.observe(BanditFeedback(np.array([1.0 - float(reward)])))
         self._counts[self._index[arm_id]] += 1
         self._pulled = None

@@ -139,7 +139,7 @@ class CounterCalibrator:
 
     def _check(self, budget: PrivacyBudget) -> None:
         if self.noise == "laplace":
-            budget.require_pure("Laplace noise")
+            budget.require_pure("Laplace noise", "noise='gaussian' for (epsilon, delta)-DP")
         else:
             budget.require_delta(f"{self.noise} noise")
         if budget.is_user_level and self.noise == "generalized_gaussian":

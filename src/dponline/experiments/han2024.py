@@ -49,6 +49,7 @@ from dponline.environments.catalogue import build_environment
 from dponline.environments.lp_regression import p_label
 from dponline.experiments.runner import Task, run_sweep, stored_results
 from dponline.experiments.spec import ExperimentSpec, load_spec
+from dponline.stochastic.sgd_kernel import HAVE_NUMBA
 
 __all__ = [
     "ALGORITHMS",
@@ -359,7 +360,14 @@ def describe(*, runs: int, quick: bool, workers: int | None) -> list[str]:
         f"({', '.join(f'{v:g}' for v in clips)}) chosen on the validation set.",
         f"spec {spec_path(quick)}: {len(tasks)} tasks on {n_workers} worker "
         f"process{'es' if n_workers > 1 else ''}.",
-    ]
+    ] + (
+        []
+        if HAVE_NUMBA
+        else [
+            "numba is not installed: NoisySGD's steps run as numpy calls, several times slower "
+            "(pip install 'dponline[fast]')."
+        ]
+    )
 
 
 def _fmt_mean_sd(mean: float | None, sd: float | None) -> str:

@@ -147,11 +147,15 @@ class PrivacyBudget:
         """True when the budget asks for pure DP (delta == 0)."""
         return self.delta == 0.0
 
-    def require_pure(self, what: str) -> PrivacyBudget:
-        """Self, or ValueError when ``what`` (a mechanism) gives only pure DP and delta > 0."""
+    def require_pure(self, what: str, alternative: str | None = None) -> PrivacyBudget:
+        """Self, or ValueError when ``what`` (a mechanism) gives only pure DP and delta > 0; the
+        message names the ways out (delta = 0, which also meets the (epsilon, delta) asked, or
+        ``alternative``, e.g. another noise)."""
         if not self.is_pure:
+            other = f", or {alternative}" if alternative else ""
             raise ValueError(
-                f"{what} gives pure DP: the budget's delta must be 0, got {self.delta}"
+                f"{what} gives pure DP: the budget's delta must be 0, got {self.delta}. Pass "
+                f"delta=0 (epsilon-DP is (epsilon, delta)-DP for every delta){other}"
             )
         return self
 
@@ -237,8 +241,8 @@ def _round_down(x: float, digits: int) -> float:
 def group_privacy_hint(
     what: str,
     budget: PrivacyBudget,
-    instead: str = "use a calibration that supports persons (the continual counters' 'tight' "
-    "calibration)",
+    instead: str = "a learner whose `dponline list` entry offers the option participations takes "
+    "a person's budget (those on the continual counters, calibration 'tight')",
 ) -> str:
     """The refusal of a user-level ``budget`` by ``what``, which proves event-level privacy only,
     with the group-privacy way out: an (e, d)-DP mechanism over one round is
