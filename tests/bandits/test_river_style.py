@@ -245,7 +245,7 @@ def test_a_saved_policy_whose_parts_disagree_is_refused_and_changes_nothing():
 def test_epsilon_is_for_private_learners_only():
     """A non-private learner refuses an epsilon it would ignore (a deployment would believe it
     private); a private one defaults to epsilon = 1; epsilon=None runs a non-private one."""
-    assert RiverPolicy.from_registry("dp-imed", ARMS, 20, seed=0).privacy.epsilon == 1.0
+    assert RiverPolicy.from_registry("dp-imed", ARMS, 400, seed=0).privacy.epsilon == 1.0
     assert RiverPolicy.from_registry("ucb1", ARMS, 20).privacy is None
     assert RiverPolicy.from_registry("ucb1", ARMS, 20, epsilon=None).privacy is None
     with pytest.raises(ValueError, match=r"'ucb1' is not private.*'dp-imed'"):

@@ -291,3 +291,21 @@ def test_generalized_gaussian_noise_is_refused():
     """Only Laplace and Gaussian noise have the module's adaptive-input proof."""
     with pytest.raises(ValueError, match="supports noise"):
         CounterCalibrator(KaryTreeCounter, 64, Box(0.0, 1.0, dim=3), "generalized_gaussian", 3.0)
+
+
+def test_past_the_exact_horizon_the_levels_bound_the_column_norms(monkeypatch):
+    """Past EXACT_HORIZON the sensitivity factor is the number of levels, at least the exact
+    largest column norm (a round lies in at most one cell per level; equal at these horizons),
+    and the layout the bound's best, without the O(T) evaluations (a 10^12-round layout)."""
+    import dponline.continual.kary_tree as kary
+
+    exact = {t: kary.kary_max_column_norm(t, *kary.kary_layout(t)) for t in (1000, 5000, 30000)}
+    monkeypatch.setattr(kary, "EXACT_HORIZON", 1)
+    for t, norm in exact.items():
+        layout = kary.kary_layout.__wrapped__(t)
+        assert kary.kary_max_column_norm.__wrapped__(t, *layout) == layout[1] >= norm
+    arity, levels = kary.kary_layout(10**12)
+    assert (
+        arity ** (levels - 1) < 2 * 10**12
+        and kary.kary_max_column_norm(10**12, arity, levels) == levels
+    )

@@ -446,3 +446,20 @@ def test_best_separated_sum_shortcut_agrees_with_the_recursion():
         got = P.best_separated_sum(v, k, b)
         stacked = P.best_separated_sum(v[None, :], k, b)[0]  # 2-D input takes no shortcut
         assert got == pytest.approx(stacked, abs=1e-12)
+
+
+@pytest.mark.parametrize(("t", "k", "b"), [(9, 3, 2), (12, 2, 1), (13, 4, 3), (27, 2, 9)])
+def test_kary_tree_past_its_exact_horizon_bounds_the_person(monkeypatch, t, k, b):
+    """Past EXACT_HORIZON (2^22 rounds) the k-ary tree charges k_eff times its levels in l1 and
+    each level's cells in l2, without its O(T) column norms: upper bounds, checked against
+    every allowed set and sign with the limits lowered."""
+    import dponline.continual.kary_tree as kary
+
+    monkeypatch.setattr(kary, "STRATEGY_LIMIT", 1)
+    monkeypatch.setattr(kary, "EXACT_HORIZON", 1)
+    for layout in [(3, 2), (3, 3), (5, 2)]:
+        cls = kary.KaryTreeCounter.with_layout(*layout)
+        got = cls.participation_sensitivity_factors(t, k, b)
+        sq, l1 = brute_force(cls.strategy_matrix(t), k, b)
+        assert got.l1 >= l1 * (1 - 1e-12) and got.l2**2 >= sq * (1 - 1e-12), layout
+        assert not got.l1_exact and not got.l2_exact

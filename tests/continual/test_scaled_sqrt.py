@@ -156,3 +156,22 @@ def test_gaussian_only_and_calibrated_to_its_column_norm():
     )
     assert counter.noise.sigma == pytest.approx(ratio * root.noise.sigma, rel=1e-9)
     assert counter.max_variance < 0.9 * root.max_variance
+
+
+def test_one_round_is_exact_on_the_crude_path_too(monkeypatch):
+    """With k_eff = 1 the person is one round, whose factor is the largest column: exact, also
+    where the row-weighted bound takes its cruder max(w) path (k_eff T past 2^25), which
+    overstates it (24% at T = 14) and was flagged exact."""
+    import functools
+
+    import dponline.continual.scaled_sqrt as ss
+    from dponline.continual import participation
+
+    crude = functools.partial(participation.weighted_toeplitz_participation_sq, fft_limit=0)
+    monkeypatch.setattr(ss, "weighted_toeplitz_participation_sq", crude)
+    for t, k, b in [(14, 1, 1), (14, 3, 14), (100, 2, 100)]:
+        got = ss.ScaledSqrtCounter.participation_sensitivity_factors(t, k, b)
+        assert got.l2_exact
+        assert got.l2 == pytest.approx(ss.ScaledSqrtCounter.sensitivity_factors(t)[1], rel=1e-12)
+    two = ss.ScaledSqrtCounter.participation_sensitivity_factors(14, 2, 1)
+    assert not two.l2_exact

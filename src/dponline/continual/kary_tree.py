@@ -96,6 +96,10 @@ __all__ = [
 #: rounds per chunk of the computations over the whole horizon (layout, column norms, variances),
 #: so that their memory does not grow with it
 _CHUNK = 2**16
+#: past this horizon the layout is the bound's best and the sensitivity factor the number of
+#: levels (an upper bound): computing them exactly costs O(T) time (:func:`kary_layout`,
+#: :func:`kary_max_column_norm`)
+EXACT_HORIZON = 2**22
 
 #: largest number of floats a block of :meth:`KaryTreeCounter.step_block` works on at once
 _BLOCK_FLOATS = 2**20
@@ -191,7 +195,12 @@ def kary_column_norms(horizon: int, arity: int, levels: int) -> np.ndarray:
 @functools.lru_cache(maxsize=256)
 def kary_max_column_norm(horizon: int, arity: int, levels: int) -> int:
     """max_s n_s (:func:`kary_column_norms`), the counter's sensitivity factor; memory O(T / k)
-    and cached."""
+    and cached. Past :data:`EXACT_HORIZON` rounds the number of levels, an upper bound (a round
+    lies in at most one cell per level) that equalled the maximum at each of the 44 horizons
+    from 10^3 to 3 x 10^6 where both were computed (tests/continual/test_kary_tree.py checks
+    some): the exact maximum costs O(T) time, 39 s at 10^8 rounds."""
+    if int(horizon) > EXACT_HORIZON:
+        return _check_layout(arity, levels)[1]
     return max(int(c.max()) for c in _column_norm_chunks(int(horizon), arity, levels))
 
 
@@ -239,21 +248,26 @@ def kary_layout(horizon: int) -> tuple[int, int]:
     (then least mean variance, then least state). Candidates: every h with an odd k whose top
     level is used (k^(h-1) < 2T); the two best by the bound h^2 ((h-1)(k-1)/2 + round(T /
     k^(h-1))) on the largest variance are evaluated exactly (at 107 horizons from 1 to 30,000 the
-    bound's best was the exact best of its twelve best). Deterministic and cached."""
+    bound's best was the exact best of its twelve best); past :data:`EXACT_HORIZON` rounds the
+    bound's best alone. Deterministic and cached."""
     n = int(horizon)
     if n < 1:
         raise ValueError(f"horizon must be a positive integer, got {horizon!r}")
     candidates = [(float(n), 3, 1)]
+    least = float(n)  # the least bound so far
     h = 2
     while 3 ** (h - 1) < 2 * n:
         k = 3
         # the bound grows with k once its lower-digit part alone passes the best one so far
-        while k ** (h - 1) < 2 * n and h * h * (h - 1) * (k - 1) / 2 <= min(candidates)[0]:
+        while k ** (h - 1) < 2 * n and h * h * (h - 1) * (k - 1) / 2 <= least:
             top = (n + (k ** (h - 1) - 1) // 2) // k ** (h - 1)
             candidates.append((h * h * ((h - 1) * (k - 1) / 2 + top), k, h))
+            least = min(least, candidates[-1][0])
             k += 2
         h += 1
     candidates.sort()
+    if n > EXACT_HORIZON:  # evaluating a candidate exactly costs O(T): the bound's best
+        return candidates[0][1], candidates[0][2]
     best = min(candidates[:2], key=lambda c: (_layout_cost(n, c[1], c[2]), c[1], c[2]))
     return best[1], best[2]
 
@@ -325,12 +339,21 @@ class KaryTreeCounter(ContinualCounter):
             return super().participation_sensitivity_factors(t, k, b)
         keff = effective_participations(t, k, b)
         arity, levels = cls.layout(t)
-        norms = kary_column_norms(t, arity, levels)
-        l1 = float(best_separated_sum(norms, keff, b))
         cells = [(arity**j, -(-t // arity**j)) for j in range(levels)]
-        sq = min(cell_level_bound_sq(cells, keff, b), keff * keff * int(norms.max()))
-        how = "each level's cells maximised on its own (strategy matrix too large to search)"
-        return ParticipationSensitivity(t, k, b, keff, l1, math.sqrt(sq), True, keff == 1, how)
+        if t > EXACT_HORIZON:  # the column norms cost O(T): each at most the levels
+            largest = kary_max_column_norm(t, arity, levels)
+            l1 = float(keff * largest)
+            how = "k_eff x the levels (l1) and each level's cells on its own (l2): upper bounds"
+        else:
+            norms = kary_column_norms(t, arity, levels)
+            largest = int(norms.max())
+            l1 = float(best_separated_sum(norms, keff, b))
+            how = "each level's cells maximised on its own (strategy matrix too large to search)"
+        sq = min(cell_level_bound_sq(cells, keff, b), keff * keff * largest)
+        exact = t <= EXACT_HORIZON
+        return ParticipationSensitivity(
+            t, k, b, keff, l1, math.sqrt(sq), exact, exact and keff == 1, how
+        )
 
     def variance(self, t: int) -> float:
         t = self._check_t(t)

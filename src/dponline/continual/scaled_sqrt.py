@@ -231,9 +231,10 @@ class ScaledSqrtCounter(ContinualCounter):
         c = sqrt_coefficients(t)
         inverse = 1.0 / scaled_sqrt_diagonal(t)
         upper, lower = weighted_toeplitz_participation_sq(c, inverse**2, keff, b)
-        # one round: the bound is the largest column, exact (the patterns compared are the
-        # first and last column only)
-        exact = keff == 1 or upper <= lower * (1.0 + 1e-8)
+        if keff == 1:  # one round: its largest column, exact (the bound's crude path, taken
+            # when k_eff T passes 2^25, overstates it)
+            upper = lower = cls.sensitivity_factors(t)[1] ** 2
+        exact = upper <= lower * (1.0 + 1e-8)
         col_l1 = signal.fftconvolve(inverse[::-1], c)[:t][::-1]  # sum_q c_q / D_{j+q}
         if t <= EXACT_L1_UP_TO or keff == 1:
             l1, l1_exact = float(best_separated_sum(col_l1, keff, b)), True

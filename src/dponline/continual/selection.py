@@ -37,11 +37,11 @@ the BLT optimised for the pattern beats the rescaled square root for 4 rounds 25
 rounds 1 apart. The rescaled square root's sensitivity to a person is an upper bound at
 every horizon (:func:`~dponline.continual.participation.weighted_toeplitz_participation_sq`,
 within 0.5% of a pattern's value in the cases measured): at T = 16,384, 4 rounds 2,048 apart,
-the BLT's 99.85 beats its 105.3; at T = 4,097, 2 rounds 2,049 apart, it is chosen at 28.81
-against the BLT's 30.65. Past :data:`PERSON_BLT_HORIZON` rounds the BLT is scored only where
+the BLT's 99.84 beats its 105.3; at T = 4,097, 2 rounds 2,049 apart, it is chosen at 28.81
+against the BLT's 30.67. Past :data:`PERSON_BLT_HORIZON` rounds the BLT is scored only where
 no square root fits (its optimisation for the pattern is costly), so the rescaled square root
-is chosen there, 0.5% to 17% above the BLT in the patterns measured (4 rounds 10^5 apart at
-T = 10^6: 172.85 against 172.0; 64 rounds 1 apart at T = 2^18 + 1: 67,746 against 5.784e4);
+is chosen there, 3% to 18% above the BLT in the patterns measured (4 rounds 10^5 apart at
+T = 10^6: 172.85 against 167.88; 64 rounds 1 apart at T = 2^18 + 1: 67,746 against 57,472);
 name ``mechanism="blt"`` for them.
 """
 
@@ -69,9 +69,10 @@ __all__ = [
 MEMORY_BUDGET = 64 * 2**20
 
 #: above this horizon the choice for a person scores the BLT only where no square root fits the
-#: memory budget: optimising the BLT for a pattern costs up to 22 s at 2^18 rounds and 97 s at
-#: 10^6 (the whole ranking), while up to 2^18 it can have half the square root's variance
-#: (1,000 rounds 1 apart at T = 16,385: 3.92e6 against the rescaled square root's 6.87e6)
+#: memory budget: the whole ranking with the BLT optimised for a pattern takes 24 s at 2^18 + 1
+#: rounds and 81 s at 10^6 (:func:`person_ranking`), while up to 2^18 it can have half the
+#: square root's variance (1,000 rounds 1 apart at T = 16,385: 3.92e6 against the rescaled
+#: square root's 6.87e6)
 PERSON_BLT_HORIZON = 2**18
 
 #: the counter of ``paper`` calibrations: Agarwal & Singh's Algorithm 2 (TreeBasedAgg), the tree
