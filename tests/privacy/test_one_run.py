@@ -238,3 +238,17 @@ def test_epsilon_from_scores_default_thresholds():
 def test_bad_arguments_are_refused(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_the_summary_says_when_nothing_was_found_or_nothing_is_claimed():
+    """A run where no guess count beat chance reads as such (it printed '0 of 0 guesses'), and a
+    learner whose noise was scaled claims no finite epsilon: the summary says to pass a claim."""
+    import math
+
+    from dponline.privacy.one_run import OneRunResult
+
+    nothing = OneRunResult(0.0, "", 600, 0, 0, 0.05, 1e-5, 48, claimed_epsilon=1.0, ceiling=5.2)
+    assert "no guess count's right guesses beat chance among 600" in str(nothing)
+    assert "not refuted" in str(nothing)
+    scaled = OneRunResult(3.8, "fdp", 600, 40, 39, 0.05, 1e-5, 48, claimed_epsilon=math.inf)
+    assert "no finite epsilon claimed" in str(scaled) and "39 of 40 guesses" in str(scaled)

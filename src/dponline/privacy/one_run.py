@@ -342,7 +342,9 @@ class OneRunResult:
 
     def __str__(self) -> str:
         claim = ""
-        if self.claimed_epsilon is not None:
+        if self.claimed_epsilon is not None and math.isinf(self.claimed_epsilon):
+            claim = " (no finite epsilon claimed, e.g. after scale_noise: pass a claim to test)"
+        elif self.claimed_epsilon is not None:
             if self.refuted:
                 verdict = "REFUTED"
             elif self.can_refute:
@@ -352,10 +354,14 @@ class OneRunResult:
                     f"cannot be refuted here: guesses all right would prove only {self.ceiling:.3f}"
                 )
             claim = f" (claim {self.claimed_epsilon:.4g}: {verdict})"
+        if self.guesses == 0:  # no guess count beat chance enough to bound anything
+            found = "no guess count's right guesses beat chance"
+        else:
+            found = f"{self.correct} of {self.guesses} guesses right"
         return (
             f"one-run audit: epsilon >= {self.epsilon_lower:.3f} at delta {self.delta:.3g} with "
-            f"confidence {1 - self.significance:g}{claim}; {self.correct} of {self.guesses} "
-            f"guesses right among {self.canaries} canaries"
+            f"confidence {1 - self.significance:g}{claim}; {found} among {self.canaries} "
+            "canaries"
         )
 
 
