@@ -258,3 +258,12 @@ def test_a_reward_out_of_range_names_the_fix():
         p.update(p.pull(ARMS), 5.0)
     with pytest.raises(ValueError, match="option participations takes a person"):
         RiverPolicy.from_registry("dp-imed", ARMS, 20, participations=4)
+
+
+def test_a_learner_built_to_clip_clips_the_rewards():
+    p = _policy("ucb1", clip=True)
+    arm = p.pull(ARMS)
+    p.update(arm, 5.0)  # clipped to 1, as the learner clips its losses
+    assert p.n == 1
+    with pytest.raises(ValueError, match="reward must be a number"):
+        p.update(p.pull(ARMS), float("nan"))

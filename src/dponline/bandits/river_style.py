@@ -206,7 +206,8 @@ class RiverPolicy:
         return self._pulled
 
     def update(self, arm_id: Hashable, *reward_args: Any, **reward_kwargs: Any) -> None:
-        """The reward (in [0, 1]) of the arm just pulled."""
+        """The reward (in [0, 1]; clipped to it when the learner was built with
+        ``clip=True``) of the arm just pulled."""
         if reward_kwargs or len(reward_args) != 1:
             raise TypeError(
                 "update(arm_id, reward) takes one reward value (a number in [0, 1]); got "
@@ -224,6 +225,12 @@ class RiverPolicy:
             reward = reward[()]
         if isinstance(reward, (bool, np.bool_)):  # a click
             reward = float(reward)
+        if (
+            isinstance(reward, (int, float, np.integer, np.floating))
+            and math.isfinite(float(reward))
+            and getattr(self.learner, "clip", False) is True
+        ):  # a learner built with clip=True clips its losses: the policy passes rewards on
+            reward = min(max(float(reward), 0.0), 1.0)
         if (
             not isinstance(reward, (int, float, np.integer, np.floating))
             or not math.isfinite(float(reward))
