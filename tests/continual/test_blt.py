@@ -123,3 +123,13 @@ def test_long_horizons_optimise_without_materialising_the_horizon():
     assert params.is_invertible()
     assert 40 < params.max_variance(10**9) < 100
     assert params.max_variance(10**9) > optimise_blt(10**6).max_variance(10**6)
+
+
+def test_closed_forms_survive_an_underflowed_theta():
+    """A theta so small its square underflows to 0 (the optimiser's logit can reach it): the
+    sums stay finite and equal the recursion's, at one round too (log 0 gave nan there)."""
+    params = BLTParameters(np.array([1e-200, 0.5, 0.999]), np.array([0.1, 0.2, 0.3]))
+    for n in (1, 2, 50):
+        np.testing.assert_allclose(
+            params.closed_form_sums(n), _recursion_sums(params, n), rtol=1e-10
+        )

@@ -192,9 +192,9 @@ class BLTParameters:
         docstring; the c_k are positive, omega being), in O(buffers^3) whatever n."""
         n = int(n)
         th, om = self.theta, self.omega
-        l1 = 1.0 + float(om @ (-np.expm1((n - 1) * np.log(th)) / (1.0 - th)))
+        l1 = 1.0 + float(om @ (_one_minus_power(th, n - 1) / (1.0 - th)))
         q = th[:, None] * th[None, :]
-        sc = 1.0 + float(om @ (-np.expm1((n - 1) * np.log(q)) / (1.0 - q)) @ om)
+        sc = 1.0 + float(om @ (_one_minus_power(q, n - 1) / (1.0 - q)) @ om)
         rho, w = self._inverse_modes()
         a = w / (1.0 - rho)
         g = 1.0 + a.sum()
@@ -233,10 +233,12 @@ class BLTParameters:
         return sq * self.closed_form_sums(n)[2]
 
 
-def _impulse(n: int) -> np.ndarray:
-    x = np.zeros(int(n))
-    x[0] = 1.0
-    return x
+def _one_minus_power(x: np.ndarray, m: int) -> np.ndarray:
+    """1 - x^m for x in [0, 1) and an integer m >= 0, accurate when x is near 1 (expm1 of
+    m log x); x = 0 (an underflowed product of thetas) gives 1, or 0 when m = 0."""
+    positive = x > 0.0
+    logs = np.log(np.where(positive, x, 1.0))
+    return np.where(positive, -np.expm1(m * logs), 1.0 if m > 0 else 0.0)
 
 
 def _sqrt_fit(horizon: int, buffers: int) -> tuple[np.ndarray, np.ndarray]:
