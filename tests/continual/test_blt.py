@@ -133,3 +133,26 @@ def test_closed_forms_survive_an_underflowed_theta():
         np.testing.assert_allclose(
             params.closed_form_sums(n), _recursion_sums(params, n), rtol=1e-10
         )
+
+
+def test_pattern_sums_match_the_toeplitz_rule_on_the_coefficients():
+    """The closed-form person sums (k_eff rounds exactly b apart from round 1) equal the
+    Toeplitz rule run on the materialised coefficients and the best separated column l1 sum,
+    on random BLTs with non-increasing coefficients; None when c_1 = sum omega > 1."""
+    from dponline.continual.participation import effective_participations, toeplitz_participation_sq
+
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n_buffers = int(rng.integers(1, 5))
+        theta = rng.uniform(0.05, 0.9999, n_buffers)
+        omega = rng.dirichlet(np.ones(n_buffers)) * rng.uniform(0.05, 1.0)
+        params = BLTParameters(theta, omega)
+        t, k, b = int(rng.integers(1, 300)), int(rng.integers(1, 12)), int(rng.integers(1, 60))
+        l1, sq = params.pattern_sums(t, k, b)
+        c = params.coefficients(t)
+        want_sq, exact = toeplitz_participation_sq(c, k, b)
+        keff = effective_participations(t, k, b)
+        want_l1 = np.cumsum(c)[::-1][np.arange(keff) * b].sum()
+        assert exact and sq == pytest.approx(want_sq, rel=1e-12)
+        assert l1 == pytest.approx(want_l1, rel=1e-12)
+    assert BLTParameters(np.array([0.5, 0.9]), np.array([0.7, 0.6])).pattern_sums(10, 2, 1) is None

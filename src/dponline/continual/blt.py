@@ -224,8 +224,55 @@ class BLTParameters:
     def participation_sensitivity_sq(
         self, n: int, participations: int, min_separation: int
     ) -> tuple[float, bool]:
-        """(sens^2, exact) of C over horizon n under the pattern (module docstring)."""
+        """(sens^2, exact) of C over horizon n under the pattern (module docstring): in closed
+        form when the coefficients are non-increasing (sum omega <= 1), else the Toeplitz rule
+        on the coefficients (O(n))."""
+        closed = self.pattern_sums(n, participations, min_separation)
+        if closed is not None:
+            return closed[1], True
         return toeplitz_participation_sq(self.coefficients(n), participations, min_separation)
+
+    def pattern_sums(
+        self, n: int, participations: int, min_separation: int
+    ) -> tuple[float, float] | None:
+        """(l1, l2^2) of k_eff rounds exactly b apart from round 1, the worst pattern of a
+        Toeplitz C with nonnegative non-increasing coefficients (Kalinin & Lampert 2024,
+        Theorem 2), in O(k_eff buffers^2) operations; None when the coefficients increase
+        (c_1 = sum omega > 1 = c_0: the rule does not apply).
+
+        With S_i = sum_{m < K, m b <= i} c_{i - m b} (K = k_eff), l2^2 = sum_{i < n} S_i^2 and l1
+        = sum_{m < K} sum_{d < n - m b} c_d. Split S_i = D_i + G_i: D_i = 1 at i = m b (the c_0
+        terms) and, for i in segment j (j b < i <= (j + 1) b, and one last segment past
+        (K - 1) b) where M = min(K, j + 1) earlier rounds contribute, G_i = sum_l a_l theta_l^e
+        with e = i - 1 - (M - 1) b >= 0 and a_l = omega_l (1 - theta_l^(M b)) / (1 - theta_l^b).
+        Each segment's sum of G_i^2 is a geometric series in theta_l theta_l'; each D_i = 1
+        (at the right end of segments 0 .. K - 2, where e = b - 1) adds 1 + 2 G_i."""
+        t = int(n)
+        b = int(min_separation)
+        k = effective_participations(t, participations, b)
+        th, om = self.theta, self.omega
+        if float(om.sum()) > 1.0:
+            return None
+        log_t = np.log(th)
+        log_q = log_t[:, None] + log_t[None, :]
+        one_minus_q = -np.expm1(log_q)
+        # segments j = 0 .. K - 2 (M = j + 1, e = 0 .. len_j - 1) and the last (M = K)
+        j = np.arange(k, dtype=float)
+        lengths = np.minimum(b, t - 1 - j * b)  # rounds j b + 1 .. min((j + 1) b, t - 1)
+        lengths[-1] = t - 1 - (k - 1) * b  # the last segment runs to the horizon
+        counts = np.minimum(j + 1, k)
+        a = om[None, :] * (-np.expm1(counts[:, None] * b * log_t)) / (-np.expm1(b * log_t))
+        geo = -np.expm1(lengths[:, None, None] * log_q) / one_minus_q  # sum_e q^e, e < len
+        sq = 1.0 + float(np.einsum("jl,jm,jlm->", a, a, geo))  # S_0 = c_0 = 1
+        # D_i = 1 at i = (j + 1) b for j <= K - 2 within the horizon, where e = b - 1
+        ends = (np.arange(k - 1) + 1) * b <= t - 1
+        g_end = (a[: k - 1] * np.exp((b - 1) * log_t)[None, :]).sum(axis=1)
+        sq += float(np.sum(ends * (1.0 + 2.0 * g_end)))
+        # l1: column j = m b holds c_0 .. c_{n - 1 - m b}: 1 + sum_l omega_l (1 - theta_l^(len
+        # - 1)) / (1 - theta_l) with len = n - m b
+        rest = (t - np.arange(k) * b - 1).astype(float)
+        l1 = float(k + np.sum(om[None, :] * -np.expm1(rest[:, None] * log_t) / -np.expm1(log_t)))
+        return l1, sq
 
     def participation_max_variance(self, n: int, participations: int, min_separation: int) -> float:
         """The largest release variance at unit sensitivity under the pattern."""
@@ -415,9 +462,18 @@ class BLTCounter(ContinualCounter):
         else an upper bound, flagged (module docstring)."""
         t, k, b = check_pattern(horizon, participations, min_separation)
         params = optimise_blt(t, DEFAULT_BUFFERS, k, b)
-        return toeplitz_participation(
-            params.coefficients, t, k, b, what="BLT optimised for the pattern; "
+        closed = params.pattern_sums(t, k, b)
+        if closed is None:  # coefficients that increase somewhere: the O(T) upper bound
+            return toeplitz_participation(
+                params.coefficients, t, k, b, what="BLT optimised for the pattern; "
+            )
+        how = (
+            "BLT optimised for the pattern; Toeplitz rule, participations exactly b apart from "
+            "round 1 (Kalinin & Lampert 2024, Thm 2), in closed form"
         )
+        keff = effective_participations(t, k, b)
+        l1, sq = closed
+        return ParticipationSensitivity(t, k, b, keff, l1, math.sqrt(sq), True, True, how)
 
     @classmethod
     def participation_release_variances(
