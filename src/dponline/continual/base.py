@@ -394,6 +394,23 @@ class ContinualCounter(StreamingCounter):
         mechanism chooses its structure for the pattern, as the BLT does)."""
         return cls.release_variances(horizon, noise, dim)
 
+    @classmethod
+    def participation_max_variance(
+        cls,
+        horizon: int,
+        noise: NoiseDistribution,
+        dim: int,
+        participations: int,
+        min_separation: int,
+    ) -> float:
+        """The largest of :meth:`participation_release_variances` (a mechanism with a closed
+        form for it, the BLT, answers without the T variances)."""
+        return float(
+            cls.participation_release_variances(
+                horizon, noise, dim, participations, min_separation
+            ).max()
+        )
+
     @abstractmethod
     def variance(self, t: int) -> float:
         """Exact variance of one coordinate of release ``t`` (0 <= t <= horizon)."""

@@ -488,6 +488,20 @@ class BLTCounter(ContinualCounter):
         params = optimise_blt(t, DEFAULT_BUFFERS, participations, min_separation)
         return params.release_factors(t) * noise.coordinate_variance(dim)
 
+    @classmethod
+    def participation_max_variance(
+        cls,
+        horizon: int,
+        noise: NoiseDistribution,
+        dim: int,
+        participations: int,
+        min_separation: int,
+    ) -> float:
+        """The last release's variance (the largest), from the closed form of its sum."""
+        t = int(horizon)
+        params = optimise_blt(t, DEFAULT_BUFFERS, participations, min_separation)
+        return params.closed_form_sums(t)[2] * noise.coordinate_variance(dim)
+
     def _config(self) -> dict[str, Any]:
         return {
             **super()._config(),

@@ -38,11 +38,11 @@ rounds 1 apart. The rescaled square root's sensitivity to a person is an upper b
 every horizon (:func:`~dponline.continual.participation.weighted_toeplitz_participation_sq`,
 within 0.5% of a pattern's value in the cases measured): at T = 16,384, 4 rounds 2,048 apart,
 the BLT's 99.84 beats its 105.3; at T = 4,097, 2 rounds 2,049 apart, it is chosen at 28.81
-against the BLT's 30.67. Past :data:`PERSON_BLT_HORIZON` rounds the BLT is scored only where
-no square root fits (its optimisation for the pattern is costly), so the rescaled square root
-is chosen there, 3% to 18% above the BLT in the patterns measured (4 rounds 10^5 apart at
-T = 10^6: 172.85 against 167.88; 64 rounds 1 apart at T = 2^18 + 1: 67,746 against 57,472);
-name ``mechanism="blt"`` for them.
+against the BLT's 30.67; at T = 10^6, 4 rounds 10^5 apart, the BLT's 167.88 beats its 172.85,
+and at T = 2^18 + 1, 64 rounds 1 apart, 57,472 its 67,746 (the BLT's person sensitivity and
+largest variance have closed forms, :mod:`~dponline.continual.blt`: the whole ranking takes
+about 3 s there). Past :data:`PERSON_TREE_HORIZON` rounds only the factorisations are scored
+(the trees' exact variances cost O(T)), and Laplace noise takes the k-ary tree.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from dponline.continual.smooth_binary import smooth_binary_depth
 __all__ = [
     "MEMORY_BUDGET",
     "PAPER_MECHANISM",
+    "PERSON_TREE_HORIZON",
     "best_mechanism",
     "choose_mechanism",
     "person_ranking",
@@ -68,12 +69,12 @@ __all__ = [
 #: default bytes of noise state the counter of one run (one replica) may hold
 MEMORY_BUDGET = 64 * 2**20
 
-#: above this horizon the choice for a person scores the BLT only where no square root fits the
-#: memory budget: the whole ranking with the BLT optimised for a pattern takes 24 s at 2^18 + 1
-#: rounds and 81 s at 10^6 (:func:`person_ranking`), while up to 2^18 it can have half the
-#: square root's variance (1,000 rounds 1 apart at T = 16,385: 3.92e6 against the rescaled
-#: square root's 6.87e6)
-PERSON_BLT_HORIZON = 2**18
+#: above this horizon the choice for a person scores the factorisations only (for Laplace
+#: noise it takes the k-ary tree): the trees' exact variances cost O(T) memory, and for every
+#: person measured the best factorisation had 5.9x to 12x less variance than the best tree
+#: (Honaker's 348.2 against the BLT's 58.92 at T = 1,024, 4 rounds 256 apart; 4.68e7 against
+#: 3.92e6 at T = 16,385, 1,000 rounds 1 apart), as the k-ary tree beat the other Laplace trees
+PERSON_TREE_HORIZON = 2**22
 
 #: the counter of ``paper`` calibrations: Agarwal & Singh's Algorithm 2 (TreeBasedAgg), the tree
 #: with identically distributed noise that the papers' formulas and regret bounds are stated for
@@ -128,9 +129,13 @@ def best_mechanism(
     if not fits:
         return "binary_tree"
     if len(fits) > 1 and effective_participations(t, k, b) > 1:
-        if t > PERSON_BLT_HORIZON and "blt" in fits and fits.index("blt") > 0:
-            # a square root fits: it is chosen without the BLT's costly optimisation
-            fits = tuple(name for name in fits if name != "blt")
+        if t > PERSON_TREE_HORIZON:
+            # the trees' exact variances cost O(T) (gigabytes past 10^8 rounds) and they lost
+            # to the first of the ranking by 5.9x to 12x for every person measured: not scored
+            factorisations = ("scaled_sqrt", "sqrt_factorization", "blt")
+            fits = tuple(name for name in fits if name in factorisations) or fits[:1]
+            if len(fits) == 1:
+                return fits[0]
         return person_ranking(t, k, b, noise, fits)[0][0]
     return fits[0]
 
@@ -168,10 +173,10 @@ def person_ranking(
             if float(single.max()) >= min(scored)[0]:
                 continue
         pattern = cls.participation_sensitivity_factors(horizon, participations, min_separation)
-        variances = cls.participation_release_variances(
+        largest = cls.participation_max_variance(
             horizon, scaled(pattern.factors), 1, participations, min_separation
         )
-        scored.append((float(variances.max()), order, name))
+        scored.append((largest, order, name))
     return tuple((name, value) for value, _, name in sorted(scored))
 
 
