@@ -156,3 +156,14 @@ def test_pattern_sums_match_the_toeplitz_rule_on_the_coefficients():
         assert exact and sq == pytest.approx(want_sq, rel=1e-12)
         assert l1 == pytest.approx(want_l1, rel=1e-12)
     assert BLTParameters(np.array([0.5, 0.9]), np.array([0.7, 0.6])).pattern_sums(10, 2, 1) is None
+
+
+def test_weights_of_both_signs_leave_the_closed_forms_that_assume_positive_coefficients():
+    """A negative omega (parameters given by hand) can make some c_k negative: sum |c_k| then
+    comes from the coefficients and the person rule declines (the O(T) path bounds it)."""
+    params = BLTParameters(np.array([0.9, 0.5]), np.array([0.3, -0.6]))
+    c = params.coefficients(40)
+    assert (c < 0).any()
+    assert params.closed_form_sums(40)[0] == pytest.approx(np.abs(c).sum(), rel=1e-12)
+    assert params.closed_form_sums(40)[1] == pytest.approx((c * c).sum(), rel=1e-12)
+    assert params.pattern_sums(40, 2, 3) is None

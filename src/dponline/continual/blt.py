@@ -189,10 +189,14 @@ class BLTParameters:
 
     def closed_form_sums(self, n: int) -> tuple[float, float, float]:
         """(sum_{k<n} |c_k|, sum_{k<n} c_k^2, sum_{m<n} beta_m^2) from geometric series (module
-        docstring; the c_k are positive, omega being), in O(buffers^3) whatever n."""
+        docstring), in O(buffers^3) whatever n (the first from the coefficients, O(n), when
+        some omega is negative: the c_k may then change sign)."""
         n = int(n)
         th, om = self.theta, self.omega
-        l1 = 1.0 + float(om @ (_one_minus_power(th, n - 1) / (1.0 - th)))
+        if np.all(om >= 0):  # c_k > 0 for k >= 1: sum |c_k| is a geometric series
+            l1 = 1.0 + float(om @ (_one_minus_power(th, n - 1) / (1.0 - th)))
+        else:  # weights of both signs (parameters given by hand): from the coefficients
+            l1 = float(np.abs(self.coefficients(n)).sum())
         q = th[:, None] * th[None, :]
         sc = 1.0 + float(om @ (_one_minus_power(q, n - 1) / (1.0 - q)) @ om)
         rho, w = self._inverse_modes()
@@ -238,7 +242,8 @@ class BLTParameters:
         """(l1, l2^2) of k_eff rounds exactly b apart from round 1, the worst pattern of a
         Toeplitz C with nonnegative non-increasing coefficients (Kalinin & Lampert 2024,
         Theorem 2), in O(k_eff buffers^2) operations; None when the coefficients increase
-        (c_1 = sum omega > 1 = c_0: the rule does not apply).
+        (c_1 = sum omega > 1 = c_0) or may change sign (a negative omega): the rule does not
+        apply.
 
         With S_i = sum_{m < K, m b <= i} c_{i - m b} (K = k_eff), l2^2 = sum_{i < n} S_i^2 and l1
         = sum_{m < K} sum_{d < n - m b} c_d. Split S_i = D_i + G_i: D_i = 1 at i = m b (the c_0
@@ -251,7 +256,7 @@ class BLTParameters:
         b = int(min_separation)
         k = effective_participations(t, participations, b)
         th, om = self.theta, self.omega
-        if float(om.sum()) > 1.0:
+        if float(om.sum()) > 1.0 or np.any(om < 0):  # c_1 > c_0, or c of either sign
             return None
         log_t = np.log(th)
         log_q = log_t[:, None] + log_t[None, :]
