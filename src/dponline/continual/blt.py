@@ -23,8 +23,7 @@ factor. Variance: with b the coefficients of 1 / c(z) and beta_m = b_0 + ... + b
 
     Var(release t) = s^2 sum_{m<t} beta_m^2,
 
-computed exactly by filtering an impulse through the rational 1 / c(z) (scipy.signal.lfilter).
-Both sums come from geometric series, in O(n^3) operations whatever T
+exactly. Both sums come from geometric series, in O(n^3) operations whatever T
 (:meth:`BLTParameters.closed_form_sums`): sum_{k<T} c_k^2 = 1 + sum_{i,j} omega_i omega_j
 (1 - (theta_i theta_j)^(T-1)) / (1 - theta_i theta_j); and u = C^{-1} z runs the recursion above,
 h(t + 1) = A h(t) + z_t 1 with A = diag(theta) - 1 omega^T, so b_0 = 1 and b_t = sum_i w_i

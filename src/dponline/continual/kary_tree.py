@@ -198,7 +198,7 @@ def kary_max_column_norm(horizon: int, arity: int, levels: int) -> int:
     and cached. Past :data:`EXACT_HORIZON` rounds the number of levels, an upper bound (a round
     lies in at most one cell per level) that equalled the maximum at each of the 44 horizons
     from 10^3 to 3 x 10^6 where both were computed (tests/continual/test_kary_tree.py checks
-    some): the exact maximum costs O(T) time, 39 s at 10^8 rounds."""
+    some): the exact maximum costs O(T) time, about 1 s at 10^7 rounds."""
     if int(horizon) > EXACT_HORIZON:
         return _check_layout(arity, levels)[1]
     return max(int(c.max()) for c in _column_norm_chunks(int(horizon), arity, levels))
