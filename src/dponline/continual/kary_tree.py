@@ -253,19 +253,16 @@ def kary_layout(horizon: int) -> tuple[int, int]:
     n = int(horizon)
     if n < 1:
         raise ValueError(f"horizon must be a positive integer, got {horizon!r}")
-    candidates = [(float(n), 3, 1)]
-    least = float(n)  # the least bound so far
+    candidates = [(float(n), 3, 1)]  # the two least (bound, k, h) so far, in order
     h = 2
     while 3 ** (h - 1) < 2 * n:
         k = 3
         # the bound grows with k once its lower-digit part alone passes the best one so far
-        while k ** (h - 1) < 2 * n and h * h * (h - 1) * (k - 1) / 2 <= least:
+        while k ** (h - 1) < 2 * n and h * h * (h - 1) * (k - 1) / 2 <= candidates[0][0]:
             top = (n + (k ** (h - 1) - 1) // 2) // k ** (h - 1)
-            candidates.append((h * h * ((h - 1) * (k - 1) / 2 + top), k, h))
-            least = min(least, candidates[-1][0])
+            candidates = sorted([*candidates, (h * h * ((h - 1) * (k - 1) / 2 + top), k, h)])[:2]
             k += 2
         h += 1
-    candidates.sort()
     if n > EXACT_HORIZON:  # evaluating a candidate exactly costs O(T): the bound's best
         return candidates[0][1], candidates[0][2]
     best = min(candidates[:2], key=lambda c: (_layout_cost(n, c[1], c[2]), c[1], c[2]))
