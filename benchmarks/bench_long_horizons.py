@@ -8,8 +8,9 @@ the process's peak resident memory. Cases (epsilon = 1; delta = 1e-6 for Gaussia
 
 * DP-UCB over 10 arms with Laplace noise (the k-ary tree) and with Gaussian noise (the BLT, as
   the square roots' noise state passes the memory budget), at T = 10^6 and 10^9;
-* DP-FTRL over 10 experts with Gaussian noise at T = 10^6 and 10^7 (the BLT), and with Laplace
-  noise at T = 10^12 (the k-ary tree).
+* DP-FTRL over 10 experts with Gaussian noise at T = 10^6 and 10^7 (the BLT), with Laplace
+  noise at T = 10^12 (the k-ary tree), and with Gaussian noise over one person's 4 rounds at
+  least 1,000 apart at T = 10^8 (``gaussian-person``: the BLT optimised for that pattern).
 
 The BLT's sensitivity and largest variance are closed-form sums (:mod:`dponline.continual.
 blt`) and the k-ary tree past 2^22 rounds charges its levels (:mod:`dponline.continual.
@@ -32,6 +33,7 @@ CASES = [
     ("dp-ucb", "gaussian", 10**9),
     ("dp-ftrl", "gaussian", 10**7),
     ("dp-ftrl", "laplace", 10**12),
+    ("dp-ftrl", "gaussian-person", 10**8),
 ]
 
 #: the child process: build one learner, print its counter, seconds and peak memory (MiB)
@@ -39,7 +41,14 @@ CHILD = """
 import resource, sys, time
 from dponline.privacy.budget import PrivacyBudget
 name, noise, horizon = sys.argv[1], sys.argv[2], int(sys.argv[3])
-budget = PrivacyBudget(1.0, 1e-6 if noise == "gaussian" else 0.0)
+person = noise.endswith("-person")  # one person: 4 rounds at least 1,000 apart
+noise = noise.removesuffix("-person")
+budget = PrivacyBudget(
+    1.0,
+    1e-6 if noise == "gaussian" else 0.0,
+    participations=4 if person else 1,
+    min_separation=1000 if person else 1,
+)
 start = time.perf_counter()
 if name == "dp-ucb":
     from dponline.bandits.dp_ucb import DPUCB
@@ -77,10 +86,12 @@ def main() -> None:
     args = parser.parse_args()
     cases = [c for c in CASES if not args.quick or c[2] <= 10**6]
     rows = [measure(*case) for case in cases]
-    print(f"{'learner':8} {'noise':9} {'horizon':>8} {'counter':16} {'seconds':>8} {'peak MiB':>9}")
+    print(
+        f"{'learner':8} {'noise':15} {'horizon':>8} {'counter':10} {'seconds':>8} {'peak MiB':>9}"
+    )
     for r in rows:
         print(
-            f"{r['learner']:8} {r['noise']:9} {r['horizon']:8.0e} {r['counter']:16} "
+            f"{r['learner']:8} {r['noise']:15} {r['horizon']:8.0e} {r['counter']:10} "
             f"{r['seconds']:8.2f} {r['peak_mib']:9.0f}"
         )
     if args.json:
