@@ -82,8 +82,11 @@ class HonakerCounter(AlignedBlocks, ContinualCounter):
     def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
         n_levels = levels(horizon)
         t = np.arange(1, int(horizon) + 1)
-        bits = (t[:, None] >> np.arange(n_levels)[None, :]) & 1
-        return bits @ honaker_node_variances(n_levels) * noise.coordinate_variance(dim)
+        node = honaker_node_variances(n_levels)
+        total = np.zeros(t.size)
+        for level in range(n_levels):  # level by level: O(T) memory, not O(T levels)
+            total += ((t >> level) & 1) * node[level]
+        return total * noise.coordinate_variance(dim)
 
     def _step(self, x: np.ndarray) -> np.ndarray:
         t = self.t
