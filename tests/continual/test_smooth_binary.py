@@ -1,5 +1,6 @@
 """The smooth binary mechanism (Andersson & Pagh 2023)."""
 
+import itertools
 import math
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 
 from dponline.continual.smooth_binary import (
     SmoothBinaryCounter,
+    _leaves_all,
     smooth_binary_depth,
     smooth_binary_leaves,
     smooth_binary_matrices,
@@ -26,6 +28,28 @@ def test_b_c_is_the_prefix_sum_matrix_and_counts_are_column_norms(horizon):
     assert np.all(big_b.sum(axis=1) == d // 2)  # every release sums d/2 nodes
     l1, l2 = SmoothBinaryCounter.sensitivity_factors(horizon)
     assert l1 == counts.max() <= d // 2 and l2 == pytest.approx(math.sqrt(l1))
+
+
+def test_the_leaf_table_is_every_integer_with_that_many_bits_in_order():
+    for bits in range(11):
+        for ones in range(bits + 1):
+            want = sorted(sum(1 << i for i in c) for c in itertools.combinations(range(bits), ones))
+            assert _leaves_all(bits, ones).tolist() == want
+    assert _leaves_all.cache_info().maxsize <= 4  # only results are kept, not every sub-table
+
+
+@pytest.mark.parametrize("horizon", [1, 2, 3, 4, 5, 7, 8, 9, 34, 35, 251, 252, 253, 2000])
+def test_node_counts_match_the_used_nodes_counted_one_by_one(horizon):
+    """Brute force: a level-b node (p's bits above b, bit b clear) is used iff some leaf
+    l_1..l_T has those bits above b and bit b set."""
+    leaves = [int(x) for x in smooth_binary_leaves(horizon)]
+    used = {(b, leaf >> (b + 1)) for leaf in leaves[1:] for b in range(64) if leaf >> b & 1}
+    d = smooth_binary_depth(horizon)
+    want = [
+        sum(1 for b in range(d) if not p >> b & 1 and (b, p >> (b + 1)) in used)
+        for p in leaves[:-1]
+    ]
+    assert smooth_binary_node_counts(horizon).tolist() == want
 
 
 def test_depth_and_leaves():

@@ -90,7 +90,7 @@ class BinaryTreeCounter(AlignedBlocks, ContinualCounter):
 
     @classmethod
     def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
-        pc = np.array([t.bit_count() for t in range(1, int(horizon) + 1)], dtype=float)
+        pc = np.bitwise_count(np.arange(1, int(horizon) + 1, dtype=np.int64)).astype(float)
         return pc * noise.coordinate_variance(dim)
 
     def _step(self, x: np.ndarray) -> np.ndarray:

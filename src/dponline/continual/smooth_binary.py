@@ -81,22 +81,31 @@ def smooth_binary_depth(horizon: int) -> int:
     return d
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=4)
 def _leaves_all(bits: int, ones: int) -> np.ndarray:
-    """Every ``bits``-bit integer with ``ones`` one-bits, increasing (those with the top bit
-    clear, then those with it set)."""
-    if ones == 0:
-        return np.zeros(1, dtype=np.int64)
-    if ones == bits:
-        return np.array([(1 << bits) - 1], dtype=np.int64)
-    low = _leaves_all(bits - 1, ones)
-    high = _leaves_all(bits - 1, ones - 1) + (1 << (bits - 1))
-    out = np.concatenate([low, high])
+    """Every ``bits``-bit integer with ``ones`` one-bits, increasing (read-only, cached).
+
+    Built one bit at a time from the top: the n-bit integers with j one-bits, increasing, are
+    the (n - 1)-bit ones with j one-bits, then those with j - 1 one-bits plus 2^(n - 1). Only
+    the counts j that can still reach ``ones`` are built, and only the result is cached (a
+    recursion caching every table held about 2^bits / 2 integers after the call)."""
+    tables = {0: np.zeros(1, dtype=np.int64)}  # the 0-bit integers, by count of one-bits
+    for n in range(1, bits + 1):
+        top = np.int64(1) << np.int64(n - 1)
+        grown = {}
+        for j in range(max(0, ones - (bits - n)), min(n, ones) + 1):
+            parts = []
+            if j in tables:  # bit n - 1 clear
+                parts.append(tables[j])
+            if j - 1 in tables:  # bit n - 1 set
+                parts.append(tables[j - 1] + top)
+            grown[j] = np.concatenate(parts)
+        tables = grown
+    out = tables[ones]
     out.flags.writeable = False  # cached: shared by every caller
     return out
 
 
-@functools.lru_cache(maxsize=8)
 def smooth_binary_leaves(horizon: int) -> np.ndarray:
     """l_0 .. l_T (T + 1 leaves) for the horizon's depth."""
     d = smooth_binary_depth(horizon)
@@ -127,23 +136,32 @@ def _next_leaf(x: int) -> int:
 @functools.lru_cache(maxsize=8)
 def smooth_binary_node_counts(horizon: int) -> np.ndarray:
     """For s = 1..T, the number of used nodes round s enters (its column's squared l2 norm and
-    l1 norm in C); at most d/2.
+    l1 norm in C); at most d/2 (read-only, cached).
 
     Round s sits at p = l_{s-1} and lies in the level-b node with p's bits above b iff bit b of
     p is 0; that node is used iff some leaf l_t (1 <= t <= T) has p's bits above b and bit b
-    set. The least d-bit integer with those bits and d/2 one-bits packs the missing one-bits at
-    the bottom; it exists iff 0 <= need <= b (need = d/2 - 1 - ones above b) and is a used leaf
-    iff it is at most l_T (every leaf exceeds l_0 <= p)."""
+    set. The least d-bit integer with those bits and d/2 one-bits, q, packs the missing
+    need = (p's one-bits below b) - 1 one-bits at the bottom: it exists iff p has a one-bit
+    below b, and the node is used iff q <= l_T (every leaf exceeds l_0 <= p). Since p <= l_T,
+    p's bits above b are at most l_T's; where they are less, q < l_T; where they are equal
+    (a run of consecutive rounds, the leaves being increasing) compare the bits up to b."""
     leaves = smooth_binary_leaves(horizon)
     d = smooth_binary_depth(horizon)
     positions, last = leaves[:-1], int(leaves[-1])
-    counts = np.zeros(positions.size, dtype=np.int64)
+    counts = np.zeros(positions.size, dtype=np.int8)  # at most d/2 <= 31
     for b in range(d):
-        prefix = positions >> (b + 1)
-        need = d // 2 - 1 - np.bitwise_count(prefix).astype(np.int64)
-        ok = ((positions >> b) & 1 == 0) & (need >= 0) & (need <= b)
-        least = (prefix << (b + 1)) | (1 << b) | ((1 << np.clip(need, 0, b)) - 1)
-        counts += ok & (least <= last)
+        low = (1 << b) - 1
+        # p's bits above b are below l_T's for the first `split` rounds, equal for the rest
+        split = int(np.searchsorted(positions, (last >> (b + 1)) << (b + 1)))
+        head = positions[:split]
+        counts[:split] += ((head >> b) & 1 == 0) & (head & low != 0)
+        tail = positions[split:]
+        if tail.size:
+            below = np.bitwise_count(tail & low).astype(np.int64)
+            q_low = (1 << b) | ((np.int64(1) << np.clip(below - 1, 0, None)) - 1)
+            used = ((tail >> b) & 1 == 0) & (below > 0) & (q_low <= (last & ((1 << (b + 1)) - 1)))
+            counts[split:] += used
+    counts.flags.writeable = False  # cached: shared by every caller
     return counts
 
 

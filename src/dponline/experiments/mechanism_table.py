@@ -27,8 +27,7 @@ def mechanism_table(horizon: int, rho: float = 0.5) -> list[dict[str, Any]]:
     rows = []
     for name, cls in MECHANISMS.items():
         _, l2 = cls.sensitivity_factors(horizon)
-        counter = cls(horizon, 1, GaussianNoise(zcdp_sigma(l2, rho)))
-        var = counter.variances()
+        var = cls.release_variances(horizon, GaussianNoise(zcdp_sigma(l2, rho)), 1)
         rows.append(
             {
                 "mechanism": name,
