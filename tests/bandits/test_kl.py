@@ -233,6 +233,14 @@ def test_broadcasting_and_shapes():
     assert kl_upper(np.zeros((0, 3)), 0.1).shape == (0, 3)
 
 
+def test_empty_arrays_on_the_numpy_path_too():
+    # the numpy path (taken where numba is absent) once failed on nothing to iterate
+    for compiled in (False, None):
+        assert kl_upper(np.zeros((0, 3)), 0.1, compiled=compiled).shape == (0, 3)
+        assert kl_lower(np.zeros((0, 3)), 0.1, compiled=compiled).shape == (0, 3)
+        assert d_eps_upper(np.zeros(0), 0.1, 0.5, compiled=compiled).shape == (0,)
+
+
 # ---------------------------------------------------------------------------------------------
 # d_eps
 

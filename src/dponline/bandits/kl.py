@@ -284,6 +284,8 @@ def _upper_numpy(p: np.ndarray, level: np.ndarray) -> np.ndarray:
 def _halley_numpy(p: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, int]:
     """The KL-UCB root for _P_TINY < p < 1, _LEVEL_TINY < level < _LEVEL_ONE, entrywise, and
     the number of steps taken (the largest over the entries)."""
+    if p.size == 0:  # no entry: nothing to iterate (np.max of nothing is an error)
+        return np.array(p, dtype=float, copy=True), 0
     one_p = 1.0 - p
     delta = np.minimum(np.sqrt(2.0 * level * p / one_p), (level - p * np.log(p)) / one_p)
     gap = np.sqrt(0.5 * level)
