@@ -281,6 +281,24 @@ def test_a_non_private_learner_takes_no_delta_and_no_budget():
     assert got == {"budget": None, "replicas": 2}
 
 
+def test_a_private_learner_is_private_unless_asked_for_its_counterpart():
+    env = KArmedBandit([0.2, 0.5, 0.9], horizon=100, rng=0)
+    assert build_learner("dp-imed", env, rng=0).privacy.epsilon == 1.0  # the CLI's default
+    assert build_learner("dp-imed", env, epsilon=0.5, rng=0).privacy.epsilon == 0.5
+    assert build_learner("dp-imed", env, epsilon=None, rng=0).privacy is None
+    assert build_learner("imed", env, rng=0).privacy is None  # non-private: nothing to default
+
+
+def test_options_the_environment_gives_or_the_common_keywords_are_named():
+    env = KArmedBandit([0.2, 0.5, 0.9], horizon=100, rng=0)
+    with pytest.raises(ValueError, match=r"reads horizon from the environment \(horizon = 100"):
+        build_learner("dp-imed", env, horizon=500)
+    with pytest.raises(ValueError, match=r"no option 'seed' \(the generator or seed is rng=\)"):
+        build_learner("dp-imed", env, seed=0)
+    with pytest.raises(ValueError, match=r"no option 'replica' \(did you mean 'replicas'"):
+        build_learner("dp-imed", env, replica=2)
+
+
 def test_default_delta_is_a_probability_or_a_function():
     entry = learners()["dp-exp2"]
     for bad in (1.0, -0.1, True, "1e-6", None):

@@ -134,7 +134,10 @@ def test_learners_refuse_a_budget_of_the_wrong_kind():
     with pytest.raises(TypeError, match=r"budget must be a dponline\.privacy\.PrivacyBudget"):
         DPFTRL(3, 10, budget=1.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"Laplace noise gives pure DP.*Pass delta=0.*gaussian"):
-        DPFTRL(3, 10, budget=PrivacyBudget(1.0, 1e-6))  # Laplace noise is the default
+        DPFTRL(3, 10, budget=PrivacyBudget(1.0, 1e-6), noise="laplace")
+    # the noise, unless named, is the budget's: Gaussian for delta > 0, Laplace for delta = 0
+    assert DPFTRL(3, 10, budget=PrivacyBudget(1.0, 1e-6)).privacy.delta == 1e-6
+    assert DPFTRL(3, 10, budget=PrivacyBudget(1.0)).privacy.delta == 0
     with pytest.raises(ValueError, match="delta must lie in \\(0, 1\\), got 0"):
         DPFTPL(3, 10, budget=PrivacyBudget(1.0))
     with pytest.raises(TypeError, match="budget"):

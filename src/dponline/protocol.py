@@ -271,7 +271,8 @@ def checked_bandit_loss(
     """The round's bandit loss values, shape (replicas,), after the checks every fixed-horizon
     bandit learner makes before it uses them: BanditFeedback, a round within the learner's
     ``horizon`` (round T+1 would void its guarantee), an action played this round, real values
-    of the right shape, finite (:func:`~dponline.privacy.arguments.checked_real_array`). The
+    of shape (replicas,) (or a number for one replica), finite
+    (:func:`~dponline.privacy.arguments.checked_real_array`). The
     learner's state is not touched. ``finite=False`` leaves the NaN and infinity check to a
     caller whose own bounds check refuses them anyway."""
     who = type(learner).__name__
@@ -281,7 +282,11 @@ def checked_bandit_loss(
         raise past_horizon_error(who, learner.horizon, learner.t)
     if not acted:
         raise not_acted_error(who, learner.t)
-    return checked_real_array("bandit loss", feedback.loss, (learner.replicas,), finite=finite)
+    one = ((),) if learner.replicas == 1 else ()  # one replica: a plain number too
+    shape = (learner.replicas,)
+    return checked_real_array("bandit loss", feedback.loss, shape, *one, finite=finite).reshape(
+        shape
+    )
 
 
 def checked_config(saved: Any, mine: dict[str, Any], who: str, what: str) -> None:
@@ -293,6 +298,11 @@ def checked_config(saved: Any, mine: dict[str, Any], who: str, what: str) -> Non
     if not isinstance(saved, dict):
         raise ArgumentError(f"saved config of a {who} must be a dict, got {type(saved).__name__}")
     diff = sorted(str(k) for k in set(saved) | set(mine) if saved.get(k) != mine.get(k))
+    if "learner" in diff and "learner" in saved and "learner" in mine:
+        raise ArgumentError(
+            f"state was saved from a {saved['learner']}, not a {mine['learner']}: it cannot "
+            "continue this one"
+        )
     raise ArgumentError(
         f"state was saved from a differently configured {who}: a different {what} (the saved "
         f"config differs in {', '.join(diff)}); it cannot continue this one"

@@ -46,6 +46,7 @@ from dponline.protocol import FeedbackKind, Learner, checked_count
 from dponline.spelling import did_you_mean
 
 __all__ = [
+    "DEFAULT_EPSILON",
     "LEARNERS",
     "LEARNER_PACKAGES",
     "AuditCase",
@@ -407,11 +408,27 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+class _DefaultEpsilon:
+    """The type of :data:`DEFAULT_EPSILON`."""
+
+    def __repr__(self) -> str:
+        return "1.0 for a private learner"
+
+
+#: ``epsilon`` not given to :func:`build_learner`: 1.0 for a private learner (as the command
+#: line's default), nothing for a non-private one. ``epsilon=None`` asks for a private
+#: learner's non-private counterpart: a private learner is never built without noise by default.
+DEFAULT_EPSILON = _DefaultEpsilon()
+
+#: keywords every factory takes beside its options (suggested for a misspelt option)
+COMMON_KEYWORDS = ("epsilon", "calibration", "allow_weaker", "replicas", "rng")
+
+
 def build_learner(
     learner: str | LearnerEntry,
     env: Any,
     *,
-    epsilon: float | None = None,
+    epsilon: float | _DefaultEpsilon | None = DEFAULT_EPSILON,
     calibration: str = "tight",
     allow_weaker: bool = False,
     participations: int = 1,
@@ -420,9 +437,19 @@ def build_learner(
 ) -> Learner:
     """Build ``learner`` (a name in the catalogue, or an entry) for ``env``: the budget built
     once from the run's privacy keywords and the learner's ``delta`` option
-    (:func:`learner_budget`; ``epsilon=None`` for the non-private counterpart), then
+    (:func:`learner_budget`; ``epsilon`` 1.0 for a private learner unless given,
+    ``epsilon=None`` for its non-private counterpart), then
     ``factory(env, budget=budget, **options)`` (``replicas`` and ``rng`` among the options; see
-    the module docstring). An option the factory does not take is a ValueError naming it."""
+    the module docstring). The horizon and dimensions come from ``env``. An option the factory
+    does not take is a ValueError naming it.
+
+    >>> from dponline.environments import KArmedBandit
+    >>> env = KArmedBandit([0.2, 0.5, 0.9], horizon=1000, rng=0)
+    >>> build_learner("dp-imed", env, rng=0).privacy.epsilon  # private learners: epsilon 1
+    1.0
+    >>> build_learner("dp-imed", env, epsilon=None, rng=0).privacy is None  # its counterpart
+    True
+    """
     if isinstance(learner, LearnerEntry):
         entry = learner
     else:
@@ -438,6 +465,8 @@ def build_learner(
             "build_learner builds the budget itself: give epsilon, calibration, allow_weaker and "
             f"the delta option, not budget={options['budget']!r}"
         )
+    if isinstance(epsilon, _DefaultEpsilon):
+        epsilon = 1.0 if entry.private else None
     budget = learner_budget(
         entry,
         env,
@@ -453,13 +482,23 @@ def build_learner(
     try:
         return entry.factory(env, budget=budget, **options)
     except TypeError as exc:
+        twice = re.search(r"multiple values for (?:keyword )?argument '(\w+)'", str(exc))
+        if twice is not None and twice.group(1) in options:
+            bad = twice.group(1)
+            raise ValueError(
+                f"learner {entry.name!r} reads {bad} from the environment "
+                f"({bad} = {getattr(env, bad, '?')!r} there), not from an option: build the "
+                f"environment with the {bad} you want"
+            ) from None
         match = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
         if match is None or match.group(1) not in options:
             raise
         bad = match.group(1)
         documented = sorted(o for key in entry.documented_options() for o in key.split(", "))
+        known = documented + [k for k in COMMON_KEYWORDS if k not in documented]
+        hint = " (the generator or seed is rng=)" if bad == "seed" else ""
         raise ValueError(
-            f"learner {entry.name!r} has no option {bad!r}{did_you_mean(bad, documented)}; its "
+            f"learner {entry.name!r} has no option {bad!r}{hint}{did_you_mean(bad, known)}; its "
             f"options: {', '.join(documented) or 'none'}"
         ) from None
 

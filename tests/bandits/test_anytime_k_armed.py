@@ -73,8 +73,8 @@ def test_anytime_state_resumes_bit_for_bit(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["adap-ucb", "dp-imed", "kl-ucb"])
 def test_anytime_fast_path_runs_past_any_horizon(name: str) -> None:
-    learner = _build(name, 10, anytime=True)
-    env = build_environment("k_armed", 10, np.random.default_rng(1), arms=3)
+    learner = _build(name, 10, anytime=True)  # the horizon of 10 is ignored
+    env = build_environment("k_armed", 5_000, np.random.default_rng(1), arms=3)
     out = learner.play_stochastic(env, 5_000)
     assert learner.t == 5_000 and out.pulls.sum() == 5_000 * learner.replicas
 
@@ -119,3 +119,13 @@ def test_anytime_dp_ucb_follows_the_memory_rule() -> None:
         DPUCB(ANYTIME_MAX_DIM + 1, None, budget=person, noise="gaussian", rng=0)
     with pytest.raises(ValueError, match="because the noise is laplace"):
         DPUCB(3, None, budget=PrivacyBudget(1.0, participations=2), noise="laplace", rng=0)
+
+
+def test_the_fast_path_refuses_rounds_past_the_environments_horizon() -> None:
+    learner = _build("dp-imed", 10, anytime=True)
+    env = build_environment("k_armed", 100, np.random.default_rng(1), arms=3)
+    learner.play_stochastic(env, 60)
+    with pytest.raises(ValueError, match=r"the environment has 100 rounds.*61\.\.160"):
+        learner.play_stochastic(env, 100)
+    assert learner.t == 60  # refused before any round
+    learner.play_stochastic(env, 40)

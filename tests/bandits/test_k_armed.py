@@ -108,6 +108,20 @@ class Schedule(KArmedLearner):
         return install
 
 
+def test_one_replica_takes_a_plain_number_and_a_state_names_its_learner():
+    learner = build_learner("dp-imed", KArmedBandit([0.2, 0.9], horizon=100, rng=0), rng=0)
+    learner.act()
+    learner.observe(BanditFeedback(0.25))  # one replica: a number, as (1,)
+    assert learner.t == 1
+    two = build_learner("dp-imed", KArmedBandit([0.2, 0.9], horizon=100, rng=0), replicas=2, rng=0)
+    two.act()
+    with pytest.raises(ValueError, match=r"bandit loss must have shape \(2,\)"):
+        two.observe(BanditFeedback(0.25))
+    other = build_learner("dp-klucb", KArmedBandit([0.2, 0.9], horizon=100, rng=0), rng=0)
+    with pytest.raises(ValueError, match="state was saved from a DPIMED, not a DPKLUCB"):
+        other.load_state_dict(learner.state_dict())
+
+
 def test_commitments_and_bookkeeping_by_hand():
     learner = Schedule(2, 7, length=3, replicas=2, rng=0)
     rewards = [(1.0, 0.0), (0.5, 0.25), (0.0, 1.0), (1.0, 1.0)]

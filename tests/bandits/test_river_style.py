@@ -252,6 +252,11 @@ def test_epsilon_is_for_private_learners_only():
         RiverPolicy.from_registry("ucb1", ARMS, 20, epsilon=0.1)
 
 
+def test_the_seed_is_seed_not_rng():
+    with pytest.raises(ValueError, match=r"seeds the learner with seed= .*clone\(\)"):
+        RiverPolicy.from_registry("dp-imed", ARMS, 400, rng=0)
+
+
 def test_a_reward_out_of_range_names_the_fix():
     p = _policy("ucb1")
     with pytest.raises(ValueError, match=r"in \[0, 1\], got 5.0: rescale.*bounds fixed in advance"):

@@ -28,7 +28,7 @@ from dponline.continual.unknown_horizon import BlockCalibration
 from dponline.online import DPFTRL
 from dponline.privacy.bounds import Box
 from dponline.privacy.budget import PrivacyBudget
-from dponline.privacy.noise import GaussianNoise
+from dponline.privacy.noise import GaussianNoise, LaplaceNoise
 
 
 @settings(max_examples=50, deadline=None)
@@ -233,14 +233,21 @@ def test_a_fixed_layout_tree_is_built_as_calibrated():
     assert type(anytime._block) is fixed
 
 
-def test_make_counter_says_which_noise_a_pure_budget_needs():
+def test_make_counter_takes_its_noise_from_the_budget_unless_told():
     bounds = Box(0.0, 1.0, dim=2)
-    with pytest.raises(ValueError, match="needs noise='laplace'"):
-        make_counter("honaker", horizon=10, bounds=bounds, budget=PrivacyBudget(1.0))
-    laplace = make_counter(
-        "honaker", horizon=10, bounds=bounds, budget=PrivacyBudget(1.0), noise="laplace"
-    )
-    assert laplace.privacy.delta == 0
+    with pytest.raises(ValueError, match=r"pure-DP budget .* needs Laplace noise"):
+        make_counter(
+            "honaker", horizon=10, bounds=bounds, budget=PrivacyBudget(1.0), noise="gaussian"
+        )
+    for noise in (None, "laplace"):
+        laplace = make_counter(
+            "honaker", horizon=10, bounds=bounds, budget=PrivacyBudget(1.0), noise=noise
+        )
+        assert isinstance(laplace.noise, LaplaceNoise) and laplace.privacy.delta == 0
+    gaussian = make_counter("honaker", horizon=10, bounds=bounds, budget=PrivacyBudget(1.0, 1e-6))
+    assert isinstance(gaussian.noise, GaussianNoise) and gaussian.privacy.delta == 1e-6
+    with pytest.raises(TypeError, match=r"bounds must be an input set .* got \(0, 1\)"):
+        make_counter("honaker", horizon=10, bounds=(0, 1), budget=PrivacyBudget(1.0))
 
 
 @pytest.mark.parametrize("mechanism", ["binary_tree", "blt", None])

@@ -134,6 +134,20 @@ def test_shape_errors_name_the_shape():
     c = _make("binary_tree")
     with pytest.raises(ValueError, match=r"shape \(3,\) or \(2, 3\)"):
         c.step(np.zeros(4))
+    with pytest.raises(ValueError, match=r"shape \(3,\) or \(2, 3\), got \(\)"):
+        c.step(0.5)  # a plain number is one coordinate's value
+
+
+def test_a_one_coordinate_counter_takes_a_plain_number():
+    one = make_counter(
+        "binary_tree", horizon=4, bounds=Box(0, 1, dim=1), budget=PrivacyBudget(1.0), rng=0
+    )
+    twin = make_counter(
+        "binary_tree", horizon=4, bounds=Box(0, 1, dim=1), budget=PrivacyBudget(1.0), rng=0
+    )
+    np.testing.assert_array_equal(one.step(0.5), twin.step([0.5]))
+    with pytest.raises(ValueError, match="outside"):
+        one.step(2.0)
 
 
 def test_constructor_validation():

@@ -20,7 +20,7 @@ from dponline.experiments.one_run_audit import (
     one_run_table,
 )
 from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyNotion
-from dponline.protocol import ContextFeedback, FeedbackKind
+from dponline.protocol import ContextFeedback, FeedbackKind, LossVectorFeedback
 from dponline.registry import build_learner, learners
 
 
@@ -144,6 +144,17 @@ def test_refusals():
     two = build_learner("dp-ftrl", env, epsilon=1.0, replicas=2, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="replicas=1"):
         one_run_audit(two, stream, ([0, 0], [1, 0]), plan, dim=2)
+    played = _dp_ftrl(1.0, plan.horizon + 3)  # a learner that has played is not audited
+    played.act()
+    played.observe(LossVectorFeedback(np.zeros(2)))
+    with pytest.raises(ValueError, match="already played 1 rounds: the audit needs a fresh one"):
+        one_run_audit(played, stream, ([0, 0], [1, 0]), plan, dim=2)
+    with pytest.raises(ValueError, match=f"built for 5 rounds and the stream has {plan.horizon}"):
+        one_run_audit(_dp_ftrl(1.0, 5), stream, ([0, 0], [1, 0]), plan, dim=2)
+    shared = np.random.default_rng(3)  # the coins must not come from the learner's generator
+    own = build_learner("dp-ftrl", env, epsilon=1.0, replicas=1, rng=shared)
+    with pytest.raises(ValueError, match="seed is the learner's own generator"):
+        one_run_audit(own, stream, ([0, 0], [1, 0]), plan, dim=2, seed=shared)
     with pytest.raises(ValueError, match="non-private"):
         audit_registered(learners()["ftrl"])
 

@@ -109,7 +109,7 @@ from dponline.privacy.arguments import (
     saved_field,
 )
 from dponline.privacy.bounds import Box
-from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.budget import PrivacyBudget, noise_for
 from dponline.privacy.calibration import Calibration, calibrate
 from dponline.privacy.noise import LaplaceNoise
 from dponline.protocol import FeedbackKind, checked_budget
@@ -184,8 +184,9 @@ class DPUCB(KArmedLearner):
     budget:
         A :class:`~dponline.privacy.budget.PrivacyBudget`; ``None`` runs UCB1.
     noise:
-        ``tight`` only: "laplace" (pure DP, the default) or "gaussian" (delta > 0). The
-        ``paper`` trees always add Laplace noise (pure DP meets a request with delta > 0).
+        ``tight`` only: "laplace" (pure DP) or "gaussian" (delta > 0); by default the
+        budget's: Laplace for delta = 0, Gaussian for delta > 0. The ``paper`` trees always
+        add Laplace noise (pure DP meets a request with delta > 0).
     gamma:
         ``paper`` only: the gamma of v (default T^-4).
     alpha:
@@ -204,7 +205,7 @@ class DPUCB(KArmedLearner):
         horizon: int | None,
         *,
         budget: PrivacyBudget | None,
-        noise: str = "laplace",
+        noise: str | None = None,
         gamma: float | None = None,
         alpha: float = DEFAULT_CONFIDENCE,
         replicas: int = 1,
@@ -218,6 +219,8 @@ class DPUCB(KArmedLearner):
                 "its widening v reads log T); horizon=None runs the tight calibration"
             )
         super().__init__(n_arms, horizon, replicas=replicas, rng=gen, clip=clip)
+        paper = budget is not None and budget.calibration == "paper"
+        noise = noise_for(None if paper else budget, noise, "laplace")
         if noise not in ("laplace", "gaussian"):
             raise ArgumentError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")
         self.noise = noise

@@ -281,7 +281,8 @@ class DPGLMBandit(NoiseHandle, RoundDiscipline):
         self._check_round()  # after a context and an action
         action = self._action
         assert self._context is not None and action is not None
-        r = checked_real_array("reward", reward, (self.replicas,))
+        one = ((),) if self.replicas == 1 else ()  # one replica: a plain number too
+        r = checked_real_array("reward", reward, (self.replicas,), *one).reshape(self.replicas)
         # validate before any estimator moves, so a bad reward leaves every arm in step
         r = self.loss.check_reward(r, self.clip)
         x = np.broadcast_to(self._context, (self.replicas, self.dim))

@@ -336,8 +336,8 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
 
     def _stochastic_call(self, env: StochasticArms, rounds: Any) -> tuple[int, np.ndarray]:
         """The checks of a :meth:`play_stochastic` call (a stochastic K-armed environment,
-        means in [0, 1], rounds within the horizon): the number of rounds and each arm's gap
-        mu* - mu_a."""
+        means in [0, 1], rounds within the learner's horizon and the environment's): the
+        number of rounds and each arm's gap mu* - mu_a."""
         self._check_not_spent()
         if not isinstance(env, StochasticArms):
             raise TypeError(
@@ -357,6 +357,13 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
             raise ValueError(f"environment means must lie in [0, 1], got {means.tolist()}")
         if self.horizon is not None and self.t + n > self.horizon:
             raise past_horizon_error(type(self).__name__, self.horizon, self.horizon)
+        env_horizon = getattr(env, "horizon", None)
+        if isinstance(env_horizon, int | np.integer) and self.t + n > env_horizon:
+            raise ValueError(
+                f"the environment has {env_horizon} rounds and this call would play rounds "
+                f"{self.t + 1}..{self.t + n} (the learner has played {self.t}): build it with "
+                "a horizon that covers them"
+            )
         return n, means.max() - means
 
     def play_stochastic(self, env: StochasticArms, rounds: int) -> StochasticRounds:

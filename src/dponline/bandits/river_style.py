@@ -165,6 +165,12 @@ class RiverPolicy:
                 f"{name!r} is not private and takes no epsilon (got {epsilon!r}): pass "
                 f"epsilon=None to run it, or choose a private learner: {private}"
             )
+        if "rng" in options:
+            raise ValueError(
+                "from_registry seeds the learner with seed= (an int, or None for fresh entropy): "
+                "clone() builds the same configuration again from it, which a Generator (rng=) "
+                "cannot give"
+            )
         ids = list(arm_ids)
         if "anytime" in options:
             raise ValueError(

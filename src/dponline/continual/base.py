@@ -89,6 +89,8 @@ class StreamingCounter(ABC):
         arr = checked_real_array(f"step {self.t + 1} input", x, finite=False)
         if not np.isfinite(arr).all():
             check_finite(arr, f"step {self.t + 1} input")  # raises with the offending value
+        if arr.ndim == 0 and self.dim == 1:  # one coordinate: a plain number too
+            arr = arr.reshape(1)
         if arr.shape == (self.dim,):
             # check the shared input once, before broadcasting it to every replica
             if self.bounds is not None and not self.bounds.contains(arr):

@@ -33,7 +33,7 @@ from dponline.continual.registry import get_mechanism
 from dponline.continual.selection import MEMORY_BUDGET, choose_mechanism, state_bytes
 from dponline.continual.unknown_horizon import BlockCalibration, DoublingCounter
 from dponline.privacy.bounds import InputBounds
-from dponline.privacy.budget import PrivacyBudget, group_privacy_hint
+from dponline.privacy.budget import PrivacyBudget, group_privacy_hint, noise_for
 from dponline.privacy.calibration import Calibrator, calibrate
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.privacy.noise import GaussianNoise
@@ -59,6 +59,15 @@ def _calibrated_class(calibrator: Any, name: str) -> type[ContinualCounter]:
     return get_mechanism(name)
 
 
+def _check_bounds_type(bounds: Any) -> None:
+    """TypeError unless ``bounds`` is None or an input set (a Box, a NormBall)."""
+    if bounds is not None and not isinstance(bounds, InputBounds):
+        raise TypeError(
+            "bounds must be an input set of dponline.privacy.bounds, such as "
+            f"Box(low, high, dim=d) or NormBall(radius, dim=d), got {bounds!r}"
+        )
+
+
 def _check_someone_checks_inputs(
     budget: PrivacyBudget | None, calibrator: Any, bounds: InputBounds | None, promised: bool
 ) -> None:
@@ -78,7 +87,7 @@ def build_counter(
     horizon: int | None = None,
     dim: int | None = None,
     bounds: InputBounds | None = None,
-    noise: str = "gaussian",
+    noise: str | None = None,
     mechanism: str | None = None,
     regular_norm: float | None = None,
     calibrator: Calibrator | Callable[[int], Calibrator] | None = None,
@@ -96,7 +105,8 @@ def build_counter(
       ``noise`` and ``calibrator`` are not used.
     * otherwise: ``calibrate(calibrator, budget)``, by default the counter calibration
       (:class:`~dponline.continual.calibration.CounterCalibrator`) of ``mechanism`` for inputs in
-      ``bounds`` with ``noise``; ``mechanism`` defaults to
+      ``bounds`` with ``noise`` ("gaussian" or "laplace"; by default the budget's: Laplace for
+      delta = 0, Gaussian for delta > 0); ``mechanism`` defaults to
       :func:`~dponline.continual.selection.choose_mechanism` (the padded tree for ``paper``,
       :func:`~dponline.continual.selection.best_mechanism` of the horizon, dimension and noise
       for ``tight``: the same mechanism whatever the number of replicas). A learner with its own
@@ -126,6 +136,8 @@ def build_counter(
     >>> float(c.step_block(np.ones((5, 1)))[-1, 0, 0]), c.horizon
     (5.0, None)
     """
+    noise = noise_for(budget, noise, "gaussian")
+    _check_bounds_type(bounds)
     if bounds is not None:
         if dim is not None and dim != bounds.dim:
             raise ValueError(f"dim is {dim!r} but bounds has dimension {bounds.dim}")
@@ -207,7 +219,7 @@ def make_counter(
     horizon: int | None,
     bounds: InputBounds,
     budget: PrivacyBudget,
-    noise: str = "gaussian",
+    noise: str | None = None,
     regular_norm: float | None = None,
     replicas: int = 1,
     rng: RngLike = None,
@@ -215,7 +227,9 @@ def make_counter(
 ) -> ContinualCounter | DoublingCounter | AnytimeFactorizationCounter:
     """A continual counter for inputs in ``bounds``, calibrated to ``budget``
     (:mod:`dponline.continual.calibration`): ``mechanism`` by name, or, with ``None``, the one
-    a learner would run (:func:`~dponline.continual.selection.choose_mechanism`).
+    a learner would run (:func:`~dponline.continual.selection.choose_mechanism`), with ``noise``
+    ("gaussian" or "laplace"; by default the budget's: Laplace for delta = 0, Gaussian for
+    delta > 0).
 
     The counter's ``privacy`` states the guarantee (over streams that differ in one round, or in
     one person's rounds for a user-level budget), and every input is checked against ``bounds``
@@ -236,10 +250,12 @@ def make_counter(
     name = None if mechanism is None else get_mechanism(mechanism).name
     if not isinstance(budget, PrivacyBudget):
         raise TypeError(f"budget must be a PrivacyBudget, got {type(budget).__name__}")
+    noise = noise_for(budget, noise, "gaussian")
+    _check_bounds_type(bounds)
     if budget.delta == 0 and noise == "gaussian":
         raise ValueError(
-            "a pure-DP budget (delta = 0) needs noise='laplace' (the default, gaussian noise, "
-            "gives (epsilon, delta)-DP with delta > 0)"
+            "a pure-DP budget (delta = 0) needs Laplace noise (Gaussian noise gives "
+            "(epsilon, delta)-DP with delta > 0): pass delta > 0, or leave noise to the budget"
         )
     if horizon is None:
         return anytime_counter(
@@ -274,7 +290,7 @@ def anytime_counter(
     *,
     dim: int,
     bounds: InputBounds | None,
-    noise: str = "gaussian",
+    noise: str | None = None,
     mechanism: str | None = None,
     regular_norm: float | None = None,
     calibrator: Callable[[int], Calibrator] | None = None,
@@ -295,6 +311,8 @@ def anytime_counter(
     ``calibrator(n)`` where given; without a budget, noiseless trees (exact prefix sums).
     ``caller_checks_inputs``: as for :func:`build_counter`.
     """
+    noise = noise_for(budget, noise, "gaussian")
+    _check_bounds_type(bounds)
     _check_someone_checks_inputs(budget, calibrator, bounds, caller_checks_inputs)
     misfit = None if budget is None else factorisation_misfit(budget, dim, noise, mechanism)
     if budget is not None and budget.is_user_level and (calibrator is not None or misfit):

@@ -349,6 +349,23 @@ def one_run_audit(
             f"protects at most {unit[0]} rounds at least {unit[1]} apart: the audit would test "
             "a larger change than the claim covers (give a PrivacyGuarantee with that unit)"
         )
+    played = int(getattr(learner, "t", 0) or 0)
+    if played:
+        raise ValueError(
+            f"the learner has already played {played} rounds: the audit needs a fresh one (its "
+            "guarantee is for a run from round 1, every canary included); build a new learner"
+        )
+    horizon = getattr(learner, "horizon", None)
+    if isinstance(horizon, int | np.integer) and horizon < rows.shape[0]:
+        raise ValueError(
+            f"the learner was built for {horizon} rounds and the stream has {rows.shape[0]}: "
+            "build it for the stream's length (or pass the first rows)"
+        )
+    if isinstance(seed, np.random.Generator) and any(seed is g for g in _generators_of(learner)):
+        raise ValueError(
+            "seed is the learner's own generator: the coins must be independent of its noise; "
+            "pass an int or a Generator of their own"
+        )
     gen = coin_generator(seed)
     coins = gen.random(plan.canaries) < 0.5
     rounds = plan.rounds
@@ -395,6 +412,32 @@ def one_run_audit(
         fitted=fit,
         seconds=time.perf_counter() - started,
     )
+
+
+def _generators_of(obj: Any, depth: int = 5) -> list[np.random.Generator]:
+    """The generators ``obj`` holds: in its attributes, and theirs, through the library's
+    objects, lists, tuples and dicts, ``depth`` levels down."""
+    found: list[np.random.Generator] = []
+    seen: set[int] = set()
+
+    def visit(x: Any, level: int) -> None:
+        if id(x) in seen or level > depth:
+            return
+        seen.add(id(x))
+        if isinstance(x, np.random.Generator):
+            found.append(x)
+        elif isinstance(x, dict):
+            for v in x.values():
+                visit(v, level + 1)
+        elif isinstance(x, list | tuple):
+            for v in x:
+                visit(v, level + 1)
+        elif type(x).__module__.startswith("dponline") and hasattr(x, "__dict__"):
+            for v in vars(x).values():
+                visit(v, level + 1)
+
+    visit(obj, 0)
+    return found
 
 
 def _without_canary_actions(actions: np.ndarray, rounds: np.ndarray) -> np.ndarray:

@@ -245,7 +245,8 @@ class DPFTRL(CounterLearner):
         ``mechanism``). ``None`` runs the non-private FTRL it privatises (exact sums).
     noise:
         "laplace" (pure DP, Theorem 3.1; the budget's delta must be 0) or "gaussian"
-        (Theorem A.1; delta > 0).
+        (Theorem A.1; delta > 0); by default the budget's: Laplace for delta = 0, Gaussian
+        for delta > 0.
     mechanism:
         Continual counter; defaults to "padded_tree" for "paper" and, for "tight", the
         lowest-variance mechanism whose noise state for one run fits 64 MiB, whatever the
@@ -280,7 +281,7 @@ class DPFTRL(CounterLearner):
         horizon: int | None,
         *,
         budget: PrivacyBudget | None,
-        noise: str = "laplace",
+        noise: str | None = None,
         mechanism: str | None = None,
         domain: ConvexDomain | None = None,
         regulariser: FTRLRegulariser | str | None = None,

@@ -87,7 +87,8 @@ class LinearisedFTRL(NoiseHandle, RoundDiscipline):
     budget:
         The (epsilon, delta) budget (``None``: the non-private FTRL on linearised losses).
     noise, mechanism:
-        As for :class:`~dponline.online.ftrl.DPFTRL` (default Gaussian noise).
+        As for :class:`~dponline.online.ftrl.DPFTRL` (by default the budget's noise:
+        Laplace for delta = 0, Gaussian for delta > 0).
     eta:
         The learning rate of R(x) = ||x||^2; default sqrt(D_R / T) / G, the minimiser of
         Theorem 3.1's explicit bound D_R / eta + 2 eta sum_t ||g_t||^2_* with the local dual
@@ -105,7 +106,7 @@ class LinearisedFTRL(NoiseHandle, RoundDiscipline):
         *,
         lipschitz: float,
         budget: PrivacyBudget | None,
-        noise: str = "gaussian",
+        noise: str | None = None,
         mechanism: str | None = None,
         eta: float | None = None,
         replicas: int = 1,

@@ -47,6 +47,7 @@ __all__ = [
     "WeakerGuaranteeError",
     "check_calibration",
     "group_privacy_hint",
+    "noise_for",
 ]
 
 #: The two calibration families (docs/design.md, "What dponline is").
@@ -159,6 +160,12 @@ class PrivacyBudget:
             )
         return self
 
+    @property
+    def noise(self) -> str:
+        """The noise this budget asks for when a learner or counter is not told one: "laplace"
+        for pure DP (delta = 0), "gaussian" for delta > 0."""
+        return "laplace" if self.is_pure else "gaussian"
+
     def require_delta(self, what: str) -> PrivacyBudget:
         """Self, or ValueError when ``what`` needs delta > 0 and the budget has delta == 0."""
         if self.is_pure:
@@ -258,3 +265,12 @@ def group_privacy_hint(
         f"PrivacyBudget({eps_k:.6g}, {delta_k:.3g}) protects a person's {k} rounds at "
         f"({budget.epsilon:.6g}, {budget.delta:.3g})"
     )
+
+
+def noise_for(budget: PrivacyBudget | None, noise: str | None, fallback: str) -> str:
+    """``noise`` when given; else the budget's (:attr:`PrivacyBudget.noise`: Laplace for
+    delta = 0, Gaussian for delta > 0), so that one budget builds every learner and counter
+    that offers both; ``fallback`` without a budget (the non-private counterpart draws none)."""
+    if noise is not None:
+        return noise
+    return budget.noise if isinstance(budget, PrivacyBudget) else fallback
