@@ -382,7 +382,32 @@ class AdaptiveEpisodes(KArmedLearner):
 
 class AdaPUCB(AdaptiveEpisodes):
     """AdaP-UCB (Azize & Basu 2022, Algorithm 1 with the UCB index of Eq. 7): module
-    docstring."""
+    docstring.
+
+    Parameters
+    ----------
+    n_arms, horizon:
+        K >= 2 arms and T rounds (``None``: no horizon, the anytime learner).
+    budget:
+        A pure :class:`~dponline.privacy.budget.PrivacyBudget` (delta = 0): epsilon-DP over
+        reward sequences that differ in one round (``privacy`` states it with its
+        derivation); ``None`` runs the non-private counterpart.
+    alpha:
+        The confidence exponent (default 3.1).
+    replicas, rng, clip:
+        As for :class:`~dponline.bandits.k_armed.KArmedLearner`.
+
+    Examples
+    --------
+    >>> from dponline.privacy import PrivacyBudget
+    >>> from dponline.environments.k_armed import KArmedBandit
+    >>> learner = AdaPUCB(3, 1000, budget=PrivacyBudget(0.5), replicas=4, rng=0)
+    >>> str(learner.privacy).split(";")[0]
+    '0.5-DP (pure)'
+    >>> run = learner.play_stochastic(KArmedBandit([0.2, 0.5, 0.9], horizon=1000, rng=1), 1000)
+    >>> run.pulls.shape
+    (4, 3)
+    """
 
     paper: ClassVar[str] = "AdaP-UCB (Azize & Basu 2022, Algorithm 1, Eq. 7)"
 
@@ -397,7 +422,21 @@ class AdaPUCB(AdaptiveEpisodes):
 
 class AdaPKLUCB(AdaptiveEpisodes):
     """AdaP-KLUCB (Azize & Basu 2022, Algorithm 1 with the KL-UCB index of Eq. 7): module
-    docstring."""
+    docstring.
+
+    Parameters
+    ----------
+    n_arms, horizon:
+        K >= 2 arms and T rounds (``None``: no horizon, the anytime learner).
+    budget:
+        A pure :class:`~dponline.privacy.budget.PrivacyBudget` (delta = 0): epsilon-DP over
+        reward sequences that differ in one round (``privacy`` states it with its
+        derivation); ``None`` runs the non-private counterpart.
+    alpha:
+        The confidence exponent (default 3.1).
+    replicas, rng, clip:
+        As for :class:`~dponline.bandits.k_armed.KArmedLearner`.
+    """
 
     paper: ClassVar[str] = "AdaP-KLUCB (Azize & Basu 2022, Algorithm 1, Eq. 7)"
 
@@ -412,7 +451,29 @@ class AdaPKLUCB(AdaptiveEpisodes):
 
 class AdaCUCB(AdaptiveEpisodes):
     """AdaC-UCB: Algorithm 1 with Gaussian noise, rho-zCDP (Azize & Basu, arXiv 2309.00557;
-    the index is ours, module docstring)."""
+    the index is ours, module docstring).
+
+    Parameters
+    ----------
+    n_arms, horizon:
+        K >= 2 arms and T rounds (``None``: no horizon, the anytime learner).
+    budget:
+        A :class:`~dponline.privacy.budget.PrivacyBudget` with delta in (0, 1): rho-zCDP,
+        stated with the (epsilon, delta) asked, over reward sequences that differ in one
+        round (``privacy`` states it with its derivation); ``None`` runs the non-private
+        counterpart.
+    alpha:
+        The confidence exponent (default 3.1).
+    replicas, rng, clip:
+        As for :class:`~dponline.bandits.k_armed.KArmedLearner`.
+
+    Examples
+    --------
+    >>> from dponline.privacy import PrivacyBudget
+    >>> learner = AdaCUCB(3, 1000, budget=PrivacyBudget(1.0, 1e-6), rng=0)
+    >>> learner.privacy.delta
+    1e-06
+    """
 
     paper: ClassVar[str] = "AdaC-UCB (Azize & Basu, arXiv 2309.00557), index ours"
     mechanism: ClassVar[str] = "gaussian"

@@ -387,7 +387,21 @@ class GeometricPhases(KArmedLearner):
 
 class DPKLUCB(GeometricPhases):
     """DP-KLUCB (Azize et al. 2025): geometric phases, argmax of
-    max{mu >= [mu~_i] : d_eps([mu~_i], mu) <= log(tau) / n_{m_i}} (module docstring)."""
+    max{mu >= [mu~_i] : d_eps([mu~_i], mu) <= log(tau) / n_{m_i}} (module docstring).
+
+    Parameters
+    ----------
+    n_arms, horizon:
+        K >= 2 arms and T rounds (``None``: no horizon, the anytime learner).
+    budget:
+        A pure :class:`~dponline.privacy.budget.PrivacyBudget` (delta = 0): epsilon-DP over
+        reward sequences that differ in one round (``privacy`` states it with its derivation);
+        ``None`` runs the non-private counterpart (kl in place of d_eps).
+    alpha, first_phase:
+        The phase ratio (> 1) and the first phase's pulls per arm (default from epsilon).
+    replicas, rng, clip:
+        As for :class:`~dponline.bandits.k_armed.KArmedLearner`.
+    """
 
     paper: ClassVar[str] = "DP-KLUCB (Azize, Wu, Honda, Orabona, Ito & Basu 2025)"
 
@@ -401,7 +415,35 @@ class DPKLUCB(GeometricPhases):
 
 class DPIMED(GeometricPhases):
     """DP-IMED (Azize et al. 2025): geometric phases, argmin of
-    n_{m_i} d_eps([mu~_i], [mu~^*]) + log n_{m_i} (module docstring)."""
+    n_{m_i} d_eps([mu~_i], [mu~^*]) + log n_{m_i} (module docstring).
+
+    Parameters
+    ----------
+    n_arms, horizon:
+        K >= 2 arms and T rounds (``None``: no horizon, the anytime learner).
+    budget:
+        A pure :class:`~dponline.privacy.budget.PrivacyBudget` (delta = 0): epsilon-DP over
+        reward sequences that differ in one round (``privacy`` states it with its derivation);
+        ``None`` runs the non-private counterpart (kl in place of d_eps).
+    alpha, first_phase:
+        The phase ratio (> 1) and the first phase's pulls per arm (default from epsilon).
+    replicas, rng, clip:
+        As for :class:`~dponline.bandits.k_armed.KArmedLearner`.
+
+    Examples
+    --------
+    >>> from dponline.privacy import PrivacyBudget
+    >>> from dponline.environments.k_armed import KArmedBandit
+    >>> learner = DPIMED(3, 1000, budget=PrivacyBudget(1.0), rng=0)
+    >>> learner.privacy.epsilon, learner.privacy.delta
+    (1.0, 0.0)
+    >>> run = learner.play_stochastic(KArmedBandit([0.2, 0.5, 0.9], horizon=1000, rng=1), 1000)
+    >>> run.pulls.shape, int(run.pulls.sum())  # pulls per replica and arm
+    ((1, 3), 1000)
+
+    Round by round: ``arm = learner.act()`` (shape (replicas,)), then
+    ``learner.observe(BanditFeedback(1 - reward))``.
+    """
 
     paper: ClassVar[str] = "DP-IMED (Azize, Wu, Honda, Orabona, Ito & Basu 2025)"
 
