@@ -693,7 +693,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dponline.experiments.report import summarise, write_report
+    from dponline.experiments.report import NO_PLOTS, have_matplotlib, summarise, write_report
     from dponline.experiments.runner import run_sweep, stored_results
     from dponline.experiments.spec import load_spec
 
@@ -716,6 +716,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     rows = _summary_rows(summarise(results))
     if args.json:
         extra = {"notes": list(spec.notes)} if spec.notes else {}
+        if not have_matplotlib():
+            extra["report_without_plots"] = NO_PLOTS
         print(json.dumps({"report": str(index), "summary": rows, **extra}, indent=2))
         return 0
     print(f"{spec.name}\n")
@@ -729,7 +731,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"\n{reused} of {len(tasks)} tasks were read from {ckpt} (finished earlier by this "
             "code, spec and checkpoint spacing); --no-checkpoint recomputes them."
         )
-    print(f"\nReport: {index}")
+    print(f"\nReport: {index}" + ("" if have_matplotlib() else f" (tables only: the {NO_PLOTS})"))
     return 0
 
 

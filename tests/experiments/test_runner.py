@@ -446,6 +446,17 @@ def test_report_files_and_html(tmp_path):
     assert (summary["seeds"] == 3).all()
 
 
+def test_without_matplotlib_the_report_has_its_tables_and_says_why_no_plots(tmp_path, monkeypatch):
+    import dponline.experiments.report as report
+
+    monkeypatch.setattr(report, "have_matplotlib", lambda: False)
+    table = run_sweep(make_tasks(**SMALL), backend="serial", progress=False)
+    html = report.write_report(table, tmp_path, title="t").read_text()
+    assert not list(tmp_path.glob("*.png")) and "<img" not in html
+    assert "No plots: the plots need matplotlib" in html and "<table>" in html
+    assert (tmp_path / "results.csv").exists() and (tmp_path / "summary.csv").exists()
+
+
 def test_list_json_names_every_learner_with_paper_and_guarantee(capsys):
     assert main(["list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["learners"]

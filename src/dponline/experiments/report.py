@@ -7,6 +7,7 @@ Needs matplotlib (``pip install 'dponline[report]'``).
 from __future__ import annotations
 
 import html
+import importlib.util
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -63,11 +64,20 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def have_matplotlib() -> bool:
+    """Whether the plots can be drawn (matplotlib, the ``report`` extra, is installed)."""
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+#: what a report without matplotlib says in place of its plots
+NO_PLOTS = "plots need matplotlib: pip install 'dponline[report]'"
+
+
 def _plt():  # type: ignore[no-untyped-def]
     try:
         import matplotlib
     except ImportError:
-        raise ValueError("reports need matplotlib: pip install 'dponline[report]'") from None
+        raise ValueError(f"this report's {NO_PLOTS}") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -405,7 +415,9 @@ def write_report(
     text, then what looks surprising, :func:`report_notes`); return index.html's path.
     ``references``: environment label -> curves drawn beside its runs
     (:func:`plot_regret_curves`); ``extra_sections``: (title, caption, table) sections after
-    the environments' (results that are not runs of the round loop, such as a replay)."""
+    the environments' (results that are not runs of the round loop, such as a replay).
+    Without matplotlib the page holds the tables and says that the plots need it."""
+    plots = have_matplotlib()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results.to_csv(out / "results.csv", index=False)
@@ -433,9 +445,10 @@ def write_report(
         part = summary[summary["environment"] == env]
         figs = []
         curves = f"regret_{i}.png"
-        plot_regret_curves(results, env, out / curves, (references or {}).get(env, ()))
-        figs.append(curves)
-        if part["epsilon"].notna().any():
+        if plots:
+            plot_regret_curves(results, env, out / curves, (references or {}).get(env, ()))
+            figs.append(curves)
+        if plots and part["epsilon"].notna().any():
             pu = f"privacy_utility_{i}.png"
             plot_privacy_utility(summary, env, out / pu)
             figs.append(pu)
@@ -480,6 +493,7 @@ def write_report(
     toc = "".join(
         f'<li><a href="#env-{i}">{html.escape(env)}</a></li>' for i, env in enumerate(titles)
     )
+    no_plots = "" if plots else f"<p class='caption'><em>No plots: the {NO_PLOTS}.</em></p>"
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.4}}
@@ -488,7 +502,7 @@ td,th{{border:1px solid #ccc;padding:3px 6px}}img{{max-width:100%;display:block;
 .caption{{color:#333}}.notes li{{color:#8a4b00}}section{{border-top:1px solid #ddd;margin-top:2em}}
 </style></head>
 <body><h1>{html.escape(title)}</h1>
-<p>{html.escape(notes)}</p>
+<p>{html.escape(notes)}</p>{no_plots}
 <p>Regret is against the best fixed decision in hindsight, mean over seeds with 95% bands.
 In each regret panel a private learner's curves are coloured by epsilon (tight calibration
 solid, the paper's dashed) against its own non-private counterpart in black. The
