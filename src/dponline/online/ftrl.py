@@ -234,6 +234,11 @@ def make_regulariser(
 class DPFTRL(CounterLearner):
     """Private FTRL (Agarwal & Singh 2017, Algorithm 1) on a continual counter.
 
+    The guarantee (``privacy``) is the counter's: (epsilon, delta)-DP of the whole sequence of
+    plays over loss sequences that differ in one round's loss vector (or in one person's
+    rounds, for a budget with ``participations``), the plays being post-processing of the
+    counter's releases; with the derivation of its noise.
+
     Parameters
     ----------
     dim, horizon:
@@ -270,6 +275,22 @@ class DPFTRL(CounterLearner):
     eta_constant:
         c of the anytime rate (``horizon=None`` and no ``eta``); default sqrt(D_R), for local
         dual norms of the losses at most 1.
+    replicas, rng, clip:
+        Independent copies along a leading axis; the generator (or seed; ``None``: fresh
+        entropy, a deployment's choice); clip losses onto ``loss_bounds`` instead of refusing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dponline.privacy import PrivacyBudget
+    >>> from dponline.protocol import LossVectorFeedback
+    >>> learner = DPFTRL(3, 100, budget=PrivacyBudget(1.0, 1e-6), rng=0)  # Gaussian noise
+    >>> learner.privacy.epsilon <= 1.0, learner.privacy.delta  # what its noise proves
+    (True, 1e-06)
+    >>> p = learner.act()  # a distribution over the 3 experts, one row per replica
+    >>> p.shape, bool(np.isclose(p.sum(), 1.0))
+    ((1, 3), True)
+    >>> learner.observe(LossVectorFeedback([0.0, 1.0, 0.5]))
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.LOSS_VECTOR
