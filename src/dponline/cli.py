@@ -630,7 +630,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     print()
     for note in result["footnotes"]:
         print(f"- {note}")
-    print(f"\nPlot: {result['plot']} (data: {result['curves_csv']})")
+    if result["plot"] is not None:
+        print(f"\nPlot: {result['plot']} (data: {result['curves_csv']})")
+    elif result["curves_csv"] is not None:
+        from dponline.experiments.report import NO_PLOTS
+
+        print(f"\nNo plot (the {NO_PLOTS}); data: {result['curves_csv']}")
     if result["reused_tasks"]:
         print(
             f"{result['reused_tasks']} of {result['tasks']} tasks were read from "

@@ -68,6 +68,18 @@ def test_quick_text_through_the_cli(tmp_path, capsys):
     assert (tmp_path / "algorithm1_subopt.csv").read_text().startswith("p,T,d,calibration")
 
 
+def test_without_matplotlib_the_curves_are_written_and_the_plot_is_said_missing(
+    tmp_path, capsys, monkeypatch
+):
+    import dponline.experiments.han2024 as module
+
+    monkeypatch.setattr(module, "have_matplotlib", lambda: False)
+    assert main(["reproduce", "han2024", "--quick", "--out", str(tmp_path)]) == 0
+    assert "No plot (the plots need matplotlib" in capsys.readouterr().out
+    assert not (tmp_path / "algorithm1_subopt.png").exists()
+    assert (tmp_path / "algorithm1_subopt.csv").exists()
+
+
 def test_quick_json_through_the_cli(tmp_path, capsys):
     assert main(["reproduce", "han2024", "--quick", "--json", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()

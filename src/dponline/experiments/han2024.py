@@ -47,6 +47,7 @@ import pandas as pd
 
 from dponline.environments.catalogue import build_environment
 from dponline.environments.lp_regression import p_label
+from dponline.experiments.report import have_matplotlib
 from dponline.experiments.runner import Task, run_sweep, stored_results
 from dponline.experiments.spec import ExperimentSpec, load_spec
 from dponline.stochastic.sgd_kernel import HAVE_NUMBA
@@ -271,8 +272,9 @@ def reproduce_han2024(
     if out is not None:
         out_dir = Path(out)
         out_dir.mkdir(parents=True, exist_ok=True)
-        plot = out_dir / "algorithm1_subopt.png"
-        plot_algorithm_1(curves, spec, plot)
+        if have_matplotlib():  # else the curves' table alone (the CLI says why)
+            plot = out_dir / "algorithm1_subopt.png"
+            plot_algorithm_1(curves, spec, plot)
         curves_csv = out_dir / "algorithm1_subopt.csv"
         _write_curves(curves, spec, curves_csv)
     grid = _grid(spec, "step_scale")
