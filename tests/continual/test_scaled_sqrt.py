@@ -103,6 +103,14 @@ def test_above_the_optimised_horizons_the_amplitude_is_reused(monkeypatch):
         scaled_sqrt_diagonal.cache_clear()
 
 
+@pytest.mark.parametrize("T", [1, 2, 5, 64, 1000])
+def test_the_square_roots_objective_is_its_squared_coefficient_sum_squared(T):
+    # D = I: K 1 and K^T 1 are the partial sums of the c_k^2, both largest at the full sum
+    assert scaled_sqrt_objective(np.ones(T)) == pytest.approx(
+        float(np.sum(sqrt_coefficients(T) ** 2)) ** 2, rel=1e-13
+    )
+
+
 def test_streaming_blocks_resume_and_scale():
     xs = np.random.default_rng(4).uniform(size=(150, 2))
     exact = ScaledSqrtCounter(150, 2, GaussianNoise(0.0), replicas=2)

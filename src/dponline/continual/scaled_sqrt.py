@@ -145,8 +145,12 @@ def scaled_sqrt_diagonal(horizon: int) -> np.ndarray:
     else:
         amplitude = _best_amplitude(OPTIMISED_UP_TO)
     diagonal = np.exp(-0.5 * amplitude * _profile(n))
-    if n > OPTIMISED_UP_TO and scaled_sqrt_objective(diagonal) > scaled_sqrt_objective(np.ones(n)):
-        diagonal = np.ones(n)
+    if n > OPTIMISED_UP_TO:
+        # D = I's objective is (sum_k c_k^2)^2: K 1 and K^T 1 are partial sums of the c_k^2,
+        # largest over the whole horizon (no convolution needed)
+        root = float(np.sum(sqrt_coefficients(n) ** 2)) ** 2
+        if scaled_sqrt_objective(diagonal) > root:
+            diagonal = np.ones(n)
     diagonal.setflags(write=False)
     return diagonal
 
