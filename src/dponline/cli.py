@@ -674,6 +674,9 @@ def _summary_rows(summary: Any) -> list[dict[str, Any]]:
 def _print_summary(rows: list[dict[str, Any]]) -> None:
     shown = [{k: ("-" if v is None else v) for k, v in r.items()} for r in rows]
     columns = list(_SUMMARY_COLUMNS)
+    if any(str(r.get("unit") or "").startswith("person") for r in rows):
+        # an epsilon per person beside one per round: say which
+        columns.insert(5, ("unit", "unit of privacy", ""))
     if any(r.get("final_loss_mean") is not None for r in rows):  # held-out evaluation
         columns += [("final_loss_mean", "held-out", ".4g"), ("final_loss_ci95", "+-95%", ".2g")]
     _print_table(shown, columns)

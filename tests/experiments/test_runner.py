@@ -25,7 +25,7 @@ from dponline.experiments.checkpoints import (
     load_state,
     save_state,
 )
-from dponline.experiments.report import summarise, write_report
+from dponline.experiments.report import plot_privacy_utility, summarise, write_report
 from dponline.experiments.runner import make_tasks, run_sweep, run_task, stored_key
 from dponline.experiments.spec import SpecError, load_spec, parse_spec
 from tests.experiments.test_checkpoints import malicious_pickle
@@ -138,7 +138,7 @@ def test_saving_checkpoints_or_not_gives_the_same_table(tmp_path, noise, delta):
     pd.testing.assert_frame_equal(run_task(task, None, checkpoint_every=48), saved)
 
 
-def test_a_person_s_rows_say_so_and_never_share_a_label_with_one_round_s():
+def test_a_person_s_rows_say_so_and_never_share_a_label_with_one_round_s(tmp_path):
     """The unit of privacy is a column of the table (results.csv and the summary), and a task
     over a person without a label of its own is labelled with it."""
     spec = {
@@ -170,6 +170,17 @@ def test_a_person_s_rows_say_so_and_never_share_a_label_with_one_round_s():
     person = dataclasses.replace(make_tasks(**spec)[1], label="")
     assert person.display_label == "dp-ftrl (person: 2 rounds >= 10 apart)"
     assert dataclasses.replace(make_tasks(**spec)[0], label="").display_label == "dp-ftrl"
+    # the report's tables and the privacy-utility plot say each row's unit when a person's is
+    # among them (an epsilon per person is not one per round)
+    index = write_report(pd.concat(tables), tmp_path, title="t")
+    html = index.read_text()
+    assert "<th>unit of privacy</th>" in html and "<td>person: 2 rounds &gt;= 10 apart</td>" in html
+    summary = summarise(pd.concat(tables))
+    plotted = plot_privacy_utility(summary, summary["environment"].iloc[0], tmp_path / "p.png")
+    assert sorted(k.split(", per ")[1] for k in plotted if ", per " in k) == [
+        "one round",
+        "person: 2 rounds >= 10 apart",
+    ]
 
 
 def test_recorded_rounds_switches_and_spawn_seeding():

@@ -78,6 +78,8 @@ def test_prove_states_a_person_only_when_the_proof_covers_one():
     json.dumps(d)
     assert (d["participations"], d["min_separation"]) == (4, 256)
     assert d["unit"].startswith("one person: at most 4 rounds, at least 256 apart")
+    assert d["neighbouring"] == d["unit"]  # never the one-round text for a person's guarantee
+    assert d["per_input"] == "streams differing in the input of one round"
     assert d["notion"].startswith("user-level")
 
 

@@ -64,6 +64,12 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def has_person_unit(summary: pd.DataFrame) -> bool:
+    """Whether some row's unit of privacy is a person (its epsilon is then per person, not per
+    round: tables show the unit column)."""
+    return "unit" in summary and bool(summary["unit"].fillna("").str.startswith("person").any())
+
+
 def have_matplotlib() -> bool:
     """Whether the plots can be drawn (matplotlib, the ``report`` extra, is installed)."""
     return importlib.util.find_spec("matplotlib") is not None
@@ -277,10 +283,15 @@ def plot_privacy_utility(summary: pd.DataFrame, environment: str, path: Path) ->
     fig, ax = plt.subplots(figsize=(8.6, 4.4), dpi=100)
     plotted: dict[str, dict] = {}
     private = data[data["epsilon"].notna()]
+    # an epsilon per person and one per round are not one scale: name the unit of each series
+    # when a person's is among them
+    per_unit = has_person_unit(private)
     markers = "osD^v<>p"
     for k, ((label, cal), g) in enumerate(private.groupby(["label", "calibration"], sort=False)):
         g = g.sort_values("epsilon")
         name = f"{label} [{cal}], {_guarantee_kind(float(g['delta'].iloc[0]))}"
+        if per_unit:
+            name += f", per {g['unit'].iloc[0]}"
         line = ax.errorbar(
             g["proven_epsilon"], g["regret_mean"], yerr=g["regret_ci95"], marker=markers[k % 8],
             ls=_CAL_STYLE.get(cal, "-"), capsize=3, ms=5, label=name,
@@ -460,6 +471,8 @@ def write_report(
             else ""
         )
         shown = cols
+        if has_person_unit(part):  # an epsilon per person beside one per round: say which
+            shown = [*cols[:5], ("unit", "unit of privacy"), *cols[5:]]
         if "final_loss_mean" in part and part["final_loss_mean"].notna().any():
             shown = cols + held_out  # streaming optimisation: the test loss after the last sample
         rows = "\n".join(

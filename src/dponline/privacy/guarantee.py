@@ -189,9 +189,13 @@ class PrivacyGuarantee:
         return eps_ok and delta_ok
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
+        """A JSON-serialisable dict. ``neighbouring`` and ``unit`` are the whole relation in
+        words (one person's rounds for a user-level guarantee, else one round's, sample's or
+        user's input); ``per_input`` is the relation between one input and another, which a
+        user-level guarantee extends to ``participations`` of them."""
         out = asdict(self)
-        out["neighbouring"] = self.neighbouring.value
+        out["neighbouring"] = self.unit
+        out["per_input"] = self.neighbouring.value
         out["notion"] = self.notion.value
         out["unit"] = self.unit
         return out
