@@ -287,6 +287,11 @@ def test_a_private_learner_is_private_unless_asked_for_its_counterpart():
     assert build_learner("dp-imed", env, epsilon=0.5, rng=0).privacy.epsilon == 0.5
     assert build_learner("dp-imed", env, epsilon=None, rng=0).privacy is None
     assert build_learner("imed", env, rng=0).privacy is None  # non-private: nothing to default
+    # a person's unit without a budget would be silently dropped: refused
+    with pytest.raises(ValueError, match=r"'dp-ucb' is built without noise \(epsilon=None\)"):
+        build_learner("dp-ucb", env, epsilon=None, participations=5, min_separation=2)
+    with pytest.raises(ValueError, match="'ucb1' is not private: give an epsilon"):
+        build_learner("ucb1", env, participations=5)
 
 
 def test_options_the_environment_gives_or_the_common_keywords_are_named():

@@ -467,6 +467,12 @@ def build_learner(
         )
     if isinstance(epsilon, _DefaultEpsilon):
         epsilon = 1.0 if entry.private else None
+    if (epsilon is None or not entry.private) and (participations, min_separation) != (1, 1):
+        what = "is not private" if not entry.private else "is built without noise (epsilon=None)"
+        raise ValueError(
+            f"participations and min_separation set the unit of a privacy budget, and "
+            f"{entry.name!r} {what}: give an epsilon for a private learner, or drop them"
+        )
     budget = learner_budget(
         entry,
         env,
