@@ -155,6 +155,28 @@ def test_refusals():
     own = build_learner("dp-ftrl", env, epsilon=1.0, replicas=1, rng=shared)
     with pytest.raises(ValueError, match="seed is the learner's own generator"):
         one_run_audit(own, stream, ([0, 0], [1, 0]), plan, dim=2, seed=shared)
+    pair = CanaryPlan(canaries=10, gap=4, participations=2, separation=1)
+    person = PrivacyGuarantee(1.0, 0.0, participations=2, min_separation=1)
+    with pytest.raises(ValueError, match="white-box guessers read one round per canary"):
+        one_run_audit(
+            _dp_ftrl(1.0, pair.horizon),
+            np.zeros((pair.horizon, 2)),
+            ([0, 0], [1, 0]),
+            pair,
+            dim=2,
+            claim=person,
+            white_box=object(),  # refused before it is asked anything
+        )
+    wide = CanaryPlan(canaries=40, gap=2)
+    with pytest.warns(UserWarning, match="each canary changes 1 of the 2 rounds"):
+        one_run_audit(
+            _dp_ftrl(1.0, wide.horizon),
+            np.zeros((wide.horizon, 2)),
+            ([0, 0], [1, 0]),
+            wide,
+            dim=2,
+            claim=person,
+        )
     with pytest.raises(ValueError, match="non-private"):
         audit_registered(learners()["ftrl"])
 

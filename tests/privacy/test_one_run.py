@@ -249,6 +249,6 @@ def test_the_summary_says_when_nothing_was_found_or_nothing_is_claimed():
 
     nothing = OneRunResult(0.0, "", 600, 0, 0, 0.05, 1e-5, 48, claimed_epsilon=1.0, ceiling=5.2)
     assert "no guess count's right guesses beat chance among 600" in str(nothing)
-    assert "not refuted" in str(nothing)
+    assert "(claim 1: not refuted; guesses all right would prove 5.200)" in str(nothing)
     scaled = OneRunResult(3.8, "fdp", 600, 40, 39, 0.05, 1e-5, 48, claimed_epsilon=math.inf)
     assert "no finite epsilon claimed" in str(scaled) and "39 of 40 guesses" in str(scaled)

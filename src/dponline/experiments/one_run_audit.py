@@ -77,6 +77,7 @@ from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyNotion, PrivacyW
 from dponline.privacy.one_run import METHODS, OneRunResult, audit_canaries
 from dponline.protocol import FeedbackKind
 from dponline.registry import LearnerEntry, LearnerTestCase
+from dponline.warn import warn_caller
 
 __all__ = [
     "COIN_STREAM",
@@ -348,6 +349,18 @@ def one_run_audit(
             f"a canary sets {plan.participations} rounds {plan.separation} apart, but the claim "
             f"protects at most {unit[0]} rounds at least {unit[1]} apart: the audit would test "
             "a larger change than the claim covers (give a PrivacyGuarantee with that unit)"
+        )
+    if white_box is not None and plan.participations != 1:
+        raise ValueError(
+            "the white-box guessers read one round per canary: audit canaries of several "
+            "rounds with the default guesser (white_box=None)"
+        )
+    if plan.participations < unit[0]:
+        warn_caller(
+            f"each canary changes {plan.participations} of the {unit[0]} rounds (at least "
+            f"{unit[1]} apart) the claim protects: the audit tests a smaller change than the "
+            f"claim covers; CanaryPlan(participations={unit[0]}, separation={unit[1]}) tests "
+            "its unit"
         )
     played = int(getattr(learner, "t", 0) or 0)
     if played:

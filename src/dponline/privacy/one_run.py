@@ -348,7 +348,7 @@ class OneRunResult:
             if self.refuted:
                 verdict = "REFUTED"
             elif self.can_refute:
-                verdict = "not refuted"
+                verdict = f"not refuted; guesses all right would prove {self.ceiling:.3f}"
             else:
                 verdict = (
                     f"cannot be refuted here: guesses all right would prove only {self.ceiling:.3f}"
