@@ -133,7 +133,7 @@ def _next_leaf(x: int) -> int:
     return (((ripple ^ x) >> 2) // low) | ripple
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)
 def smooth_binary_node_counts(horizon: int) -> np.ndarray:
     """For s = 1..T, the number of used nodes round s enters (its column's squared l2 norm and
     l1 norm in C); at most d/2 (read-only, cached).
@@ -148,7 +148,7 @@ def smooth_binary_node_counts(horizon: int) -> np.ndarray:
     leaves = smooth_binary_leaves(horizon)
     d = smooth_binary_depth(horizon)
     positions, last = leaves[:-1], int(leaves[-1])
-    counts = np.zeros(positions.size, dtype=np.int8)  # at most d/2 <= 31
+    counts = np.zeros(positions.size, dtype=np.int64)  # wide: callers sum and scale them
     for b in range(d):
         low = (1 << b) - 1
         # p's bits above b are below l_T's for the first `split` rounds, equal for the rest
