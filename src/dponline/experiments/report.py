@@ -1,7 +1,8 @@
 """Reports: regret curves with confidence bands, privacy-utility curves, a results table, and an
 HTML page (``index.html``) that shows them, written to a folder the user names.
 
-Needs matplotlib (``pip install 'dponline[report]'``).
+The plots need matplotlib (``pip install 'dponline[report]'``); without it the page holds the
+tables and says so.
 """
 
 from __future__ import annotations
