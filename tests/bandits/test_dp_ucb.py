@@ -216,3 +216,33 @@ def test_the_options_are_checked() -> None:
     # the paper trees add Laplace noise whatever the noise option: pure DP meets delta > 0
     g = DPUCB(3, 10, budget=PrivacyBudget(1.0, 1e-6, "paper"), noise="gaussian").privacy
     assert g.epsilon == 1.0 and g.delta == 0.0
+
+
+def test_a_named_counter_runs_in_place_of_the_default() -> None:
+    """``mechanism`` (tight): the BLT keeps O(K) noise state, with a horizon and, in doubling
+    blocks, without one; the guarantee is the counter's, as for the default counter."""
+    gaussian = PrivacyBudget(1.0, 1e-6)
+    fixed = DPUCB(5, 2_000, budget=gaussian, mechanism="blt", replicas=2, rng=0)
+    assert fixed.mechanism == "blt" and fixed.counter.name == "blt"
+    assert fixed.privacy.epsilon == pytest.approx(1.0) and fixed.privacy.delta == 1e-6
+    assert fixed.privacy.meets_request
+    anytime = DPUCB(5, None, budget=gaussian, mechanism="blt", replicas=2, rng=0)
+    assert anytime.counter.name == "doubling(blt)" and anytime.counter.horizon is None
+    env = KArmedBandit([0.1, 0.2, 0.3, 0.4, 0.9], horizon=3_000, rng=1)
+    run = anytime.play_stochastic(env, 3_000)
+    assert run.pulls.sum() == 6_000 and (run.pulls[:, -1] > run.pulls[:, 0]).all()
+    resumed = DPUCB(5, None, budget=gaussian, mechanism="blt", replicas=2, rng=9)
+    resumed.load_state_dict(anytime.state_dict())
+    assert same_state(resumed.state_dict(), anytime.state_dict())
+    with pytest.raises(ValueError, match="differs in mechanism"):
+        DPUCB(5, None, budget=gaussian, replicas=2, rng=0).load_state_dict(anytime.state_dict())
+    with pytest.raises(ValueError, match="'blt' supports noise \\['gaussian'\\]"):
+        DPUCB(5, 100, budget=PrivacyBudget(1.0), mechanism="blt")
+    with pytest.raises(ValueError, match="unknown mechanism 'bltt'"):
+        DPUCB(5, 100, budget=gaussian, mechanism="bltt")
+    with pytest.raises(ValueError, match="the paper's DP-UCB runs its own per-arm trees"):
+        DPUCB(5, 100, budget=PrivacyBudget(1.0, calibration="paper"), mechanism="blt")
+    person = PrivacyBudget(1.0, 1e-6, participations=4, min_separation=10)
+    assert DPUCB(5, 2_000, budget=person, mechanism="blt").privacy.participations == 4
+    with pytest.raises(ValueError, match="does not support a user-level budget"):
+        DPUCB(5, None, budget=person, mechanism="blt")  # blocks would compose a person

@@ -98,7 +98,12 @@ from dponline.continual.anytime_factorization import (
 )
 from dponline.continual.base import ContinualCounter
 from dponline.continual.calibration import CounterCalibrator
-from dponline.continual.factory import build_counter, factorisation_misfit, person_blocks_refusal
+from dponline.continual.factory import (
+    anytime_counter,
+    build_counter,
+    factorisation_misfit,
+    person_blocks_refusal,
+)
 from dponline.continual.registry import get_mechanism
 from dponline.continual.selection import choose_mechanism
 from dponline.privacy.arguments import (
@@ -187,6 +192,12 @@ class DPUCB(KArmedLearner):
         ``tight`` only: "laplace" (pure DP) or "gaussian" (delta > 0); by default the
         budget's: Laplace for delta = 0, Gaussian for delta > 0. The ``paper`` trees always
         add Laplace noise (pure DP meets a request with delta > 0).
+    mechanism:
+        ``tight`` only: the continual counter by name (:data:`~dponline.continual.registry.
+        MECHANISMS`); by default the lowest-variance one whose noise state fits the memory
+        budget, and without a horizon the tapered factorisation (Gaussian noise, at most 31
+        arms) or doubling blocks. ``"blt"`` keeps O(K) numbers of noise state at any horizon
+        (Gaussian noise; without a horizon in doubling blocks, one round as the unit).
     gamma:
         ``paper`` only: the gamma of v (default T^-4).
     alpha:
@@ -206,6 +217,7 @@ class DPUCB(KArmedLearner):
         *,
         budget: PrivacyBudget | None,
         noise: str | None = None,
+        mechanism: str | None = None,
         gamma: float | None = None,
         alpha: float = DEFAULT_CONFIDENCE,
         replicas: int = 1,
@@ -224,6 +236,13 @@ class DPUCB(KArmedLearner):
         if noise not in ("laplace", "gaussian"):
             raise ArgumentError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")
         self.noise = noise
+        if mechanism is not None:
+            mechanism = get_mechanism(mechanism).name  # a misspelt name is refused here
+            if paper:
+                raise ArgumentError(
+                    f"mechanism={mechanism!r} is for the tight calibration: the paper's DP-UCB "
+                    "runs its own per-arm trees"
+                )
         self.alpha = checked_positive("alpha", alpha)
         t_big, k, r = self.horizon, self.n_arms, self.replicas
         if gamma is None:
@@ -247,10 +266,10 @@ class DPUCB(KArmedLearner):
             self.v = mishra_thakurta_v(k, t_big, budget.epsilon, self.gamma) if t_big > 1 else 0.0
         else:
             if t_big is None:
-                self.counter = _anytime_counter(budget, k, noise, r, gen)
+                self.counter = _anytime_counter(budget, k, noise, r, gen, mechanism)
                 name = self.counter.name
             else:
-                name = choose_mechanism(
+                name = mechanism or choose_mechanism(
                     "tight",
                     t_big,
                     k,
@@ -419,7 +438,12 @@ class DPUCB(KArmedLearner):
 
 
 def _anytime_counter(
-    budget: PrivacyBudget, k: int, noise: str, replicas: int, gen: np.random.Generator
+    budget: PrivacyBudget,
+    k: int,
+    noise: str,
+    replicas: int,
+    gen: np.random.Generator,
+    mechanism: str | None = None,
 ) -> Any:
     """The tight DP-UCB's counter without a horizon, for inputs r_t e_(a_t) of sensitivity 1
     in l1 and l2 (so calibrated on [0, 1], dimension K): the tapered square-root factorisation
@@ -432,9 +456,10 @@ def _anytime_counter(
     [0, 1]. Like every learner on :func:`~dponline.continual.factory.anytime_counter`, DP-UCB
     takes the factorisation only where its noise state over 2^18 rounds fits the memory budget
     (:func:`~dponline.continual.factory.factorisation_misfit`: at most 31 arms; it grows as
-    t K), and refuses a person's budget on the blocks, saying why."""
+    t K), and refuses a person's budget on the blocks, saying why. A named ``mechanism`` runs
+    in doubling blocks."""
     unit, arms = Box(0.0, 1.0, dim=1), Box(0.0, 1.0, dim=k)
-    misfit = factorisation_misfit(budget, k, noise)
+    misfit = factorisation_misfit(budget, k, noise, mechanism)
     if misfit is None:
         cal = calibrate_anytime(TaperedSqrt(), unit, budget)
         return AnytimeFactorizationCounter(
@@ -444,11 +469,18 @@ def _anytime_counter(
         raise person_blocks_refusal(budget, misfit)
 
     def calibrator(length: int) -> CounterCalibrator:
-        name = choose_mechanism("tight", length, k, noise)
+        name = mechanism or choose_mechanism("tight", length, k, noise)
         return CounterCalibrator(get_mechanism(name), length, unit, noise)
 
-    return build_counter(
-        budget, horizon=None, bounds=arms, calibrator=calibrator, replicas=replicas, rng=gen
+    return anytime_counter(
+        budget,
+        dim=k,
+        bounds=arms,
+        noise=noise,
+        mechanism=mechanism,  # names the blocks; the calibrator builds them
+        calibrator=calibrator,
+        replicas=replicas,
+        rng=gen,
     )
 
 
@@ -523,6 +555,8 @@ register_learner(
         ),
         options={
             "noise": "tight: 'laplace' (default, pure DP) or 'gaussian' (delta > 0)",
+            "mechanism": "tight: the counter by name (default: the best that fits 64 MiB; "
+            "'blt' keeps O(K) noise state at any horizon, Gaussian noise)",
             "gamma": "paper: gamma of the widening v (default T^-4)",
             "alpha": "tight: confidence exponent of the widening (default 4)",
         },
