@@ -102,7 +102,9 @@ def test_anytime_dp_ucb_follows_the_memory_rule() -> None:
     """DP-UCB took the tapered factorisation at any K, its noise state growing as t K (80 MiB
     at K = 40 after 2^18 rounds) where the other anytime learners take doubling blocks past 31
     coordinates; now it follows the same rule, and refuses a person's budget on the blocks
-    saying why."""
+    saying why; Gaussian noise on more arms takes the BLT without a horizon (O(K) state), for
+    one round or one person."""
+    from dponline.continual.anytime_blt import AnytimeBLTCounter
     from dponline.continual.anytime_factorization import AnytimeFactorizationCounter
     from dponline.continual.factory import ANYTIME_MAX_DIM
     from dponline.continual.unknown_horizon import DoublingCounter
@@ -111,12 +113,16 @@ def test_anytime_dp_ucb_follows_the_memory_rule() -> None:
     fits = DPUCB(ANYTIME_MAX_DIM, None, budget=budget, noise="gaussian", rng=0)
     assert isinstance(fits.counter, AnytimeFactorizationCounter)
     many = DPUCB(ANYTIME_MAX_DIM + 1, None, budget=budget, noise="gaussian", rng=0)
-    assert isinstance(many.counter, DoublingCounter)
+    assert isinstance(many.counter, AnytimeBLTCounter)  # O(K) state
     assert many.counter.variance(100) > 0.0
+    blocks = DPUCB(ANYTIME_MAX_DIM + 1, None, budget=PrivacyBudget(1.0), rng=0)  # Laplace
+    assert isinstance(blocks.counter, DoublingCounter)
     person = PrivacyBudget(1.0, 1e-6, participations=2, min_separation=5)
     DPUCB(ANYTIME_MAX_DIM, None, budget=person, noise="gaussian", rng=0)
-    with pytest.raises(ValueError, match=f"in {ANYTIME_MAX_DIM + 1} coordinates would hold"):
-        DPUCB(ANYTIME_MAX_DIM + 1, None, budget=person, noise="gaussian", rng=0)
+    wide = DPUCB(ANYTIME_MAX_DIM + 1, None, budget=person, noise="gaussian", rng=0)
+    assert isinstance(wide.counter, AnytimeBLTCounter) and wide.privacy.participations == 2
+    with pytest.raises(ValueError, match=r"because a mechanism was named \('blt'\)"):
+        DPUCB(ANYTIME_MAX_DIM + 1, None, budget=person, noise="gaussian", mechanism="blt")
     with pytest.raises(ValueError, match="because the noise is laplace"):
         DPUCB(3, None, budget=PrivacyBudget(1.0, participations=2), noise="laplace", rng=0)
 

@@ -194,13 +194,8 @@ def test_a_counter_without_a_horizon_protects_a_person():
             {"mechanism": "binary_tree", "noise": "gaussian"},
             "because a mechanism was named ('binary_tree')",
         ),
-        (
-            {"noise": "gaussian", "dim": 32},
-            "because its noise over 262,144 rounds in 32 coordinates would hold 67,109,120 "
-            "bytes, over the memory budget of 67,108,864 (64 MiB)",
-        ),
     ],
-    ids=["laplace", "named-mechanism", "32-coordinates"],
+    ids=["laplace", "named-mechanism"],
 )
 def test_doubling_blocks_refuse_a_person_and_say_what_to_do(kwargs, why):
     """The refusal says why the tapered factorisation was not taken (it told a user with tight
@@ -215,8 +210,18 @@ def test_doubling_blocks_refuse_a_person_and_say_what_to_do(kwargs, why):
     assert why in str(err.value)
     assert "give a horizon" in str(err.value) and "group privacy" in str(err.value)
     assert "in at most 31 coordinates" in str(err.value) and "proof" not in str(err.value)
-    if dim == 32:  # one coordinate fewer fits
-        make_counter(name, horizon=None, bounds=Box(0.0, 1.0, dim=31), budget=person, **kwargs)
+    assert "mechanism='anytime_blt'" in str(err.value)
+
+
+def test_past_the_factorisations_memory_a_person_gets_the_blt_without_a_horizon():
+    """32 coordinates: the tapered factorisation's noise over 262,144 rounds would hold
+    67,109,120 bytes, over the 64 MiB budget, and doubling blocks would add up a person's
+    rounds (this was refused): the BLT without a horizon, whose state is O(d)."""
+    person = PrivacyBudget(1.0, 1e-6, participations=4, min_separation=16)
+    wide = make_counter(horizon=None, bounds=Box(0.0, 1.0, dim=32), budget=person)
+    assert wide.name == "anytime_blt" and wide.privacy.participations == 4
+    narrow = make_counter(horizon=None, bounds=Box(0.0, 1.0, dim=31), budget=person)
+    assert isinstance(narrow, AnytimeFactorizationCounter)
 
 
 def test_head_products_by_fft_and_by_chunks_agree_with_the_windows():

@@ -167,7 +167,9 @@ def test_learners_of_every_kind_build_without_a_horizon() -> None:
     assert oco.anytime and oco.eta == pytest.approx(oco.inner.rate(1))
     assert "anytime" in oco.privacy.derivation
     hedge = DyadicHedge([0.0], [1.0], None, lipschitz=1.0, budget=GAUSS, replicas=2)
-    assert hedge.grid.levels == 10 and "anytime" in hedge.privacy.derivation
+    # 1,025 experts: past the tapered factorisation's memory, the BLT without a horizon
+    assert hedge.grid.levels == 10 and hedge.counter.name == "anytime_blt"
+    assert "every prefix length" in hedge.privacy.derivation
     with pytest.raises(ValueError, match="fixed-horizon bound"):
         hedge.regret_bound(np.zeros((3, hedge.grid.size)))
     env = build_environment("regression_stream", 50, np.random.default_rng(0), dim=3)

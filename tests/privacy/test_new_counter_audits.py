@@ -410,6 +410,28 @@ def test_anytime_counter_audit(kind, horizon, changed):  # type: ignore[no-untyp
     assert results[0.1].refuted, str(results[0.1])
 
 
+@pytest.mark.parametrize(
+    ("horizon", "changed"), [(16, 0), pytest.param(16, 15, marks=pytest.mark.slow)]
+)
+def test_anytime_blt_audit(horizon, changed):  # type: ignore[no-untyped-def]
+    """The BLT without a horizon (ours): its claim for one round at every prefix is not
+    refuted; a tenth of its noise is."""
+    from dponline.continual.anytime_blt import AnytimeBLTCounter, make_anytime_blt
+
+    ref = make_anytime_blt(Box(0.0, 1.0, dim=1), PrivacyBudget(1.0, 1e-5))
+    a, b = _streams(horizon, changed)
+    results = {}
+    for fraction in (1.0, 0.1):
+        noise = ref.noise.scaled(fraction)
+
+        def factory(replicas, rng, noise=noise, params=ref.parameters):  # type: ignore[no-untyped-def]
+            return AnytimeBLTCounter(1, noise, parameters=params, replicas=replicas, rng=rng)
+
+        results[fraction] = _audit(factory, ref.privacy, a, b, seed=5)
+    assert not results[1.0].any_refuted, str(results[1.0])
+    assert results[0.1].refuted, str(results[0.1])
+
+
 def _kary_worst_round(horizon: int) -> int:
     from dponline.continual.kary_tree import kary_column_norms
 

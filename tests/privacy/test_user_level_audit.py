@@ -208,3 +208,29 @@ def test_smooth_binary_person_calibration_is_not_refuted():
     result = run(budget, seed=1, pattern=SMOOTH, options=SMOOTH_OPTIONS)
     assert result.claimed_epsilon == pytest.approx(1.0)
     assert not result.any_refuted, str(result)
+
+
+# --- without a horizon, in O(d) memory: the BLT without a horizon (mechanism="anytime_blt") -----
+# The same 32 rounds and person. Measured (seed 1): lower bound 5.29 calibrated for one round
+# (claim 2: refuted), 0.50 calibrated for the person (not refuted); as for the tapered
+# factorisation, the person's bound covers every prefix length, so 32 rounds stay far below it
+# (the exact checks are in tests/continual/test_anytime_blt.py).
+
+
+def run_anytime_blt(budget: PrivacyBudget, seed: int):  # type: ignore[no-untyped-def]
+    return run(budget, seed, (AT, AK, AB), {**OPTIONS, "mechanism": "anytime_blt", "anytime": True})
+
+
+def test_anytime_blt_round_calibration_is_refuted_for_a_person():
+    # The claim is false for the person; the lower bound sits far above the claim: chance of a
+    # false failure far below 1e-12, as above.
+    result = run_anytime_blt(PrivacyBudget(EPS, DELTA), seed=1)
+    assert result.refuted and result.epsilon_lower > EPS + 2.0, str(result)
+
+
+def test_anytime_blt_person_calibration_is_not_refuted():
+    # The claim is true: refuted with probability at most alpha = 1e-3; the seed is fixed.
+    budget = PrivacyBudget(EPS, DELTA, participations=AK, min_separation=AB)
+    result = run_anytime_blt(budget, seed=1)
+    assert result.claimed_epsilon == pytest.approx(EPS, rel=1e-6)
+    assert not result.any_refuted, str(result)

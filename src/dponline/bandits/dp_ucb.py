@@ -91,6 +91,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dponline.bandits.k_armed import KArmedLearner, arms_of, horizon_for
+from dponline.continual.anytime_blt import AnytimeBLTCounter, calibrate_anytime_blt
 from dponline.continual.anytime_factorization import (
     AnytimeFactorizationCounter,
     TaperedSqrt,
@@ -196,8 +197,11 @@ class DPUCB(KArmedLearner):
         ``tight`` only: the continual counter by name (:data:`~dponline.continual.registry.
         MECHANISMS`); by default the lowest-variance one whose noise state fits the memory
         budget, and without a horizon the tapered factorisation (Gaussian noise, at most 31
-        arms) or doubling blocks. ``"blt"`` keeps O(K) numbers of noise state at any horizon
-        (Gaussian noise; without a horizon in doubling blocks, one round as the unit).
+        arms), the BLT without a horizon (Gaussian noise, more arms) or doubling blocks
+        (Laplace noise). ``"blt"`` keeps O(K) numbers of noise state at any horizon (Gaussian noise;
+        without a horizon in doubling blocks, one round as the unit); without a horizon
+        ``"anytime_blt"`` runs one BLT for as long as the stream lasts, O(K) state, for one
+        round or one person (:mod:`dponline.continual.anytime_blt`).
     gamma:
         ``paper`` only: the gamma of v (default T^-4).
     alpha:
@@ -236,13 +240,18 @@ class DPUCB(KArmedLearner):
         if noise not in ("laplace", "gaussian"):
             raise ArgumentError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")
         self.noise = noise
-        if mechanism is not None:
+        if mechanism is not None and mechanism != AnytimeBLTCounter.name:
             mechanism = get_mechanism(mechanism).name  # a misspelt name is refused here
-            if paper:
-                raise ArgumentError(
-                    f"mechanism={mechanism!r} is for the tight calibration: the paper's DP-UCB "
-                    "runs its own per-arm trees"
-                )
+        if mechanism is not None and paper:
+            raise ArgumentError(
+                f"mechanism={mechanism!r} is for the tight calibration: the paper's DP-UCB "
+                "runs its own per-arm trees"
+            )
+        if mechanism == AnytimeBLTCounter.name and horizon is not None:
+            raise ArgumentError(
+                "mechanism='anytime_blt' runs without a horizon: give horizon=None, or "
+                "mechanism='blt' for a fixed horizon"
+            )
         self.alpha = checked_positive("alpha", alpha)
         t_big, k, r = self.horizon, self.n_arms, self.replicas
         if gamma is None:
@@ -456,10 +465,30 @@ def _anytime_counter(
     [0, 1]. Like every learner on :func:`~dponline.continual.factory.anytime_counter`, DP-UCB
     takes the factorisation only where its noise state over 2^18 rounds fits the memory budget
     (:func:`~dponline.continual.factory.factorisation_misfit`: at most 31 arms; it grows as
-    t K), and refuses a person's budget on the blocks, saying why. A named ``mechanism`` runs
-    in doubling blocks."""
+    t K). Past that, tight Gaussian noise takes one BLT without a horizon instead
+    (:mod:`dponline.continual.anytime_blt`: O(K) state, nonnegative columns too, so the same
+    argument for a person), as ``mechanism="anytime_blt"`` does at any K; Laplace noise and
+    another named ``mechanism`` run in doubling blocks, which refuse a person, saying why."""
     unit, arms = Box(0.0, 1.0, dim=1), Box(0.0, 1.0, dim=k)
     misfit = factorisation_misfit(budget, k, noise, mechanism)
+    too_many_arms = mechanism is None and misfit is not None
+    if mechanism == AnytimeBLTCounter.name or (
+        too_many_arms and noise == "gaussian" and budget.calibration == "tight"
+    ):
+        # one BLT for as long as the stream lasts: O(K) state, a guarantee for one round or one
+        # person at every t (calibrated on the unit interval: sensitivity 1, as above)
+        if noise != "gaussian":
+            raise ArgumentError("mechanism='anytime_blt' draws Gaussian noise: give delta > 0")
+        cal, params = calibrate_anytime_blt(unit, budget)
+        return AnytimeBLTCounter(
+            k,
+            cal.noise,
+            parameters=params,
+            replicas=replicas,
+            rng=gen,
+            bounds=arms,
+            privacy=cal.guarantee,
+        )
     if misfit is None:
         cal = calibrate_anytime(TaperedSqrt(), unit, budget)
         return AnytimeFactorizationCounter(
@@ -556,7 +585,8 @@ register_learner(
         options={
             "noise": "tight: 'laplace' (default, pure DP) or 'gaussian' (delta > 0)",
             "mechanism": "tight: the counter by name (default: the best that fits 64 MiB; "
-            "'blt' keeps O(K) noise state at any horizon, Gaussian noise)",
+            "'blt' keeps O(K) noise state at any horizon, Gaussian noise; without a horizon "
+            "'anytime_blt' runs one BLT, for one round or one person)",
             "gamma": "paper: gamma of the widening v (default T^-4)",
             "alpha": "tight: confidence exponent of the widening (default 4)",
         },

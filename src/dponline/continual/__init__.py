@@ -14,8 +14,9 @@
 * :class:`SmoothBinaryCounter`: the smooth binary mechanism (Andersson & Pagh 2023), the same
   variance at every step.
 * :class:`AnytimeFactorizationCounter`: counters without a horizon: the tapered square root
-  (ours) and Jacobsen & Fawaz's factorisation (2025); :class:`DoublingCounter`: any fixed-horizon
-  counter over doubling blocks.
+  (ours) and Jacobsen & Fawaz's factorisation (2025); :class:`AnytimeBLTCounter`: one BLT run
+  without a horizon in O(buffers x d) memory (ours, :func:`make_anytime_blt`);
+  :class:`DoublingCounter`: any fixed-horizon counter over doubling blocks.
 
 :func:`build_counter` chooses and builds the counter of a run (exact sums for ``budget=None``;
 ``horizon=None`` for the anytime one),
@@ -24,6 +25,7 @@
 :func:`choose_mechanism` says which mechanism a calibration takes.
 """
 
+from dponline.continual.anytime_blt import AnytimeBLTCounter, make_anytime_blt
 from dponline.continual.anytime_factorization import (
     AnytimeFactorizationCounter,
     make_anytime_counter,
@@ -46,6 +48,7 @@ from dponline.continual.unknown_horizon import DoublingCounter
 
 __all__ = [
     "MECHANISMS",
+    "AnytimeBLTCounter",
     "AnytimeFactorizationCounter",
     "BLTCounter",
     "BinaryTreeCounter",
@@ -64,6 +67,7 @@ __all__ = [
     "calibrate_counter",
     "choose_mechanism",
     "get_mechanism",
+    "make_anytime_blt",
     "make_anytime_counter",
     "make_anytime_factorization",
     "make_counter",

@@ -80,7 +80,7 @@ from dponline.continual.participation import (
 from dponline.privacy.noise import NoiseDistribution
 from dponline.threads import blas_limit
 
-__all__ = ["BLTCounter", "BLTParameters", "optimise_blt"]
+__all__ = ["BLTCounter", "BLTParameters", "BLTStream", "optimise_blt"]
 
 #: buffers used by default: enough to come within a few per cent of the best Toeplitz strategy
 #: at the horizons we measured (1e2 to 1e6; ``dponline mechanisms``)
@@ -393,7 +393,64 @@ def _optimise_single(t: int, buffers: int) -> BLTParameters:
     return result
 
 
-class BLTCounter(ContinualCounter):
+class BLTStream:
+    """The BLT's noise stream (module docstring): n buffers, the running sums, a step in O(n d)
+    and blocks of steps as matrices. Shared by :class:`BLTCounter` and the counter without a
+    horizon (:class:`~dponline.continual.anytime_blt.AnytimeBLTCounter`); the host is a
+    streaming counter (``replicas``, ``dim``, ``t``, ``_draw``)."""
+
+    parameters: BLTParameters
+    replicas: int
+    dim: int
+    t: int
+    _draw: Any
+
+    def _start_stream(self, parameters: BLTParameters) -> None:
+        self.parameters = parameters
+        if not self.parameters.is_invertible():
+            raise ValueError("the BLT's inverse is unstable: its noise would grow without bound")
+        self._buffers = np.zeros((self.parameters.buffers, self.replicas, self.dim))
+        self._prefix = np.zeros((self.replicas, self.dim))
+        self._noise_sum = np.zeros((self.replicas, self.dim))
+        self._theta = self.parameters.theta[:, None, None]
+        self._omega = self.parameters.omega[:, None, None]
+        self._block_maps: dict[int, tuple[np.ndarray, ...]] = {}  # by block length
+
+    def _step(self, x: np.ndarray) -> np.ndarray:
+        z = self._draw()  # z_t, shape (replicas, dim)
+        u = z - np.sum(self._omega * self._buffers, axis=0)
+        self._buffers *= self._theta
+        self._buffers += u
+        self._noise_sum += u
+        self._prefix += x
+        return self._prefix + self._noise_sum
+
+    def _step_block(self, xs: np.ndarray, out: np.ndarray) -> None:
+        """Blocks of :data:`BLOCK_STEPS` rounds through the step's linear recursion as
+        matrices (:meth:`BLTParameters.block_maps`): the same draws, in the same order, as
+        single steps, and the same releases up to rounding."""
+        r, d, n = self.replicas, self.dim, self.parameters.buffers
+        # small products, many of them: extra BLAS threads only contend (dponline.threads)
+        with blas_limit():
+            pos = 0
+            while pos < xs.shape[0]:
+                b = min(BLOCK_STEPS, xs.shape[0] - pos)
+                if b not in self._block_maps:
+                    self._block_maps[b] = self.parameters.block_maps(b)
+                a_z, b_h, q_z, p_h = self._block_maps[b]
+                z = self._draw(b).reshape(b, r * d)
+                h = self._buffers.reshape(n, r * d)
+                noise_sums = self._noise_sum + (a_z @ z + b_h @ h).reshape(b, r, d)
+                self._buffers = (q_z @ z + p_h @ h).reshape(n, r, d)
+                rows = xs[pos : pos + b]
+                sums = self._prefix + np.cumsum(rows if rows.ndim == 3 else rows[:, None], axis=0)
+                np.add(sums, noise_sums, out=out[pos : pos + b])
+                self._prefix, self._noise_sum = sums[-1].copy(), noise_sums[-1].copy()
+                self.t += b
+                pos += b
+
+
+class BLTCounter(BLTStream, ContinualCounter):
     """Prefix sums released through a BLT factorisation (module docstring); ``parameters``
     default to :func:`optimise_blt` for the horizon and the unit of the ``privacy`` given (one
     round without it). Noise calibrated for a person's pattern fits the parameters optimised
@@ -423,15 +480,7 @@ class BLTCounter(ContinualCounter):
             k = 1 if self.privacy is None else self.privacy.participations
             b = 1 if self.privacy is None else self.privacy.min_separation
             parameters = optimise_blt(self.horizon, DEFAULT_BUFFERS, k, b)
-        self.parameters = parameters
-        if not self.parameters.is_invertible():
-            raise ValueError("the BLT's inverse is unstable: its noise would grow without bound")
-        self._buffers = np.zeros((self.parameters.buffers, self.replicas, self.dim))
-        self._prefix = np.zeros((self.replicas, self.dim))
-        self._noise_sum = np.zeros((self.replicas, self.dim))
-        self._theta = self.parameters.theta[:, None, None]
-        self._omega = self.parameters.omega[:, None, None]
-        self._block_maps: dict[int, tuple[np.ndarray, ...]] = {}  # by block length
+        self._start_stream(parameters)
 
     @classmethod
     def sensitivity_factors(cls, horizon: int) -> tuple[float, float]:
@@ -530,36 +579,3 @@ class BLTCounter(ContinualCounter):
         return self.parameters.release_factors(self.horizon) * self.noise.coordinate_variance(
             self.dim
         )
-
-    def _step(self, x: np.ndarray) -> np.ndarray:
-        z = self._draw()  # z_t, shape (replicas, dim)
-        u = z - np.sum(self._omega * self._buffers, axis=0)
-        self._buffers *= self._theta
-        self._buffers += u
-        self._noise_sum += u
-        self._prefix += x
-        return self._prefix + self._noise_sum
-
-    def _step_block(self, xs: np.ndarray, out: np.ndarray) -> None:
-        """Blocks of :data:`BLOCK_STEPS` rounds through the step's linear recursion as
-        matrices (:meth:`BLTParameters.block_maps`): the same draws, in the same order, as
-        single steps, and the same releases up to rounding."""
-        r, d, n = self.replicas, self.dim, self.parameters.buffers
-        # small products, many of them: extra BLAS threads only contend (dponline.threads)
-        with blas_limit():
-            pos = 0
-            while pos < xs.shape[0]:
-                b = min(BLOCK_STEPS, xs.shape[0] - pos)
-                if b not in self._block_maps:
-                    self._block_maps[b] = self.parameters.block_maps(b)
-                a_z, b_h, q_z, p_h = self._block_maps[b]
-                z = self._draw(b).reshape(b, r * d)
-                h = self._buffers.reshape(n, r * d)
-                noise_sums = self._noise_sum + (a_z @ z + b_h @ h).reshape(b, r, d)
-                self._buffers = (q_z @ z + p_h @ h).reshape(n, r, d)
-                rows = xs[pos : pos + b]
-                sums = self._prefix + np.cumsum(rows if rows.ndim == 3 else rows[:, None], axis=0)
-                np.add(sums, noise_sums, out=out[pos : pos + b])
-                self._prefix, self._noise_sum = sums[-1].copy(), noise_sums[-1].copy()
-                self.t += b
-                pos += b

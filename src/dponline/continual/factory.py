@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from dponline.continual.anytime_blt import AnytimeBLTCounter, make_anytime_blt
 from dponline.continual.anytime_factorization import (
     AnytimeFactorizationCounter,
     make_anytime_counter,
@@ -95,7 +96,7 @@ def build_counter(
     rng: RngLike = None,
     clip: bool = False,
     caller_checks_inputs: bool = False,
-) -> ContinualCounter | DoublingCounter | AnytimeFactorizationCounter:
+) -> ContinualCounter | DoublingCounter | AnytimeFactorizationCounter | AnytimeBLTCounter:
     """The continual counter of a learner that sums ``horizon`` inputs in ``bounds`` (``dim``
     coordinates: the bounds', when given).
 
@@ -224,7 +225,7 @@ def make_counter(
     replicas: int = 1,
     rng: RngLike = None,
     clip: bool = False,
-) -> ContinualCounter | DoublingCounter | AnytimeFactorizationCounter:
+) -> ContinualCounter | DoublingCounter | AnytimeFactorizationCounter | AnytimeBLTCounter:
     """A continual counter for inputs in ``bounds``, calibrated to ``budget``
     (:mod:`dponline.continual.calibration`): ``mechanism`` by name, or, with ``None``, the one
     a learner would run (:func:`~dponline.continual.selection.choose_mechanism`), with ``noise``
@@ -247,7 +248,15 @@ def make_counter(
     >>> make_counter(horizon=None, bounds=Box(0, 1, dim=2), budget=PrivacyBudget(1.0, 1e-6)).name
     'anytime_factorization'
     """
-    name = None if mechanism is None else get_mechanism(mechanism).name
+    if mechanism == AnytimeBLTCounter.name:
+        if horizon is not None:
+            raise ValueError(
+                "mechanism='anytime_blt' runs without a horizon: give horizon=None, or "
+                "mechanism='blt' for a fixed horizon"
+            )
+        name: str | None = mechanism
+    else:
+        name = None if mechanism is None else get_mechanism(mechanism).name
     if not isinstance(budget, PrivacyBudget):
         raise TypeError(f"budget must be a PrivacyBudget, got {type(budget).__name__}")
     noise = noise_for(budget, noise, "gaussian")
@@ -298,12 +307,15 @@ def anytime_counter(
     rng: RngLike = None,
     clip: bool = False,
     caller_checks_inputs: bool = False,
-) -> DoublingCounter | AnytimeFactorizationCounter:
+) -> DoublingCounter | AnytimeFactorizationCounter | AnytimeBLTCounter:
     """The horizon-free counter of every learner built with ``horizon=None``: the one place
     where that mechanism is chosen (``build_counter(budget, horizon=None, ...)`` calls it).
 
     The tapered square-root factorisation (:func:`factorisation_misfit` says when: ``tight``
-    Gaussian noise for one round, state within the memory budget), else doubling blocks
+    Gaussian noise for one round or one person, state within the memory budget); past the
+    memory budget with ``tight`` Gaussian noise and no mechanism named, the BLT without a horizon
+    (:mod:`~dponline.continual.anytime_blt`, ours: O(d) state, for one round or one person;
+    ``mechanism="anytime_blt"`` names it at any dimension); else doubling blocks
     (:func:`doubling_counter`) whose block of length n is what
     :func:`build_counter` would build for a horizon of n: ``mechanism``, else
     :func:`~dponline.continual.selection.choose_mechanism` of n (so a block's noise state fits
@@ -314,7 +326,34 @@ def anytime_counter(
     noise = noise_for(budget, noise, "gaussian")
     _check_bounds_type(bounds)
     _check_someone_checks_inputs(budget, calibrator, bounds, caller_checks_inputs)
+    if mechanism == AnytimeBLTCounter.name and calibrator is not None:
+        raise ValueError(f"give mechanism or calibrator, not both (got mechanism={mechanism!r})")
+    if mechanism == AnytimeBLTCounter.name and budget is not None:
+        if bounds is None:
+            raise ValueError(
+                "the BLT without a horizon is calibrated to its input set: give bounds"
+            )
+        if noise != "gaussian":
+            raise ValueError(
+                f"the BLT without a horizon draws Gaussian noise, not {noise}: give the budget "
+                "a delta > 0"
+            )
+        return make_anytime_blt(bounds, budget, replicas=replicas, rng=rng, clip=clip)
     misfit = None if budget is None else factorisation_misfit(budget, dim, noise, mechanism)
+    if (
+        budget is not None
+        and misfit is not None
+        and mechanism is None
+        and calibrator is None
+        and bounds is not None
+        and noise == "gaussian"
+        and budget.calibration == "tight"
+    ):
+        # the tapered factorisation's state would pass the memory budget: the BLT without a
+        # horizon, O(d) state (within 1.72x of a square root built for t from 2^10 to 2^20
+        # rounds, where doubling blocks are 4.6x to 7.9x; and blocks would add up a person's
+        # rounds)
+        return make_anytime_blt(bounds, budget, replicas=replicas, rng=rng, clip=clip)
     if budget is not None and budget.is_user_level and (calibrator is not None or misfit):
         raise person_blocks_refusal(budget, misfit or "a calibrator of blocks was given")
     if budget is None:
@@ -379,8 +418,9 @@ def factorisation_misfit(
     :data:`ANYTIME_MEMORY_ROUNDS` rounds within the memory budget; else why not, in words (the
     first reason that holds). Its largest variance up to t is within 1.4x of a square root
     built for t = 2^10 .. 2^20 (``dponline mechanisms --anytime``), against 4.6x to 7.9x for
-    doubling blocks of the square root, which remain the choice otherwise (``paper``
-    formulas, Laplace noise, large dimensions)."""
+    doubling blocks of the square root and 1.04x to 1.72x for the BLT without a horizon, which
+    :func:`anytime_counter` takes past the memory budget (large dimensions); doubling blocks
+    remain the choice otherwise (``paper`` formulas, Laplace noise, a named mechanism)."""
     if mechanism is not None:
         return f"a mechanism was named ({mechanism!r})"
     if noise != "gaussian":
@@ -407,9 +447,10 @@ def person_blocks_refusal(budget: PrivacyBudget, why: str) -> ValueError:
             "guarantees would compose)",
             budget,
             f"the factorisation is not taken here because {why}: give a horizon, or use "
-            f"tight Gaussian noise with no mechanism named in at most {ANYTIME_MAX_DIM} "
-            "coordinates (the tapered factorisation proves a person-level guarantee at "
-            "every prefix length)",
+            "tight Gaussian noise with no mechanism named (the tapered factorisation in at "
+            f"most {ANYTIME_MAX_DIM} coordinates, else the BLT without a horizon, "
+            "mechanism='anytime_blt': both prove a person-level guarantee at every prefix "
+            "length)",
         )
     )
 

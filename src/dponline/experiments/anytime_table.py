@@ -10,6 +10,8 @@ sigma^2 = sens^2 / (2 rho); the square root's largest variance at horizon t is
 
 * ``tapered_sqrt`` and ``jacobsen_fawaz(gamma, delta)``: Delta^2 sum_{k<s} l_k^2
   (:mod:`dponline.continual.anytime_factorization`);
+* ``anytime_blt``: one BLT without a horizon, Delta^2 sum_{m<s} beta_m^2 with Delta the norm
+  of all its coefficients (:mod:`dponline.continual.anytime_blt`);
 * ``doubling(mech, ratio)``: blocks of lengths round(ratio^j) (j = 0, 1, ...), each a
   fixed-horizon mechanism at the full budget (Chan, Shi & Song 2011); Var(release s) = the
   finished blocks' final variances + the current block's variance at its own step.
@@ -23,6 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from dponline.continual.anytime_blt import (
+    DESIGN_HORIZON,
+    anytime_blt_parameters,
+    anytime_blt_sensitivity,
+)
 from dponline.continual.anytime_factorization import (
     AnytimeStrategy,
     JacobsenFawaz,
@@ -119,6 +126,14 @@ def anytime_table(
                 lambda ratio=ratio: doubling_variances(_sqrt_block(cum), ratio, total),
             )
         )
+    blt = anytime_blt_parameters()
+    candidates.append(
+        (
+            f"anytime_blt ({blt.buffers} buffers for {DESIGN_HORIZON:,} rounds, O(d) memory, ours)",
+            anytime_blt_sensitivity(blt),
+            lambda: anytime_blt_sensitivity(blt) ** 2 * blt.release_factors(total),
+        )
+    )
     candidates.append(
         (
             "doubling(smooth_binary, ratio 2)",

@@ -1,0 +1,169 @@
+"""The BLT without a horizon (dponline.continual.anytime_blt, ours): its stream is the stated
+factorisation at every prefix, its calibration covers every prefix of C (one round, and one
+person, exhaustively on small cases), its state never grows, and the factory takes it where the
+tapered factorisation would pass the memory budget for a person."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from dponline.continual import make_counter
+from dponline.continual.anytime_blt import (
+    UNBOUNDED_ROUNDS,
+    AnytimeBLTCounter,
+    anytime_blt_parameters,
+    anytime_blt_sensitivity,
+    calibrate_anytime_blt,
+    make_anytime_blt,
+)
+from dponline.continual.blt import BLTParameters, optimise_blt
+from dponline.continual.factory import anytime_counter
+from dponline.continual.matrix_factorization import toeplitz_matrix
+from dponline.privacy.accounting import gaussian_sigma
+from dponline.privacy.bounds import Box
+from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.noise import GaussianNoise
+from tests.privacy.test_new_counter_audits import _probe
+
+#: small hand-made parameters (nonnegative, non-increasing coefficients) and optimised ones
+SMALL = BLTParameters(np.array([0.3, 0.8]), np.array([0.2, 0.1]))
+PARAMS = [SMALL, optimise_blt(64), anytime_blt_parameters()]
+
+
+@pytest.mark.parametrize("mode", ["step", "block", "resume"])
+def test_the_stream_is_prefix_sums_plus_a_c_inverse_z(mode):
+    """Read the noise map B off the stream (draw n is e_n): B C_n = M, the prefix-sum matrix, at
+    every n: the releases are M (C_n x + z_n), the BLT of the module docstring."""
+    n = 40
+    noise = _probe()
+    counter = AnytimeBLTCounter(n + 2, noise, parameters=SMALL)
+    zeros = np.zeros((n, n + 2))
+    if mode == "step":
+        rows = [counter.step(x)[0] for x in zeros]
+    elif mode == "block":
+        rows = list(counter.step_block(zeros)[:, 0, :])
+    else:
+        rows = []
+        for s, x in enumerate(zeros):
+            if s % 3 == 1:
+                fresh = AnytimeBLTCounter(n + 2, noise, parameters=SMALL)
+                fresh.load_state_dict(counter.state_dict())
+                counter = fresh
+            rows.append(counter.step(x)[0])
+    b = np.array(rows)[:, :n]
+    c = toeplitz_matrix(SMALL.coefficients(n))
+    np.testing.assert_allclose(b @ c, np.tril(np.ones((n, n))), atol=1e-12)
+    assert noise._drawn[0] == n  # one draw per round, none ahead
+
+
+@pytest.mark.parametrize("params", PARAMS, ids=["small", "blt64", "default"])
+def test_the_sensitivity_covers_every_prefix_and_is_the_limit(params):
+    delta = anytime_blt_sensitivity(params)
+    for n in (1, 2, 3, 10, 100, 1000):
+        column = params.coefficients(n)  # the first column of C_n, its longest
+        assert float(column @ column) <= delta**2 * (1 + 1e-12)
+    # the closed form is the limit: all the coefficients' squares, summed term by term
+    squares = params.coefficients(2**22) ** 2
+    assert math.fsum(squares) <= delta**2 * (1 + 1e-12)
+    theta = float(params.theta.max())
+    tail = float(params.omega.sum()) ** 2 * theta ** (2 * (2**22 - 1)) / (1 - theta**2)
+    assert delta**2 <= math.fsum(squares) + tail + 1e-9
+
+
+def _person_brute_force(c: np.ndarray, k: int, b: int) -> float:
+    """max over every set of at most k rounds at least b apart in 1..n of ||sum of the person's
+    columns of C_n||^2, by enumeration."""
+    n = c.size
+    big_c = toeplitz_matrix(c)
+    best = 0.0
+    for size in range(1, k + 1):
+        for rounds in itertools.combinations(range(n), size):
+            if any(r2 - r1 < b for r1, r2 in itertools.pairwise(rounds)):
+                continue
+            v = big_c[:, list(rounds)].sum(axis=1)
+            best = max(best, float(v @ v))
+    return best
+
+
+@pytest.mark.parametrize("params", PARAMS, ids=["small", "blt64", "default"])
+@pytest.mark.parametrize(("k", "b"), [(2, 1), (2, 3), (3, 2), (3, 5)])
+def test_a_persons_sensitivity_covers_every_pattern_of_every_prefix(params, k, b):
+    person = anytime_blt_sensitivity(params, k, b) ** 2
+    for n in (1, 2, 5, 9, 16):
+        assert _person_brute_force(params.coefficients(n), k, b) <= person * (1 + 1e-12)
+    # and the claim is the limit of what the worst pattern (b apart from round 1) reaches as
+    # the prefix grows: its values increase towards it
+    values = [params.pattern_sums(n, k, b)[1] for n in (10, 1000, 2**20, 2**30, 2**40)]
+    assert all(v2 >= v1 * (1 - 1e-12) for v1, v2 in itertools.pairwise(values))
+    assert values[-1] == pytest.approx(person, rel=1e-12)
+
+
+def test_a_person_needs_coefficients_that_never_increase():
+    rising = BLTParameters(np.array([0.5, 0.9]), np.array([0.9, 0.3]))  # c_1 = 1.2 > c_0
+    with pytest.raises(ValueError, match="increase or change sign"):
+        anytime_blt_sensitivity(rising, 2, 1)
+    assert anytime_blt_sensitivity(rising) > 1.0  # one round needs no order
+
+
+def test_calibration_states_the_guarantee_at_every_prefix():
+    budget = PrivacyBudget(1.0, 1e-6)
+    cal, params = calibrate_anytime_blt(Box(0.0, 1.0, dim=3), budget)
+    factor = anytime_blt_sensitivity(params)
+    assert cal.noise.sigma == pytest.approx(gaussian_sigma(factor * math.sqrt(3), 1.0, 1e-6))
+    assert cal.guarantee.meets_request and "every prefix length" in cal.guarantee.derivation
+    assert "ours" in cal.guarantee.derivation
+    person = PrivacyBudget(1.0, 1e-6, participations=4, min_separation=100)
+    pcal, pparams = calibrate_anytime_blt(Box(0.0, 1.0, dim=3), person)
+    assert pcal.guarantee.is_user_level and pcal.guarantee.participations == 4
+    assert pparams is anytime_blt_parameters(4, 100)
+    assert pcal.noise.sigma > cal.noise.sigma
+    with pytest.raises(ValueError, match="delta must lie in"):
+        calibrate_anytime_blt(Box(0.0, 1.0, dim=1), PrivacyBudget(1.0))
+    with pytest.raises(ValueError, match="no paper calibration"):
+        calibrate_anytime_blt(Box(0.0, 1.0, dim=1), PrivacyBudget(1.0, 1e-6, "paper"))
+
+
+def test_variances_are_exact_and_the_state_never_grows():
+    # 20,000 replicas: each sample variance within 6% with probability > 1 - 1e-9 (chi-square)
+    counter = make_anytime_blt(Box(0.0, 1.0, dim=1), PrivacyBudget(1.0, 1e-6), replicas=20_000,
+                               rng=7)  # fmt: skip
+    out = counter.step_block(np.zeros((30, 1)))[:, :, 0]
+    want = counter.variances(30)
+    np.testing.assert_allclose(out.var(axis=1), want, rtol=0.06)
+    assert counter.variance(30) == pytest.approx(want[-1], rel=1e-9)
+    assert counter.variance(0) == 0.0
+    shapes = {k: v.shape for k, v in counter.state_dict()["arrays"].items()}
+    counter.step_block(np.zeros((500, 1)))
+    assert {k: v.shape for k, v in counter.state_dict()["arrays"].items()} == shapes
+
+
+def test_gaussian_noise_only():
+    from dponline.privacy.noise import LaplaceNoise
+
+    with pytest.raises(TypeError, match="Gaussian noise only"):
+        AnytimeBLTCounter(1, LaplaceNoise(1.0))
+    assert AnytimeBLTCounter(1, GaussianNoise(1.0)).parameters is anytime_blt_parameters()
+
+
+def test_the_factory_takes_it_for_a_person_where_the_factorisation_would_not_fit():
+    person = PrivacyBudget(1.0, 1e-6, participations=5, min_separation=3)
+    many = anytime_counter(person, dim=40, bounds=Box(0.0, 1.0, dim=40), rng=0)
+    assert many.name == "anytime_blt" and many.privacy.participations == 5
+    few = anytime_counter(person, dim=3, bounds=Box(0.0, 1.0, dim=3), rng=0)
+    assert few.name == "anytime_factorization"  # its variance grows slower; it fits here
+    named = make_counter("anytime_blt", horizon=None, bounds=Box(0, 1, dim=2), budget=person)
+    assert named.name == "anytime_blt"
+    with pytest.raises(ValueError, match="runs without a horizon"):
+        make_counter("anytime_blt", horizon=10, bounds=Box(0, 1, dim=2), budget=person)
+    with pytest.raises(ValueError, match="mechanism='anytime_blt'"):  # the way out is named
+        make_counter("blt", horizon=None, bounds=Box(0, 1, dim=2), budget=person)
+
+
+def test_unbounded_rounds_sum_every_power():
+    params = anytime_blt_parameters()
+    assert float(params.theta.max()) ** 2**40 == 0.0  # the powers underflow well before
+    assert params.closed_form_sums(2**40)[1] == params.closed_form_sums(UNBOUNDED_ROUNDS)[1]
