@@ -167,3 +167,16 @@ def test_unbounded_rounds_sum_every_power():
     params = anytime_blt_parameters()
     assert float(params.theta.max()) ** 2**40 == 0.0  # the powers underflow well before
     assert params.closed_form_sums(2**40)[1] == params.closed_form_sums(UNBOUNDED_ROUNDS)[1]
+
+
+def test_person_parameters_whose_coefficients_rise_fall_back_to_one_rounds(monkeypatch):
+    import dponline.continual.anytime_blt as module
+
+    rising = BLTParameters(np.array([0.5, 0.9]), np.array([0.9, 0.3]))
+
+    def fake(t, buffers=4, k=1, b=1):  # type: ignore[no-untyped-def]
+        return rising if k > 1 else SMALL
+
+    monkeypatch.setattr(module, "optimise_blt", fake)
+    assert module.anytime_blt_parameters(3, 2) is SMALL
+    assert module.anytime_blt_sensitivity(SMALL, 3, 2) > module.anytime_blt_sensitivity(SMALL)
