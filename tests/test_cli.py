@@ -385,10 +385,26 @@ def test_mechanisms_anytime_for_a_person(capsys):
     assert main(["mechanisms", "--anytime", "--participations", "4", "--min-separation", "256",
                  "--json"]) == 0  # fmt: skip
     data = json.loads(capsys.readouterr().out)
-    person, group = data["mechanisms"]
+    person, group, blt = data["mechanisms"]
     assert "for the person" in person["mechanism"] and "group privacy" in group["mechanism"]
     for t, ratio in person["ratio_to_fixed_horizon_sqrt"].items():
         assert ratio < group["ratio_to_fixed_horizon_sqrt"][t]
+        assert blt["ratio_to_fixed_horizon_sqrt"][t] < group["ratio_to_fixed_horizon_sqrt"][t]
+    # the BLT without a horizon, as a learner past the memory budget builds it
+    wide = make_counter(
+        "anytime_blt",
+        horizon=None,
+        bounds=Box(0.0, 1.0, dim=1),
+        budget=PrivacyBudget(1.0, 1e-6, participations=4, min_separation=256),
+    )
+    root = make_counter(
+        "sqrt_factorization",
+        horizon=4096,
+        bounds=Box(0.0, 1.0, dim=1),
+        budget=PrivacyBudget(1.0, 1e-6, participations=4, min_separation=256),
+    )
+    expected = wide.variances(4096).max() / root.release_variances(4096, root.noise, 1).max()
+    assert blt["ratio_to_fixed_horizon_sqrt"]["4096"] == pytest.approx(expected, rel=1e-9)
     budget = PrivacyBudget(1.0, 1e-6, participations=4, min_separation=256)
     bounds = Box(0.0, 1.0, dim=1)
     anytime = make_counter(None, horizon=None, bounds=bounds, budget=budget)

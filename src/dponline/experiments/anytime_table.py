@@ -167,13 +167,16 @@ def anytime_person_table(
     """The price of not knowing the horizon for one person (at most k rounds, any two at least
     b apart), at the same rho-zCDP for that person: for t = 2^e, the largest variance of the
     releases up to t over that of a square root built for horizon t and calibrated for the
-    person (its exact sensitivity under the pattern, the Toeplitz rule). Two rows:
+    person (its exact sensitivity under the pattern, the Toeplitz rule). Three rows:
 
     * the tapered factorisation calibrated for the person (its bound at every prefix length,
       ours: :func:`~dponline.continual.anytime_factorization.person_sq_bounds`);
     * the same counter by group privacy: rho-zCDP for one round is k^2 rho-zCDP for k rounds
       (Bun & Steinke 2016, Proposition 1.9), so it runs at rho / k^2 with one round's
-      sensitivity, variance k^2 Delta^2 per unit.
+      sensitivity, variance k^2 Delta^2 per unit;
+    * the BLT without a horizon calibrated for the person (its parameters optimised for the
+      pattern over 2^20 rounds, the sum of the person's columns over all rounds:
+      :mod:`dponline.continual.anytime_blt`).
 
     Every variance is exact up to the bound's gap (``upper``, which the noise uses)."""
     from dponline.continual.anytime_factorization import person_sq_bounds
@@ -192,17 +195,24 @@ def anytime_person_table(
     factors = tapered.release_factors(total)  # increasing in t: the last is the largest
     person = person_sq_bounds(tapered, k, b).upper
     group = k * k * strategy_sensitivity(tapered) ** 2
+    blt = anytime_blt_parameters(k, b)
+    blt_factors = blt.release_factors(total)
     rows = []
-    for name, sens_sq in (
-        ("tapered_sqrt, for the person (ours)", person),
-        (f"tapered_sqrt, group privacy (rho / {k}^2)", group),
+    for name, sens_sq, release in (
+        ("tapered_sqrt, for the person (ours)", person, factors),
+        (f"tapered_sqrt, group privacy (rho / {k}^2)", group, factors),
+        (
+            "anytime_blt, for the person (ours, O(d) memory)",
+            anytime_blt_sensitivity(blt, k, b) ** 2,
+            blt_factors,
+        ),
     ):
-        ratios = {t: float(sens_sq * factors[t - 1] / fixed[t]) for t in ts}
+        ratios = {t: float(sens_sq * release[t - 1] / fixed[t]) for t in ts}
         rows.append(
             {
                 "mechanism": name,
                 "sensitivity_sq": float(sens_sq),
-                "max_variance": {t: float(sens_sq * factors[t - 1]) * scale for t in ts},
+                "max_variance": {t: float(sens_sq * release[t - 1]) * scale for t in ts},
                 "fixed_horizon_sqrt_variance": {t: float(fixed[t]) * scale for t in ts},
                 "ratio_to_fixed_horizon_sqrt": ratios,
                 "worst_ratio": max(ratios.values()),
