@@ -161,11 +161,18 @@ class BLTParameters:
         return bool(np.all(np.abs(self._inverse_modes()[0]) < 1.0 / (1.0 + 1e-9)))
 
     def _inverse_modes(self) -> tuple[np.ndarray, np.ndarray]:
-        """(rho, w): b_t = sum_i w_i rho_i^(t-1) for t >= 1 (module docstring)."""
-        th, om = self.theta, self.omega
-        rho, vecs = np.linalg.eig(np.diag(th) - np.outer(np.ones_like(th), om))
-        w = -(om @ vecs) * np.linalg.solve(vecs, np.ones_like(th))
-        return rho, w
+        """(rho, w): b_t = sum_i w_i rho_i^(t-1) for t >= 1 (module docstring); computed once
+        per parameter set (read-only: a counter without a horizon asks every round)."""
+        modes = self.__dict__.get("_modes")
+        if modes is None:
+            th, om = self.theta, self.omega
+            rho, vecs = np.linalg.eig(np.diag(th) - np.outer(np.ones_like(th), om))
+            w = -(om @ vecs) * np.linalg.solve(vecs, np.ones_like(th))
+            rho.setflags(write=False)
+            w.setflags(write=False)
+            modes = (rho, w)
+            object.__setattr__(self, "_modes", modes)  # a cache on a frozen value
+        return modes
 
     def coefficients(self, n: int) -> np.ndarray:
         """c_0..c_{n-1}: 1, then sum_i omega_i theta_i^(k-1)."""
