@@ -147,6 +147,28 @@ def test_gaussian_noise_only():
     with pytest.raises(TypeError, match="Gaussian noise only"):
         AnytimeBLTCounter(1, LaplaceNoise(1.0))
     assert AnytimeBLTCounter(1, GaussianNoise(1.0)).parameters is anytime_blt_parameters()
+    # a guarantee holds for the parameters its calibration measured: never guessed
+    cal, params = calibrate_anytime_blt(
+        Box(0.0, 1.0, dim=1), PrivacyBudget(1.0, 1e-6, participations=4, min_separation=16), 2**12
+    )
+    with pytest.raises(ValueError, match="pass parameters="):
+        AnytimeBLTCounter(1, cal.noise, privacy=cal.guarantee)
+    built = AnytimeBLTCounter(1, cal.noise, privacy=cal.guarantee, parameters=params)
+    assert built.parameters is params
+
+
+def test_the_closed_form_is_accurate_where_the_thetas_crowd_near_1():
+    # 1 - theta_i theta_l from the rounded product lost 3e-12 (relative) of the sum at the
+    # default parameters (1 - theta = 1.7e-6): the sum must not fall below its terms' sum
+    import mpmath
+
+    params = anytime_blt_parameters()
+    mpmath.mp.dps = 40
+    th = [mpmath.mpf(float(x)) for x in params.theta]
+    om = [mpmath.mpf(float(x)) for x in params.omega]
+    exact = 1 + sum(om[i] * om[j] / (1 - th[i] * th[j]) for i in range(4) for j in range(4))
+    got = params.closed_form_sums(UNBOUNDED_ROUNDS)[1]
+    assert abs(got - float(exact)) <= 1e-14 * float(exact)
 
 
 def test_the_factory_takes_it_for_a_person_where_the_factorisation_would_not_fit():

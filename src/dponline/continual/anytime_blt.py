@@ -167,8 +167,8 @@ def calibrate_anytime_blt(
 
 class AnytimeBLTCounter(BLTStream, AnytimeCounter):
     """Prefix sums without a horizon through one BLT (module docstring): O(buffers x d) numbers
-    of state at every t, Gaussian noise. ``parameters`` default to :func:`anytime_blt_parameters`
-    for the unit the ``privacy`` given states (one round without it)."""
+    of state at every t, Gaussian noise. ``parameters``: those the calibration returned
+    (required with a ``privacy``); without a guarantee, :func:`anytime_blt_parameters`."""
 
     name: ClassVar[str] = "anytime_blt"
     summary: ClassVar[str] = "BLT without a horizon, O(buffers x d) memory (Gaussian)"
@@ -187,9 +187,16 @@ class AnytimeBLTCounter(BLTStream, AnytimeCounter):
             )
         super().__init__(dim, noise, **kwargs)
         if parameters is None:
-            k = 1 if self.privacy is None else self.privacy.participations
-            b = 1 if self.privacy is None else self.privacy.min_separation
-            parameters = anytime_blt_parameters(k, b)
+            if self.privacy is not None:
+                # the guarantee holds for the parameters its calibration measured, which may be
+                # for another design horizon: never guess them (an independent review built one
+                # claiming epsilon 1 that proved 1.27)
+                raise ValueError(
+                    "a counter with a guarantee runs the parameters its calibration returned: "
+                    "pass parameters= (calibrate_anytime_blt returns them; make_anytime_blt "
+                    "builds the counter)"
+                )
+            parameters = anytime_blt_parameters()
         self._start_stream(parameters)
 
     def variance(self, t: int) -> float:
