@@ -29,6 +29,7 @@ from dponline.privacy.arguments import (
     saved_field,
 )
 from dponline.privacy.bounds import InputBounds
+from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.privacy.noise import NoiseDistribution
 from dponline.rng import RngLike, as_generator
@@ -99,3 +100,22 @@ class AnytimeCounter(StreamingCounter):
             f"{type(self).__name__}(dim={self.dim}, replicas={self.replicas}, "
             f"noise={self.noise!r}, t={self.t})"
         )
+
+
+def checked_prefix_gaussian(budget: Any, bounds: InputBounds, what: str, no_paper: str) -> float:
+    """The checks of a Gaussian calibration for every prefix length (the anytime
+    factorisations', the BLT without a horizon's): a ``tight`` budget with delta > 0 (``what``
+    names the noise, ``no_paper`` says why there is no paper calibration) over inputs of
+    nonzero l2 diameter, which it returns."""
+    if not isinstance(budget, PrivacyBudget):
+        raise TypeError(f"budget must be a PrivacyBudget, got {type(budget).__name__}")
+    if budget.calibration != "tight":
+        raise ValueError(f"{no_paper}; use calibration='tight'")
+    budget.require_delta(what)
+    diam = bounds.diameter(2)
+    if diam == 0:
+        raise ValueError(
+            "the input set has zero diameter: every stream is the same, so there is nothing "
+            "to protect; declare the set the inputs really range over"
+        )
+    return float(diam)

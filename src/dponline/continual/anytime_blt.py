@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dponline.continual.anytime import AnytimeCounter
+from dponline.continual.anytime import AnytimeCounter, checked_prefix_gaussian
 from dponline.continual.blt import DEFAULT_BUFFERS, BLTParameters, BLTStream, optimise_blt
 from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma, zcdp_rho
 from dponline.privacy.arguments import checked_count
@@ -120,20 +120,12 @@ def calibrate_anytime_blt(
     """The least Gaussian sigma for which every prefix of the counter is (epsilon, delta)-DP for
     inputs in ``bounds``, for one round or one person (the budget's unit), and the parameters
     it is calibrated for (``tight`` only: ours, module docstring)."""
-    if not isinstance(budget, PrivacyBudget):
-        raise TypeError(f"budget must be a PrivacyBudget, got {type(budget).__name__}")
-    if budget.calibration != "tight":
-        raise ValueError(
-            "the BLT without a horizon is ours: it has no paper calibration; use "
-            "calibration='tight'"
-        )
-    budget.require_delta("the BLT's Gaussian noise")
-    diam = bounds.diameter(2)
-    if diam == 0:
-        raise ValueError(
-            "the input set has zero diameter: every stream is the same, so there is nothing "
-            "to protect; declare the set the inputs really range over"
-        )
+    diam = checked_prefix_gaussian(
+        budget,
+        bounds,
+        "the BLT's Gaussian noise",
+        "the BLT without a horizon is ours: it has no paper calibration",
+    )
     k, b = budget.participations, budget.min_separation
     params = anytime_blt_parameters(k, b, design_horizon)
     factor = anytime_blt_sensitivity(params, k, b)

@@ -61,7 +61,7 @@ from scipy import fft as sp_fft
 from scipy import integrate, special
 
 from dponline.continual import power_series as ps
-from dponline.continual.anytime import AnytimeCounter
+from dponline.continual.anytime import AnytimeCounter, checked_prefix_gaussian
 from dponline.continual.matrix_factorization import sqrt_coefficients
 from dponline.privacy.accounting import gaussian_epsilon, gaussian_sigma, zcdp_rho
 from dponline.privacy.arguments import checked_count
@@ -706,20 +706,13 @@ def calibrate_anytime(
     person's rounds at every prefix length instead (:meth:`AnytimeStrategy.participation`;
     ours, proved in :func:`person_sq_bounds` for :class:`TaperedSqrt`; other strategies refuse).
     """
-    if not isinstance(budget, PrivacyBudget):
-        raise TypeError(f"budget must be a PrivacyBudget, got {type(budget).__name__}")
-    if budget.calibration != "tight":
-        raise ValueError(
-            "calibration='paper' is not defined for the anytime factorisation (the paper "
-            "gives its noise up to constants); use calibration='tight'"
-        )
-    budget.require_delta("the anytime factorisation's Gaussian noise")
-    diam = bounds.diameter(2)
-    if diam == 0:
-        raise ValueError(
-            "the input set has zero diameter: every stream is the same, so there is nothing "
-            "to protect; declare the set the inputs really range over"
-        )
+    diam = checked_prefix_gaussian(
+        budget,
+        bounds,
+        "the anytime factorisation's Gaussian noise",
+        "calibration='paper' is not defined for the anytime factorisation (the paper gives its "
+        "noise up to constants)",
+    )
     if budget.is_user_level:
         person = strategy.participation(budget.participations, budget.min_separation)
         factor = person.factor
