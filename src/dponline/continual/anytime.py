@@ -18,7 +18,7 @@ a subclass implements ``_step``, ``_step_block`` (optional), ``variance`` and it
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from dponline.privacy.arguments import (
 from dponline.privacy.bounds import InputBounds
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyGuarantee
-from dponline.privacy.noise import NoiseDistribution
+from dponline.privacy.noise import GaussianNoise, NoiseDistribution
 from dponline.rng import RngLike, as_generator
 
 __all__ = ["AnytimeCounter"]
@@ -42,6 +42,8 @@ class AnytimeCounter(StreamingCounter):
 
     #: An anytime counter has no horizon.
     horizon: None = None
+    #: Whether the counter's proof covers Gaussian noise only (checked at construction).
+    gaussian_only: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -58,6 +60,10 @@ class AnytimeCounter(StreamingCounter):
         self.replicas = checked_count("replicas", replicas)
         if not isinstance(noise, NoiseDistribution):
             raise TypeError(f"noise must be a NoiseDistribution, got {type(noise).__name__}")
+        if self.gaussian_only and not isinstance(noise, GaussianNoise):
+            raise TypeError(
+                f"{type(self).__name__} supports Gaussian noise only, got {type(noise).__name__}"
+            )
         if bounds is not None and bounds.dim != self.dim:
             raise ValueError(f"bounds has dimension {bounds.dim}, counter has dim={self.dim}")
         self.noise = noise

@@ -163,6 +163,7 @@ class AnytimeBLTCounter(BLTStream, AnytimeCounter):
     (required with a ``privacy``); without a guarantee, :func:`anytime_blt_parameters`."""
 
     name: ClassVar[str] = "anytime_blt"
+    gaussian_only: ClassVar[bool] = True
     summary: ClassVar[str] = "BLT without a horizon, O(buffers x d) memory (Gaussian)"
 
     def __init__(
@@ -173,10 +174,6 @@ class AnytimeBLTCounter(BLTStream, AnytimeCounter):
         parameters: BLTParameters | None = None,
         **kwargs: Any,
     ) -> None:
-        if not isinstance(noise, GaussianNoise):
-            raise TypeError(
-                f"{type(self).__name__} supports Gaussian noise only, got {type(noise).__name__}"
-            )
         super().__init__(dim, noise, **kwargs)
         if parameters is None:
             if self.privacy is not None:

@@ -582,6 +582,7 @@ class AnytimeFactorizationCounter(AnytimeCounter):
     Algorithm 1). ``strategy`` chooses r (default :class:`TaperedSqrt`)."""
 
     name: ClassVar[str] = "anytime_factorization"
+    gaussian_only: ClassVar[bool] = True
     summary: ClassVar[str] = "anytime Toeplitz factorisation L R = M, no horizon (Gaussian)"
 
     def __init__(
@@ -592,10 +593,6 @@ class AnytimeFactorizationCounter(AnytimeCounter):
         strategy: AnytimeStrategy | None = None,
         **kwargs: Any,
     ) -> None:
-        if not isinstance(noise, GaussianNoise):
-            raise TypeError(
-                f"{type(self).__name__} supports Gaussian noise only, got {type(noise).__name__}"
-            )
         super().__init__(dim, noise, **kwargs)
         self.strategy = strategy if strategy is not None else TaperedSqrt()
         if not isinstance(self.strategy, AnytimeStrategy):
