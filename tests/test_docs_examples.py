@@ -10,10 +10,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: pages whose every python block runs on its own
-RUNNABLE = ["README.md", "docs/index.md", "docs/ene.md", "docs/private-bandits.md"]
+RUNNABLE = [
+    "README.md",
+    "docs/index.md",
+    "docs/ene.md",
+    "docs/private-bandits.md",
+    "docs/anytime-and-user-level.md",
+]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 #: lines an example prints that its comments quote (fixed seeds)
-QUOTED = {("docs/private-bandits.md", 0): ["200 98000.0", "194"]}
+QUOTED = {
+    ("docs/private-bandits.md", 0): ["200 98000.0", "194"],
+    ("docs/anytime-and-user-level.md", 0): [
+        "4 1000 6.7 16.1",
+        "4 1 13.7 16.1",
+        "16 100 73.5 257.2",
+    ],
+}
 
 
 def _blocks() -> list[tuple[str, int, str]]:

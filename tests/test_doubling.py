@@ -19,6 +19,7 @@ from dponline.bandits.glm_bandit import DPGLMBandit
 from dponline.bandits.private_bandit import PrivateBandit, default_zeta
 from dponline.doubling import DoublingLearner, epoch_generator, epoch_lengths
 from dponline.environments.catalogue import build_environment
+from dponline.experiments.rounds import play as play_in_rounds
 from dponline.privacy.arguments import (
     ArgumentError,
     checked_generator,
@@ -386,9 +387,25 @@ def test_a_user_level_budget_is_refused():
     budget = PrivacyBudget(1.0, participations=2, min_separation=3)
     with pytest.raises(ValueError, match="several epochs"):
         toy(budget)
+    with pytest.raises(ValueError, match=r"budget.by_group_privacy\(\)"):
+        toy(budget)
+
+
+def test_a_person_by_group_privacy_is_lifted_once():
+    """build_learner answers a person's budget for an event-level learner by group privacy: the
+    epochs run at one round's budget, their one-round guarantees are combined as for one round
+    (each round in one epoch) and the whole is lifted once (lifting each epoch's and then the
+    whole's would state k^2 epsilon, or refuse)."""
     env = build_environment("bandit_convex", 16, np.random.default_rng(0), domain="simplex", dim=3)
-    with pytest.raises(ValueError, match="several epochs"):
-        build_learner("private-bandit", env, epsilon=1.0, participations=2, anytime=True)
+    learner = build_learner("private-bandit", env, epsilon=1.0, participations=2, anytime=True)
+    g = learner.privacy
+    assert (g.participations, g.min_separation, g.requested_epsilon) == (2, 1, 1.0)
+    assert g.derivation.count("group privacy over any") == 1
+    assert g.one_input.epsilon == pytest.approx(g.epsilon / 2)
+    assert g.one_input.derivation.startswith("anytime (no horizon)")
+    assert g.meets_request
+    play_in_rounds(env, learner, range(7))  # into the third epoch, each checked as it starts
+    assert learner.epoch >= 2
 
 
 def test_a_joint_dp_learner_is_refused():

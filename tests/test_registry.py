@@ -353,14 +353,21 @@ def test_each_guarantee_is_proven_once(entry, case, monkeypatch):
 
 def test_every_entry_says_whether_it_takes_a_budget_over_a_person():
     """``dponline list --json`` rows carry ``person_level`` (the battery checks it against a
-    build, ``check_unit_of_privacy``); its learners list the run's participations and
-    min_separation among their options; a non-private entry cannot set it."""
+    build, ``check_unit_of_privacy``); every private learner lists the run's participations and
+    min_separation among its options (by group privacy unless person_level); a non-private
+    entry cannot set it."""
     rows = {e.name: e.describe(ENVIRONMENTS) for e in learners().values()}
     person = {name for name, r in rows.items() if r["person_level"]}
     assert person == {"dp-ftrl", "dp-ftpl", "dp-ftrl-oco", "dp-dyadic-hedge", "dp-ucb"}
-    for name in person:
-        assert {"participations", "min_separation"} <= set(rows[name]["options"])
-    assert "participations" not in rows["dp-exp2"]["options"]
+    for name, row in rows.items():
+        options = row["options"]
+        if not row["private"]:
+            assert "participations" not in options
+        elif name in person:
+            assert "group privacy" not in options["participations"]
+        else:  # the others protect a person by group privacy
+            assert "by group privacy" in options["participations"]
+            assert "any k rounds" in options["min_separation"]
     entry = learners()["ftrl"]
     with pytest.raises(ValueError, match="no unit of privacy"):
         dataclasses.replace(entry, person_level=True)

@@ -289,6 +289,9 @@ class DoublingLearner(NoiseHandle, RoundDiscipline):
                     k += 1
         else:
             found = [getattr(learner, "privacy", None)]
+        # a person by group privacy: the epochs' one-round guarantees are combined (every round
+        # in one epoch), and the whole's lifted once (budget.prove)
+        found = [budget.per_input(g) for g in found]
         if any(g is None for g in found):
             raise ValueError(
                 f"the epochs' learners must be private under a budget; {type(learner).__name__} "
@@ -338,7 +341,10 @@ class DoublingLearner(NoiseHandle, RoundDiscipline):
                     f"epoch {k}'s learner is private but the wrapper was built without a budget"
                 )
             return
-        if proves_less(g, stated, _SLACK) or g.notion is not PrivacyNotion.EVENT_LEVEL_DP:
+        one_round = g if self.budget is None else self.budget.per_input(g)
+        if proves_less(g, stated, _SLACK) or (
+            one_round is None or one_round.notion is not PrivacyNotion.EVENT_LEVEL_DP
+        ):
             shown = "none" if g is None else f"epsilon={g.epsilon:.6g}, delta={g.delta:.3g}"
             raise ValueError(
                 f"epoch {k}'s learner ({self.epoch_length(k)} rounds) proves {shown}, less than "

@@ -212,8 +212,9 @@ class LearnerEntry:
     #: Whether the learner takes a budget over a person (``participations`` k > 1 rounds at
     #: least ``min_separation`` apart: :class:`~dponline.privacy.budget.PrivacyBudget`), its
     #: calibration proving the guarantee for the person's rounds (with a horizon, or without
-    #: one on the tapered factorisation: ``tight`` Gaussian noise, no mechanism named); the
-    #: others refuse such a budget, naming the group-privacy way out.
+    #: one on the tapered factorisation: ``tight`` Gaussian noise, no mechanism named). The
+    #: others protect a person by group privacy (:func:`learner_budget`: one round at about
+    #: epsilon / k, the guarantee stated for any k rounds).
     person_level: bool = False
 
     def __post_init__(self) -> None:
@@ -296,6 +297,9 @@ class LearnerEntry:
         if self.person_level:
             out.setdefault("participations", PARTICIPATIONS_OPTION)
             out.setdefault("min_separation", MIN_SEPARATION_OPTION)
+        elif self.private:
+            out.setdefault("participations", GROUP_PARTICIPATIONS_OPTION)
+            out.setdefault("min_separation", GROUP_SEPARATION_OPTION)
         return out
 
     def describe(self, environments: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -333,6 +337,15 @@ PARTICIPATIONS_OPTION = (
     "tight Gaussian noise; capping each person's rounds is the caller's job; default 1)"
 )
 MIN_SEPARATION_OPTION = "b: a person's rounds lie at least b apart (default 1)"
+#: the same for a private learner that proves one round's privacy only (group privacy)
+GROUP_PARTICIPATIONS_OPTION = (
+    "k > 1: the unit of privacy is one person's at most k rounds, by group privacy (the learner "
+    "runs at about epsilon / k for one round; capping each person's rounds is the caller's "
+    "job; default 1)"
+)
+GROUP_SEPARATION_OPTION = (
+    "b: a person's rounds lie at least b apart (default 1; group privacy covers any k rounds)"
+)
 
 _CATALOGUE: dict[str, LearnerEntry] = {}
 _loaded = False
@@ -524,9 +537,11 @@ def learner_budget(
     for a private one's non-private counterpart (``epsilon=None``); else
     ``PrivacyBudget(epsilon, delta, calibration, allow_weaker=allow_weaker, participations=k,
     min_separation=b)`` (the unit of privacy: one round, or one person's k rounds b apart) with
-    delta the
-    learner's ``delta`` option when ``options`` give one, else the entry's
-    :attr:`~LearnerEntry.default_delta` (evaluated on ``env`` and ``options``)."""
+    delta the learner's ``delta`` option when ``options`` give one, else the entry's
+    :attr:`~LearnerEntry.default_delta` (evaluated on ``env`` and ``options``). A person's budget
+    for a learner that is not :attr:`~LearnerEntry.person_level` is answered by group privacy
+    (:meth:`~dponline.privacy.budget.PrivacyBudget.by_group_privacy`: one round at about
+    epsilon / k, the guarantee stated for the person)."""
     if not entry.private or epsilon is None:
         return None
     opts = dict(options or {})
@@ -535,7 +550,7 @@ def learner_budget(
     else:
         default = entry.default_delta
         delta = default(env, opts) if callable(default) else default
-    return PrivacyBudget(
+    budget = PrivacyBudget(
         epsilon,
         delta,
         calibration,
@@ -543,6 +558,8 @@ def learner_budget(
         participations=participations,
         min_separation=min_separation,
     )
+    # a learner that proves one round's privacy only protects the person by group privacy
+    return budget if entry.person_level else budget.by_group_privacy()
 
 
 def one_over_horizon(env: Any, options: Mapping[str, Any]) -> float:

@@ -261,8 +261,16 @@ def test_a_reward_out_of_range_names_the_fix():
     p = _policy("ucb1")
     with pytest.raises(ValueError, match=r"in \[0, 1\], got 5.0: rescale.*bounds fixed in advance"):
         p.update(p.pull(ARMS), 5.0)
-    with pytest.raises(ValueError, match="option participations takes a person"):
-        RiverPolicy.from_registry("dp-imed", ARMS, 20, participations=4)
+
+
+def test_a_person_s_budget_is_protected_by_group_privacy():
+    """DP-IMED proves one round's privacy; a person's 4 rounds are protected by group privacy
+    (one round at epsilon / 4), the guarantee stated for the person."""
+    p = RiverPolicy.from_registry("dp-imed", ARMS, 4000, epsilon=1.0, participations=4)
+    g = p.privacy
+    assert (g.epsilon, g.participations, g.min_separation) == (1.0, 4, 1)
+    assert g.derivation.startswith("group privacy over any 4")
+    assert g.one_input is not None and g.one_input.epsilon == 0.25
 
 
 def test_a_learner_built_to_clip_clips_the_rewards():

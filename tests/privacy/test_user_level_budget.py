@@ -92,11 +92,13 @@ def test_guarantee_validates_its_unit():
 
 
 def test_group_privacy_hint_numbers():
-    # (e, d)-DP per round gives (k e, k e^((k-1) e) d) for k rounds: asking e/k and
-    # d / (k e^((k-1) e / k)) protects the person at (e, d)
+    # (e, d)-DP per round gives (k e, d sum_(j<k) e^(j e)) for k rounds: asking e/k and
+    # d / sum_(j<k) e^(j e / k) protects the person at (e, d)
     msg = group_privacy_hint("X", PERSON)
-    eps_k, delta_k = 0.25, 1e-6 / (4 * math.exp(0.75))
-    assert f"PrivacyBudget({eps_k:.6g}, {delta_k:.3g})" in msg
+    eps_k = 0.25
+    delta_k = 1e-6 / sum(math.exp(j * eps_k) for j in range(4))
+    assert f"asks one round for ({eps_k:.6g}, {delta_k:.3g})" in msg
+    assert "budget.by_group_privacy()" in msg
     assert k_rounds_delta(eps_k, delta_k, 4) <= 1e-6 * (1 + 1e-12)
 
 
@@ -104,18 +106,22 @@ def test_group_privacy_hint_numbers():
     ("epsilon", "delta", "k"), [(2.0, 1e-5, 3), (1.0, 1e-6, 4), (0.3, 3e-7, 7), (5.0, 1e-9, 2)]
 )
 def test_the_printed_group_budget_never_exceeds_the_person_s(epsilon, delta, k):
-    """The hint is for copying: its printed (rounded) budget, over k rounds, stays within the
-    person's (epsilon, delta) (rounded up, (2, 1e-5) over 3 rounds read (2.000001, 1.0004e-5))."""
+    """The hint's printed (rounded) one-round budget, over k rounds, stays within the person's
+    (epsilon, delta) (rounded up, (2, 1e-5) over 3 rounds read (2.000001, 1.0004e-5)), and is
+    what by_group_privacy() asks to the printed digits."""
     import re
 
-    msg = group_privacy_hint("X", PrivacyBudget(epsilon, delta, participations=k))
-    printed = re.search(r"PrivacyBudget\(([^,]+), ([^)]+)\)", msg)
+    person = PrivacyBudget(epsilon, delta, participations=k)
+    msg = group_privacy_hint("X", person)
+    printed = re.search(r"asks one round for \(([^,]+), ([^)]+)\)", msg)
     assert printed is not None
     eps_k, delta_k = float(printed.group(1)), float(printed.group(2))
     assert k * eps_k <= epsilon
     assert k_rounds_delta(eps_k, delta_k, k) <= delta
-    # the hint's (looser) form k e^((k-1) e) d, rounded down only at the printed digits
-    assert 0.99 * delta < k * math.exp((k - 1) * eps_k) * delta_k <= delta
+    one = person.by_group_privacy()
+    assert eps_k == pytest.approx(one.epsilon, rel=1e-5) and eps_k <= one.epsilon
+    assert delta_k == pytest.approx(one.delta, rel=1e-2) and delta_k <= one.delta
+    assert 0.99 * delta < k_rounds_delta(eps_k, delta_k, k)
     assert k * eps_k > 0.999 * epsilon
 
 

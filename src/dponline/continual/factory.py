@@ -495,7 +495,9 @@ def doubling_counter(
     privacy = None
     if budget is not None:
         lengths = range(63) if budget.calibration == "paper" else range(1)
-        found = [calibrated(2**k).guarantee for k in lengths]
+        # one round's guarantees, combined and then proven once (a person by group privacy:
+        # lifted once, PrivacyBudget.per_input)
+        found = [budget.per_input(calibrated(2**k).guarantee) for k in lengths]
         stated = [g for g in found if g is not None]
         worst = max(stated, key=lambda g: g.epsilon)
         # the weakest block's rho, taken on its own (every block states one, or none is stated)

@@ -104,6 +104,7 @@ def audit_person(
     environment_options: dict[str, Any] | None = None,
     learner_options: dict[str, Any] | None = None,
     release: Callable[[Any], np.ndarray] | None = None,
+    statistic: Callable[[np.ndarray], np.ndarray] | None = None,
     trials: int = 20_000,
     pilot_trials: int = 5_000,
     alpha: float = 1e-3,
@@ -114,7 +115,9 @@ def audit_person(
     as a guarantee for the person: its epsilon, and its rho where it states one (Gaussian
     noise: the rho test catches a cut in the noise the epsilon test misses, e.g. a learner
     calibrated for 2 rounds audited on 4; a true claim is then refuted with chance at most
-    2 ``alpha``). Pass ``(epsilon, delta)`` to test epsilon alone."""
+    2 ``alpha``). Pass ``(epsilon, delta)`` to test epsilon alone. ``statistic`` maps the
+    outputs (n, T, ...) to scores (Fisher's discriminant fitted on the pilot runs when
+    ``None``)."""
     entry = learner if isinstance(learner, LearnerEntry) else learners()[learner]
     rounds = checked_rounds(horizon, rounds)
     if not entry.private:
@@ -138,5 +141,13 @@ def audit_person(
     dim = int(env.dim)
     sampler = learner_sampler(factory, stream_runner(entry.feedback_kind, dim, release))
     return audit(
-        sampler, a, b, claim=claim, trials=trials, pilot_trials=pilot_trials, alpha=alpha, rng=seed
+        sampler,
+        a,
+        b,
+        claim=claim,
+        statistic=statistic,
+        trials=trials,
+        pilot_trials=pilot_trials,
+        alpha=alpha,
+        rng=seed,
     )

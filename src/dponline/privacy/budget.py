@@ -37,6 +37,8 @@ from dponline.privacy.guarantee import (
     PrivacyNotion,
     PrivacyWarning,
     check_participation,
+    group_delta_factor,
+    group_guarantee,
     unit_text,
 )
 from dponline.warn import warn_caller
@@ -86,6 +88,10 @@ class PrivacyBudget:
     allow_weaker: bool = False
     participations: int = 1
     min_separation: int = 1
+    #: The person's budget this one-round budget answers by group privacy
+    #: (:meth:`by_group_privacy`): every proof of it is stated for the person; ``None`` for a
+    #: budget asked for directly.
+    group_of: PrivacyBudget | None = None
 
     def __post_init__(self) -> None:
         eps = _real("epsilon", self.epsilon)
@@ -110,6 +116,30 @@ class PrivacyBudget:
             )
         object.__setattr__(self, "participations", k)
         object.__setattr__(self, "min_separation", b)
+        if self.group_of is not None:
+            self._check_group()
+
+    def _check_group(self) -> None:
+        """A budget answering a person's by group privacy asks for one round, and little enough
+        that the lift meets the person's request (:meth:`by_group_privacy`)."""
+        person = self.group_of
+        if not isinstance(person, PrivacyBudget) or not person.is_user_level:
+            raise ValueError(
+                f"group_of must be a budget over a person (participations > 1), got {person!r}"
+            )
+        if self.is_user_level or person.group_of is not None:
+            raise ValueError("a budget answering a person's by group privacy is over one round")
+        k = person.participations
+        slack = 1 + 1e-12
+        if (
+            k * self.epsilon > person.epsilon * slack
+            or self.delta * group_delta_factor(self.epsilon, k) > person.delta * slack
+        ):
+            raise ValueError(
+                f"({self.epsilon:.6g}, {self.delta:.3g}) for one round does not protect "
+                f"{person.unit} at ({person.epsilon:.6g}, {person.delta:.3g}) by group "
+                "privacy; build it with person_budget.by_group_privacy()"
+            )
 
     def __repr__(self) -> str:
         unit = (
@@ -117,10 +147,11 @@ class PrivacyBudget:
             if self.is_user_level
             else ""
         )
+        group = "" if self.group_of is None else f", group_of={self.group_of!r}"
         return (
             f"PrivacyBudget(epsilon={self.epsilon!r}, delta={self.delta!r}, "
             f"calibration={self.calibration!r}, neighbouring={self.neighbouring.name}, "
-            f"allow_weaker={self.allow_weaker!r}{unit})"
+            f"allow_weaker={self.allow_weaker!r}{unit}{group})"
         )
 
     @property
@@ -131,8 +162,62 @@ class PrivacyBudget:
     @property
     def unit(self) -> str:
         """The unit of privacy in words: "one person: at most k rounds, at least b apart", or
-        the neighbouring relation of one round."""
+        the neighbouring relation of one round; for a budget answering a person's by group
+        privacy, that person's."""
+        if self.group_of is not None:
+            return f"{self.group_of.unit}, by group privacy over one round's guarantee"
         return unit_text(self.participations, self.min_separation, self.neighbouring)
+
+    @property
+    def request(self) -> tuple[float, float]:
+        """The (epsilon, delta) that the guarantees proven for this budget record as requested:
+        its own, or for a budget answering a person's by group privacy, the person's."""
+        asked = self if self.group_of is None else self.group_of
+        return asked.epsilon, asked.delta
+
+    def per_input(self, guarantee: PrivacyGuarantee | None) -> PrivacyGuarantee | None:
+        """What a guarantee proven for this budget says of one input: the guarantee itself, or
+        for a budget answering a person's by group privacy, the one-input guarantee it was
+        lifted from (``None`` if it was not lifted). A composition over disjoint rounds (the
+        doubling trick's epochs and blocks) combines these, then proves the whole once (lifting
+        it once: lifting each part and then the whole would state the person's epsilon k
+        times over)."""
+        if self.group_of is None or guarantee is None:
+            return guarantee
+        return guarantee.one_input
+
+    def by_group_privacy(self) -> PrivacyBudget:
+        """The one-round budget that protects this budget's person by group privacy, for a
+        learner that proves one round's privacy only; self for a one-round budget.
+
+        A guarantee of (e, d) for one round is (k e, d sum_(i<k) e^(i e)) for any k rounds
+        (:func:`~dponline.privacy.guarantee.group_delta_factor`), so one round is asked
+        (epsilon / k, delta / sum_(i<k) e^(i epsilon / k)). The learner runs at that budget (its
+        noise and its exploration are one round's at epsilon / k), and every guarantee it proves
+        is stated for the person (:meth:`prove`, :func:`~dponline.privacy.guarantee.
+        group_guarantee`): epsilon at most the person's, any k rounds whatever their separation.
+        For pure DP and a learner that uses each round's input in one release (the K-armed
+        learners' Laplace sums, the batched bandits' batch means), k epsilon is attained: a
+        person's k rounds in one release shift it k times as far. A learner that proves a
+        person's privacy itself (``person_level`` in ``dponline list``: the continual counters'
+        learners, calibrated for the pattern) is tighter, and takes the person's budget as is.
+
+        >>> person = PrivacyBudget(1.0, participations=4, min_separation=10)
+        >>> person.by_group_privacy().epsilon
+        0.25
+        """
+        if not self.is_user_level:
+            return self
+        k = self.participations
+        eps = self.epsilon / k
+        return PrivacyBudget(
+            eps,
+            self.delta / group_delta_factor(eps, k),
+            self.calibration,
+            self.neighbouring,
+            self.allow_weaker,
+            group_of=self,
+        )
 
     def require_event_level(self, what: str) -> PrivacyBudget:
         """Self, or ValueError when the budget is user-level and ``what`` (a learner, a
@@ -216,12 +301,19 @@ class PrivacyBudget:
             participations=self.participations,
             min_separation=self.min_separation,
         )
+        if self.group_of is not None:
+            g = group_guarantee(
+                g,
+                self.group_of.participations,
+                requested_epsilon=self.group_of.epsilon,
+                requested_delta=self.group_of.delta,
+            )
         if g.meets_request:
             return g
         message = (
             f"the {self.calibration!r} calibration proves only epsilon={g.epsilon:.4g}, "
-            f"delta={g.delta:.3g}, not the requested ({self.epsilon:.4g}, {self.delta:.3g}): "
-            f"{derivation}"
+            f"delta={g.delta:.3g}, not the requested ({g.requested_epsilon:.4g}, "
+            f"{g.requested_delta:.3g}): {g.derivation}"
         )
         if self.calibration == "paper" and self.allow_weaker:
             warn_caller(message, PrivacyWarning)
@@ -252,18 +344,17 @@ def group_privacy_hint(
     "a person's budget (those on the continual counters, calibration 'tight')",
 ) -> str:
     """The refusal of a user-level ``budget`` by ``what``, which proves event-level privacy only,
-    with the group-privacy way out: an (e, d)-DP mechanism over one round is
-    (k e, k e^((k-1) e) d)-DP over k changed rounds (Dwork & Roth 2014, Theorem 2.2 for pure DP;
-    the (e, d) form by induction over the rounds), so asking the event-level calibration for
-    (epsilon / k, delta / (k e^((k-1) epsilon / k))) protects the person at (epsilon, delta)."""
-    k = budget.participations
-    eps_k = _round_down(budget.epsilon / k, 6)
-    delta_k = _round_down(budget.delta / (k * math.exp((k - 1) * eps_k)), 3)
+    with the group-privacy way out (:meth:`PrivacyBudget.by_group_privacy`: one round asked
+    (epsilon / k, delta / sum_(i<k) e^(i epsilon / k)), every proof stated for the person)."""
+    one = budget.by_group_privacy()
     return (
         f"{what} proves event-level privacy (one round) only and does not support a user-level "
-        f"budget ({budget.unit}); {instead}, or rely on group privacy: an event-level budget "
-        f"PrivacyBudget({eps_k:.6g}, {delta_k:.3g}) protects a person's {k} rounds at "
-        f"({budget.epsilon:.6g}, {budget.delta:.3g})"
+        f"budget ({budget.unit}); {instead}, or rely on group privacy: pass "
+        f"budget.by_group_privacy(), which asks one round for "
+        f"({_round_down(one.epsilon, 6):.6g}, {_round_down(one.delta, 3):.3g}) and states the "
+        f"guarantee for the person's {budget.participations} rounds at "
+        f"({budget.epsilon:.6g}, {budget.delta:.3g}) (build_learner and specs do so by "
+        "themselves for a learner whose entry is not person_level)"
     )
 
 

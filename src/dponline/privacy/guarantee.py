@@ -36,6 +36,8 @@ __all__ = [
     "PrivacyNotion",
     "PrivacyWarning",
     "check_participation",
+    "group_delta_factor",
+    "group_guarantee",
     "proves_less",
     "scaled_guarantee",
     "unit_text",
@@ -65,7 +67,18 @@ def proves_less(
 ) -> bool:
     """Whether ``proven`` (one part's guarantee: a doubling block's, an epoch's) falls short of
     the ``stated`` one: missing, over another neighbouring relation, or with a larger epsilon,
-    delta or (where ``stated`` gives one) rho beyond the relative ``slack`` of root finding."""
+    delta or (where ``stated`` gives one) rho beyond the relative ``slack`` of root finding.
+    A person's guarantee derived by group privacy is compared by the one-input guarantees both
+    were lifted from (for the same number of inputs): a part weaker for one input is weaker
+    for the person, and parts no weaker for one input make a whole that the stated lift
+    covers."""
+    if stated.one_input is not None:
+        return (
+            proven is None
+            or proven.one_input is None
+            or proven.participations != stated.participations
+            or proves_less(proven.one_input, stated.one_input, slack)
+        )
     factor = 1 + slack
     return (
         proven is None
@@ -94,14 +107,116 @@ def unit_text(
 ) -> str:
     """The unit of privacy in words: the neighbouring relation's own text for one round
     (``neighbouring``, default one round), "one person: at most k rounds, at least b apart"
-    otherwise."""
+    otherwise ("at most k samples" or "users" over those relations)."""
     k, b = check_participation(participations, min_separation)
     if k == 1:
         return (Neighbouring.ONE_ROUND if neighbouring is None else neighbouring).value
+    if neighbouring in _INPUTS:
+        what = _INPUTS[neighbouring]
+        return f"one person: at most {k} {what} (differing in the person's {what})"
     return (
         f"one person: at most {k} rounds, at least {b} apart (streams differing in the inputs "
         "of those rounds)"
     )
+
+
+def group_delta_factor(epsilon: float, k: int) -> float:
+    """sum_{i < k} e^(i epsilon) = (e^(k epsilon) - 1) / (e^epsilon - 1): the factor by which
+    group privacy multiplies delta. An (epsilon, delta)-DP mechanism is (k epsilon,
+    delta sum_{i < k} e^(i epsilon))-DP for inputs that differ in k places: change them one at a
+    time, P[M(x_0) in S] <= e^epsilon P[M(x_1) in S] + delta, and by induction over the k steps
+    delta_k = e^epsilon delta_(k-1) + delta (Dwork & Roth 2014, Theorem 2.2 for delta = 0; the
+    factor is at most k e^((k-1) epsilon), the form Vadhan 2017, Lemma 2.2 states). k for
+    epsilon = 0, inf past the float range."""
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"a group has at least one member, got k = {k}")
+    e = checked_nonnegative("epsilon", epsilon, infinite_ok=True)
+    if e == 0.0:
+        return float(k)
+    if math.isinf(e):
+        return 1.0 if k == 1 else math.inf
+    try:
+        return math.expm1(k * e) / math.expm1(e)
+    except OverflowError:
+        return math.inf
+
+
+def group_guarantee(
+    guarantee: PrivacyGuarantee,
+    k: int,
+    *,
+    requested_epsilon: float | None = None,
+    requested_delta: float | None = None,
+) -> PrivacyGuarantee:
+    """``guarantee``, proven for one input (a round's, a sample's, a user's), stated for one
+    person who owns any ``k`` of the inputs, by group privacy: (k epsilon, delta
+    :func:`group_delta_factor`) (Dwork & Roth 2014, Theorem 2.2, and its (epsilon, delta) form),
+    and for a guarantee that gives rho, k^2 rho-zCDP (Bun & Steinke 2016, Proposition 1.9), whose
+    epsilon at the same delta (:func:`~dponline.privacy.accounting.zcdp_renyi_epsilon`) is
+    stated when smaller. Both hold for any k inputs whatever their separation (the path from one
+    stream to the other changes one input at a time, each step a neighbour), so the person's
+    ``min_separation`` is 1. An event-level notion becomes user-level; joint DP stays joint
+    (outputs to those outside the group are post-processing at every step). A vacuous result
+    (delta >= 1) is stated as epsilon = inf. ``requested_*`` record the person's request.
+
+    >>> g = PrivacyGuarantee(0.1, 0.0, derivation="Laplace")
+    >>> lifted = group_guarantee(g, 5, requested_epsilon=0.5, requested_delta=0.0)
+    >>> (round(lifted.epsilon, 12), lifted.participations, lifted.meets_request)
+    (0.5, 5, True)
+    """
+    if guarantee.participations != 1:
+        raise ValueError(
+            f"group privacy lifts a guarantee for one input; this one is already over "
+            f"{guarantee.unit}"
+        )
+    k = int(k)
+    if k == 1:
+        return guarantee
+    eps1, delta1 = guarantee.epsilon, guarantee.delta
+    epsilon = k * eps1
+    delta = delta1 * group_delta_factor(eps1, k) if delta1 > 0 else 0.0
+    rho = None if guarantee.rho is None else k * k * guarantee.rho
+    how = (
+        f"group privacy over any {k} of its inputs, whatever their separation: "
+        f"({eps1:.6g}, {delta1:.3g}) for one input gives (k epsilon, delta sum_(i<k) "
+        "e^(i epsilon)) for k of them (Dwork & Roth 2014, Theorem 2.2, by induction over the "
+        "inputs changed one at a time)"
+    )
+    if rho is not None and 0.0 < delta < 1.0 and math.isfinite(rho):
+        from dponline.privacy.accounting import zcdp_renyi_epsilon
+
+        by_rho = zcdp_renyi_epsilon(rho, delta)
+        how += f"; and {rho:.6g}-zCDP (k^2 rho, Bun & Steinke 2016, Proposition 1.9)"
+        if by_rho < epsilon:
+            epsilon = by_rho
+            how += f", whose epsilon at that delta, {by_rho:.6g}, is stated"
+    if not delta < 1.0:
+        epsilon, delta = math.inf, delta1
+        how += ": vacuous (delta would reach 1)"
+    notion = (
+        PrivacyNotion.USER_LEVEL_DP
+        if guarantee.notion is PrivacyNotion.EVENT_LEVEL_DP
+        else guarantee.notion
+    )
+    return replace(
+        guarantee,
+        epsilon=epsilon,
+        delta=delta,
+        rho=rho,
+        notion=notion,
+        derivation=f"{how}. For one input: {guarantee.derivation}",
+        requested_epsilon=requested_epsilon,
+        requested_delta=requested_delta,
+        participations=k,
+        min_separation=1,
+        one_input=guarantee,
+    )
+
+
+#: a person's inputs under the relations that are not over rounds (a user-level guarantee over
+#: them comes from group privacy, :func:`group_guarantee`)
+_INPUTS = {Neighbouring.ONE_SAMPLE: "samples", Neighbouring.ONE_USER: "users"}
 
 
 class PrivacyNotion(StrEnum):
@@ -136,6 +251,10 @@ class PrivacyGuarantee:
     participations, min_separation:
         The unit of privacy (module docstring): one round (1, 1, the default) or one person with
         at most ``participations`` rounds, any two at least ``min_separation`` apart.
+    one_input:
+        For a person's guarantee derived by group privacy (:func:`group_guarantee`), the
+        guarantee for one input it was derived from (what a composition over disjoint rounds,
+        such as the doubling trick's epochs, combines before lifting once); ``None`` otherwise.
     """
 
     epsilon: float
@@ -148,9 +267,16 @@ class PrivacyGuarantee:
     requested_delta: float | None = None
     participations: int = 1
     min_separation: int = 1
+    one_input: PrivacyGuarantee | None = None
 
     def __post_init__(self) -> None:
         k, b = check_participation(self.participations, self.min_separation)
+        if self.one_input is not None and (
+            not isinstance(self.one_input, PrivacyGuarantee) or self.one_input.is_user_level
+        ):
+            raise ArgumentError(
+                f"one_input must be a guarantee for one input, got {self.one_input!r}"
+            )
         object.__setattr__(self, "participations", k)
         object.__setattr__(self, "min_separation", b)
         # epsilon may be inf (a voided guarantee: scale_noise below the calibrated noise)
@@ -194,6 +320,7 @@ class PrivacyGuarantee:
         user's input); ``per_input`` is the relation between one input and another, which a
         user-level guarantee extends to ``participations`` of them."""
         out = asdict(self)
+        out["one_input"] = None if self.one_input is None else self.one_input.to_dict()
         out["neighbouring"] = self.unit
         out["per_input"] = self.neighbouring.value
         out["notion"] = self.notion.value

@@ -248,8 +248,8 @@ class NoisyMinFrankWolfe(NoiseHandle, RoundDiscipline):
             and dict(calibration.details).get("calibrator") == self.calibrator
             and calibration.calibration == budget.calibration
             and g is not None
-            and (g.requested_epsilon, g.requested_delta, g.neighbouring)
-            == (budget.epsilon, budget.delta, budget.neighbouring)
+            and ((g.requested_epsilon, g.requested_delta), g.neighbouring)
+            == (budget.request, budget.neighbouring)
         ):
             raise ValueError(
                 "calibration is not this estimator's: it must be the NoisyMinCalibrator answer "
