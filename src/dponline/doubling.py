@@ -65,7 +65,7 @@ from dponline.privacy.arguments import (
     checked_positive,
     saved_field,
 )
-from dponline.privacy.budget import PrivacyBudget, group_privacy_hint
+from dponline.privacy.budget import PersonNotCovered, PrivacyBudget, group_privacy_hint
 from dponline.privacy.guarantee import (
     PrivacyGuarantee,
     PrivacyNotion,
@@ -173,7 +173,7 @@ class DoublingLearner(NoiseHandle, RoundDiscipline):
                 f"epochs), got {budget!r}"
             )
         if budget is not None and budget.is_user_level:
-            raise ValueError(
+            raise PersonNotCovered(
                 "DoublingLearner proves event-level privacy only (one round as the unit): a "
                 "person's rounds may fall in several epochs, whose guarantees would then "
                 "compose, so the weakest epoch's guarantee does not cover them. "

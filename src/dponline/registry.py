@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from dponline.privacy.budget import CALIBRATIONS, PrivacyBudget
+from dponline.privacy.budget import CALIBRATIONS, PersonNotCovered, PrivacyBudget
 from dponline.protocol import FeedbackKind, Learner, checked_count
 from dponline.spelling import did_you_mean
 
@@ -454,7 +454,9 @@ def build_learner(
     ``epsilon=None`` for its non-private counterpart), then
     ``factory(env, budget=budget, **options)`` (``replicas`` and ``rng`` among the options; see
     the module docstring). The horizon and dimensions come from ``env``. An option the factory
-    does not take is a ValueError naming it.
+    does not take is a ValueError naming it. ``participations`` k > 1 protects one person's
+    rounds: proved for the pattern by a ``person_level`` learner that can, by group privacy
+    otherwise (:func:`learner_budget`; the guarantee says which).
 
     >>> from dponline.environments import KArmedBandit
     >>> env = KArmedBandit([0.2, 0.5, 0.9], horizon=1000, rng=0)
@@ -499,7 +501,14 @@ def build_learner(
     if entry.private:
         options.pop("delta", None)  # it is the budget's
     try:
-        return entry.factory(env, budget=budget, **options)
+        try:
+            return entry.factory(env, budget=budget, **options)
+        except PersonNotCovered:
+            # a person_level learner whose configuration proves one round only (a paper
+            # formula, doubling blocks): the person by group privacy, as for the other learners
+            if budget is None or not budget.is_user_level:
+                raise
+            return entry.factory(env, budget=budget.by_group_privacy(), **options)
     except TypeError as exc:
         twice = re.search(r"multiple values for (?:keyword )?argument '(\w+)'", str(exc))
         if twice is not None and twice.group(1) in options:
@@ -541,7 +550,9 @@ def learner_budget(
     :attr:`~LearnerEntry.default_delta` (evaluated on ``env`` and ``options``). A person's budget
     for a learner that is not :attr:`~LearnerEntry.person_level` is answered by group privacy
     (:meth:`~dponline.privacy.budget.PrivacyBudget.by_group_privacy`: one round at about
-    epsilon / k, the guarantee stated for the person)."""
+    epsilon / k, the guarantee stated for the person); :func:`build_learner` does so for a
+    person_level one too when its configuration covers one round only (it refuses with
+    :class:`~dponline.privacy.budget.PersonNotCovered`)."""
     if not entry.private or epsilon is None:
         return None
     opts = dict(options or {})

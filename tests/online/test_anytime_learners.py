@@ -270,7 +270,19 @@ def test_person_level_learners_protect_a_person_without_a_horizon(name, options)
     assert len(actions) == case.horizon and np.isfinite(np.asarray(actions, dtype=float)).all()
 
 
-def test_laplace_without_a_horizon_still_refuses_a_person() -> None:
+def test_laplace_without_a_horizon_protects_a_person_by_group_privacy_only() -> None:
+    """DP-UCB's doubling blocks (Laplace noise, no horizon) prove one round: the class refuses
+    a person's budget, and build_learner runs the blocks at one round's epsilon / 3."""
+    from dponline.bandits.dp_ucb import DPUCB
+    from dponline.privacy.budget import PersonNotCovered, PrivacyBudget
+
+    person = PrivacyBudget(1.0, participations=3, min_separation=5)
+    with pytest.raises(PersonNotCovered, match="group privacy"):
+        DPUCB(3, None, budget=person, rng=0)
     env = build_environment("bernoulli_bandit", 24, np.random.default_rng(1), n_arms=3)
-    with pytest.raises(ValueError, match="group privacy"):
-        build_learner("dp-ucb", env, epsilon=1.0, participations=3, min_separation=5, anytime=True)
+    learner = build_learner(
+        "dp-ucb", env, epsilon=1.0, participations=3, min_separation=5, anytime=True
+    )
+    g = learner.privacy
+    assert (g.epsilon, g.participations, g.min_separation) == (1.0, 3, 1)
+    assert g.one_input.epsilon == pytest.approx(1 / 3)

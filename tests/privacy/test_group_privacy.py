@@ -127,10 +127,10 @@ def test_by_group_privacy_asks_one_round_for_the_person_s_share():
     one = person.by_group_privacy()
     assert one.epsilon == 0.02 and not one.is_user_level
     assert one.delta == pytest.approx(1e-6 / group_delta_factor(0.02, 50), rel=1e-15)
-    assert one.group_of == person and one.request == (1.0, 1e-6)
+    assert one.group_of == person
     assert "by group privacy" in one.unit and "group_of=" in repr(one)
     event = PrivacyBudget(1.0)
-    assert event.by_group_privacy() is event and event.request == (1.0, 0.0)
+    assert event.by_group_privacy() is event
     # every proof of the one-round budget is stated for the person
     g = one.prove(one.epsilon, one.delta, "a Gaussian mechanism")
     assert (g.participations, g.requested_epsilon, g.requested_delta) == (50, 1.0, 1e-6)
@@ -258,3 +258,122 @@ def test_a_person_s_learner_resumes_from_a_checkpoint(tmp_path):
     assert resumed.t == 10 and resumed.privacy == learner.privacy
     with pytest.raises(ValueError, match=r"privacy|guarantee"):
         build(3).load_state_dict(state)
+
+
+def _dp_se_scaled(budget: PrivacyBudget, fraction: float):  # type: ignore[no-untyped-def]
+    from dponline.registry import learners
+
+    entry = learners()["dp-se"]
+
+    def make(n: int, rng: np.random.Generator):  # type: ignore[no-untyped-def]
+        learner = entry.factory(
+            KArmedBandit([0.2, 0.5, 0.9], horizon=n, rng=0), budget=budget, rng=rng
+        )
+        learner.scale_noise(fraction)
+        return learner
+
+    return make
+
+
+def test_a_voided_guarantee_stays_void_for_the_person():
+    """Noise cut below its calibration voids the guarantee, the one-input one inside too: the
+    doubling trick refuses such epochs for a person as for one round (from a review: the
+    one-input guarantee kept its epsilon, and the wrapper stated 1 for a tenth of the noise)."""
+    from dponline.doubling import DoublingLearner
+    from dponline.privacy.budget import WeakerGuaranteeError
+    from dponline.privacy.guarantee import scaled_guarantee
+
+    lifted = group_guarantee(PrivacyGuarantee(0.2, 0.0), 5)
+    void = scaled_guarantee(lifted, 0.1)
+    assert void.epsilon == math.inf and void.one_input.epsilon == math.inf
+    assert proves_less(void, lifted)
+    group = PrivacyBudget(1.0, participations=3).by_group_privacy()
+    one_round = PrivacyBudget(group.epsilon)
+    for budget in (one_round, group):
+        with pytest.raises(WeakerGuaranteeError, match="epsilon=inf"):
+            DoublingLearner(_dp_se_scaled(budget, 0.1), budget=budget, rng=0)
+
+
+def test_joint_dp_over_users_stays_joint_for_a_person():
+    """The GLM bandit restates its estimators' guarantee as joint DP over users, the one-input
+    guarantee alike, so the doubling trick (event-level only) refuses it for a person as for one
+    user (from a review: only the outer guarantee was restated, and the wrapper stated
+    user-level DP over samples)."""
+    from dponline.bandits.glm_bandit import DPGLMBandit
+    from dponline.doubling import DoublingLearner
+
+    group = PrivacyBudget(1.0, 1e-3, participations=3, min_separation=2).by_group_privacy()
+    bandit = DPGLMBandit(4, 3, 16, h_sub=1.0, warmup=1, link="linear", budget=group, rng=0)
+    g = bandit.privacy
+    assert g.notion is PrivacyNotion.JOINT_DP and g.one_input.notion is PrivacyNotion.JOINT_DP
+    assert g.neighbouring is g.one_input.neighbouring is Neighbouring.ONE_USER
+    assert "at most 3 users" in g.unit
+
+    def make(n: int, rng: np.random.Generator) -> DPGLMBandit:
+        return DPGLMBandit(4, 3, n, h_sub=1.0, warmup=1, link="linear", budget=group, rng=rng)
+
+    with pytest.raises(ValueError, match="keeps event-level DP only"):
+        DoublingLearner(make, budget=group, first=8, rng=0)
+
+
+def test_a_lifted_guarantee_cannot_be_relabelled_outside_only():
+    import dataclasses
+
+    lifted = group_guarantee(PrivacyGuarantee(0.2, 0.0), 5)
+    with pytest.raises(ValueError, match="restate both"):
+        dataclasses.replace(lifted, notion=PrivacyNotion.JOINT_DP)
+    with pytest.raises(ValueError, match="restate both"):
+        dataclasses.replace(lifted, neighbouring=Neighbouring.ONE_SAMPLE)
+
+
+def test_a_calibration_for_another_unit_is_refused():
+    """A noisy-min estimator takes a calibration handed in only when it answers its own budget:
+    one proven for one round at the person's epsilon is not one for the person by group
+    privacy (from a review: it was accepted, with a third of the noise)."""
+    from dponline.stochastic.noisy_min_frank_wolfe import NoisyMinFrankWolfe
+
+    group = PrivacyBudget(1.0, 1e-3, participations=3, min_separation=2).by_group_privacy()
+    other = NoisyMinFrankWolfe(4, 50, budget=PrivacyBudget(1.0, 1e-3), rng=0)
+    with pytest.raises(ValueError, match="calibration is not this estimator's"):
+        NoisyMinFrankWolfe(4, 50, budget=group, rng=0, calibration=other.calibration)
+    own = NoisyMinFrankWolfe(4, 50, budget=group, rng=0)
+    again = NoisyMinFrankWolfe(4, 50, budget=group, rng=1, calibration=own.calibration)
+    assert again.privacy == own.privacy
+    mine = own.budget  # the estimator's: over one sample
+    assert mine.answered_by(own.privacy) and not mine.answered_by(other.privacy)
+    assert not other.budget.answered_by(own.privacy)
+
+
+@pytest.mark.parametrize(
+    ("options", "unit"),
+    [
+        ({}, (3, 4)),  # tight, a horizon: the counter calibrated for the pattern
+        ({"calibration": "paper", "allow_weaker": True}, (3, 1)),  # the paper's formula
+        ({"anytime": True, "noise": "laplace"}, (3, 1)),  # doubling blocks
+    ],
+)
+def test_a_person_level_learner_falls_back_to_group_privacy(options, unit):
+    """DP-FTRL proves the pattern where it can; where its configuration proves one round only
+    the class refuses the person (PersonNotCovered) and build_learner takes group privacy."""
+    import warnings
+
+    from dponline.environments.catalogue import build_environment
+    from dponline.privacy.budget import PersonNotCovered
+    from dponline.privacy.guarantee import PrivacyWarning
+
+    env = build_environment("switching_best", 64, np.random.default_rng(0), n_experts=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        g = build_learner(
+            "dp-ftrl", env, epsilon=1.0, participations=3, min_separation=4, rng=0, **options
+        ).privacy
+    assert (g.participations, g.min_separation) == unit
+    assert (g.one_input is not None) == (unit == (3, 1))
+    if unit == (3, 1):
+        from dponline.online.ftrl import DPFTRL
+
+        person = PrivacyBudget(1.0, participations=3, min_separation=4, calibration="paper")
+        with pytest.raises(PersonNotCovered, match="by_group_privacy"):
+            DPFTRL(3, None, budget=PrivacyBudget(1.0, participations=3), noise="laplace")
+        with pytest.raises(PersonNotCovered):
+            DPFTRL(3, 64, budget=person, noise="laplace", mechanism="binary_tree")

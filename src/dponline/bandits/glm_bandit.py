@@ -55,7 +55,7 @@ from dponline.privacy.arguments import (
     saved_field,
 )
 from dponline.privacy.budget import PrivacyBudget
-from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee, PrivacyNotion
+from dponline.privacy.guarantee import Neighbouring, PrivacyGuarantee, PrivacyNotion, restated
 from dponline.protocol import (
     ContextFeedback,
     Feedback,
@@ -207,7 +207,7 @@ class DPGLMBandit(NoiseHandle, RoundDiscipline):
         self.privacy: PrivacyGuarantee | None = (
             None
             if arm_privacy is None
-            else dataclasses.replace(
+            else restated(
                 arm_privacy,
                 notion=PrivacyNotion.JOINT_DP,
                 neighbouring=Neighbouring.ONE_USER,

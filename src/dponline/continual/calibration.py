@@ -44,7 +44,7 @@ from dponline.privacy.accounting import (
 )
 from dponline.privacy.arguments import checked_count, checked_positive, checked_probability
 from dponline.privacy.bounds import InputBounds
-from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.budget import PersonNotCovered, PrivacyBudget
 from dponline.privacy.calibration import Calibration, calibrate, paper_log
 from dponline.privacy.generalized_gaussian import (
     GeneralizedGaussianNoise,
@@ -143,7 +143,7 @@ class CounterCalibrator:
         else:
             budget.require_delta(f"{self.noise} noise")
         if budget.is_user_level and self.noise == "generalized_gaussian":
-            raise ValueError(
+            raise PersonNotCovered(
                 f"generalized_gaussian noise on {self.mechanism.name!r} is calibrated per tree "
                 "node by composition over the nodes one round enters (Han et al. Thm 3.1), which "
                 f"is not proven for one person's several rounds ({budget.unit}); use Gaussian "
@@ -175,7 +175,7 @@ class CounterCalibrator:
         self._check(budget)
         cls, horizon, bounds = self.mechanism, self.horizon, self.bounds
         if budget.is_user_level:
-            raise ValueError(
+            raise PersonNotCovered(
                 f"calibration='paper' on {cls.name!r} is the papers' event-level formula; it "
                 f"does not cover {budget.unit}; use calibration='tight', which calibrates to "
                 "the mechanism's sensitivity under the participation pattern"

@@ -34,7 +34,12 @@ from dponline.continual.registry import get_mechanism
 from dponline.continual.selection import MEMORY_BUDGET, choose_mechanism, state_bytes
 from dponline.continual.unknown_horizon import BlockCalibration, DoublingCounter
 from dponline.privacy.bounds import InputBounds
-from dponline.privacy.budget import PrivacyBudget, group_privacy_hint, noise_for
+from dponline.privacy.budget import (
+    PersonNotCovered,
+    PrivacyBudget,
+    group_privacy_hint,
+    noise_for,
+)
 from dponline.privacy.calibration import Calibrator, calibrate
 from dponline.privacy.guarantee import PrivacyWarning
 from dponline.privacy.noise import GaussianNoise
@@ -437,10 +442,10 @@ def factorisation_misfit(
     )
 
 
-def person_blocks_refusal(budget: PrivacyBudget, why: str) -> ValueError:
+def person_blocks_refusal(budget: PrivacyBudget, why: str) -> PersonNotCovered:
     """The error for a person's budget on a counter without a horizon that is not the tapered
     factorisation (doubling blocks), saying ``why`` the factorisation was not taken."""
-    return ValueError(
+    return PersonNotCovered(
         group_privacy_hint(
             "a counter without a horizon other than the tapered square-root factorisation "
             "(doubling blocks: a person's rounds may fall in several blocks, whose "

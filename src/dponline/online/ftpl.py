@@ -63,7 +63,7 @@ from dponline.online.counter_learner import CounterLearner
 from dponline.online.ftrl import ANYTIME_OPTION, horizon_of
 from dponline.privacy.accounting import gaussian_epsilon, zcdp_rho
 from dponline.privacy.bounds import Box, InputBounds
-from dponline.privacy.budget import PrivacyBudget, group_privacy_hint
+from dponline.privacy.budget import PersonNotCovered, PrivacyBudget, group_privacy_hint
 from dponline.privacy.calibration import Calibration, calibrate, paper_log
 from dponline.privacy.noise import GaussianNoise
 from dponline.protocol import FeedbackKind, checked_budget, checked_count
@@ -143,7 +143,7 @@ class FTPLCalibrator:
     def paper(self, budget: PrivacyBudget) -> Calibration:
         budget.require_delta("DP-FTPL's Gaussian noise")
         if budget.is_user_level:
-            raise ValueError(
+            raise PersonNotCovered(
                 "calibration='paper' is Agarwal & Singh's Theorem 3.5, an event-level formula; "
                 f"it does not cover {budget.unit}; use calibration='tight', which calibrates "
                 "to the counter's sensitivity under the participation pattern"
@@ -250,7 +250,7 @@ class DPFTPL(CounterLearner):
         for n rounds (the theorem's regret term at T = n without a budget)."""
         budget = self.budget
         if budget is not None and budget.is_user_level:
-            raise ValueError(
+            raise PersonNotCovered(
                 group_privacy_hint(
                     "DP-FTPL without a horizon (doubling blocks, each calibrated for its own "
                     "length: a person's rounds may fall in several blocks, whose guarantees "

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dponline.privacy.guarantee import (
@@ -45,6 +45,7 @@ from dponline.warn import warn_caller
 
 __all__ = [
     "CALIBRATIONS",
+    "PersonNotCovered",
     "PrivacyBudget",
     "WeakerGuaranteeError",
     "check_calibration",
@@ -58,6 +59,13 @@ CALIBRATIONS = ("tight", "paper")
 
 class WeakerGuaranteeError(ValueError):
     """A calibration proves less privacy than the budget asks for."""
+
+
+class PersonNotCovered(ValueError):
+    """A budget over a person (participations > 1) given to a calibration, a mechanism or a
+    learner whose proof covers one round only. The message names the ways out; group privacy
+    (:meth:`PrivacyBudget.by_group_privacy`) always is one, and
+    :func:`~dponline.registry.build_learner` takes it by itself."""
 
 
 def check_calibration(calibration: Any) -> str:
@@ -168,12 +176,30 @@ class PrivacyBudget:
             return f"{self.group_of.unit}, by group privacy over one round's guarantee"
         return unit_text(self.participations, self.min_separation, self.neighbouring)
 
-    @property
-    def request(self) -> tuple[float, float]:
-        """The (epsilon, delta) that the guarantees proven for this budget record as requested:
-        its own, or for a budget answering a person's by group privacy, the person's."""
-        asked = self if self.group_of is None else self.group_of
-        return asked.epsilon, asked.delta
+    def answered_by(self, guarantee: PrivacyGuarantee | None) -> bool:
+        """Whether ``guarantee`` is a proof for this budget (a calibration handed in must be):
+        proven for its (epsilon, delta) and relation, and for its unit: one round, its person's
+        pattern, or for a budget answering a person's by group privacy, lifted from one round's
+        proof of it to that person's k rounds."""
+        one = self.per_input(guarantee)
+        if guarantee is None or one is None:
+            return False
+        asked = (one.requested_epsilon, one.requested_delta, one.neighbouring)
+        if asked != (self.epsilon, self.delta, self.neighbouring):
+            return False
+        if self.group_of is None:
+            unit = (self.participations, self.min_separation)
+            return (guarantee.participations, guarantee.min_separation) == unit
+        person = self.group_of
+        return (
+            guarantee.requested_epsilon,
+            guarantee.requested_delta,
+            guarantee.participations,
+        ) == (
+            person.epsilon,
+            person.delta,
+            person.participations,
+        )
 
     def per_input(self, guarantee: PrivacyGuarantee | None) -> PrivacyGuarantee | None:
         """What a guarantee proven for this budget says of one input: the guarantee itself, or
@@ -184,7 +210,11 @@ class PrivacyBudget:
         times over)."""
         if self.group_of is None or guarantee is None:
             return guarantee
-        return guarantee.one_input
+        one = guarantee.one_input
+        if one is not None and math.isinf(guarantee.epsilon) and math.isfinite(one.epsilon):
+            # voided outside (noise cut below its calibration): void the one input too
+            one = replace(one, epsilon=math.inf, rho=None)
+        return one
 
     def by_group_privacy(self) -> PrivacyBudget:
         """The one-round budget that protects this budget's person by group privacy, for a
@@ -226,7 +256,7 @@ class PrivacyBudget:
         Dwork & Roth 2014, Theorem 2.2 and its (e, d) form)."""
         if not self.is_user_level:
             return self
-        raise ValueError(group_privacy_hint(what, self))
+        raise PersonNotCovered(group_privacy_hint(what, self))
 
     @property
     def is_pure(self) -> bool:
@@ -286,7 +316,7 @@ class PrivacyBudget:
         person-level guarantee it did not prove.
         """
         if self.is_user_level and not per_person:
-            raise ValueError(group_privacy_hint(f"the proof {derivation!r}", self))
+            raise PersonNotCovered(group_privacy_hint(f"the proof {derivation!r}", self))
         if self.is_user_level and notion is PrivacyNotion.EVENT_LEVEL_DP:
             notion = PrivacyNotion.USER_LEVEL_DP
         g = PrivacyGuarantee(
@@ -354,7 +384,7 @@ def group_privacy_hint(
         f"({_round_down(one.epsilon, 6):.6g}, {_round_down(one.delta, 3):.3g}) and states the "
         f"guarantee for the person's {budget.participations} rounds at "
         f"({budget.epsilon:.6g}, {budget.delta:.3g}) (build_learner and specs do so by "
-        "themselves for a learner whose entry is not person_level)"
+        "themselves)"
     )
 
 

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from dponline.privacy.budget import PrivacyBudget, group_privacy_hint
+from dponline.privacy.budget import PersonNotCovered, PrivacyBudget, group_privacy_hint
 from dponline.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
@@ -78,7 +78,7 @@ def calibrate(calibrator: Calibrator, budget: PrivacyBudget) -> Calibration:
     if not isinstance(budget, PrivacyBudget):
         raise TypeError(f"budget must be a PrivacyBudget, got {type(budget).__name__}")
     if budget.is_user_level and getattr(calibrator, "supports_participation", False) is not True:
-        raise ValueError(group_privacy_hint(describe_calibrator(calibrator), budget))
+        raise PersonNotCovered(group_privacy_hint(describe_calibrator(calibrator), budget))
     if budget.calibration == "paper":
         return calibrator.paper(budget)
     return calibrator.tight(budget)

@@ -39,6 +39,7 @@ __all__ = [
     "group_delta_factor",
     "group_guarantee",
     "proves_less",
+    "restated",
     "scaled_guarantee",
     "unit_text",
 ]
@@ -77,6 +78,9 @@ def proves_less(
             proven is None
             or proven.one_input is None
             or proven.participations != stated.participations
+            or proven.neighbouring is not stated.neighbouring
+            or proven.notion is not stated.notion
+            or (math.isinf(proven.epsilon) and not math.isinf(stated.epsilon))
             or proves_less(proven.one_input, stated.one_input, slack)
         )
     factor = 1 + slack
@@ -194,11 +198,7 @@ def group_guarantee(
     if not delta < 1.0:
         epsilon, delta = math.inf, delta1
         how += ": vacuous (delta would reach 1)"
-    notion = (
-        PrivacyNotion.USER_LEVEL_DP
-        if guarantee.notion is PrivacyNotion.EVENT_LEVEL_DP
-        else guarantee.notion
-    )
+    notion = _lifted_notion(guarantee.notion)
     return replace(
         guarantee,
         epsilon=epsilon,
@@ -212,6 +212,43 @@ def group_guarantee(
         min_separation=1,
         one_input=guarantee,
     )
+
+
+def _lifted_notion(notion: PrivacyNotion) -> PrivacyNotion:
+    """The notion of a guarantee lifted from one input's by group privacy: event-level DP
+    becomes user-level; joint DP stays joint."""
+    return PrivacyNotion.USER_LEVEL_DP if notion is PrivacyNotion.EVENT_LEVEL_DP else notion
+
+
+def restated(
+    guarantee: PrivacyGuarantee,
+    *,
+    neighbouring: Neighbouring | None = None,
+    notion: PrivacyNotion | None = None,
+    derivation: str | None = None,
+) -> PrivacyGuarantee:
+    """``guarantee`` over another relation or notion, or with another derivation (a learner
+    saying what its parts' guarantee means for it, e.g. joint DP over users from estimators'
+    DP over samples), its one-input guarantee restated alike when it was lifted by group
+    privacy: a relation or notion changed outside only would leave the one-input guarantee,
+    which compositions read (:func:`proves_less`), saying something else. A lifted guarantee's
+    notion is given as the person's (user-level or joint)."""
+    changes: dict[str, Any] = {}
+    if neighbouring is not None:
+        changes["neighbouring"] = neighbouring
+    if notion is not None:
+        changes["notion"] = notion
+    if derivation is not None:
+        changes["derivation"] = derivation
+    one = guarantee.one_input
+    if one is not None and (neighbouring is not None or notion is not None):
+        inner: dict[str, Any] = {} if neighbouring is None else {"neighbouring": neighbouring}
+        if notion is not None:
+            inner["notion"] = (
+                PrivacyNotion.EVENT_LEVEL_DP if notion is PrivacyNotion.USER_LEVEL_DP else notion
+            )
+        changes["one_input"] = replace(one, **inner)
+    return replace(guarantee, **changes)
 
 
 #: a person's inputs under the relations that are not over rounds (a user-level guarantee over
@@ -271,12 +308,22 @@ class PrivacyGuarantee:
 
     def __post_init__(self) -> None:
         k, b = check_participation(self.participations, self.min_separation)
-        if self.one_input is not None and (
-            not isinstance(self.one_input, PrivacyGuarantee) or self.one_input.is_user_level
-        ):
-            raise ArgumentError(
-                f"one_input must be a guarantee for one input, got {self.one_input!r}"
-            )
+        if self.one_input is not None:
+            one = self.one_input
+            if not isinstance(one, PrivacyGuarantee) or one.is_user_level:
+                raise ArgumentError(f"one_input must be a guarantee for one input, got {one!r}")
+            if (
+                k == 1
+                or one.neighbouring is not self.neighbouring
+                or self.notion is not (_lifted_notion(one.notion))
+            ):
+                raise ArgumentError(
+                    "a guarantee lifted by group privacy states a person (participations > 1), "
+                    "over its one-input guarantee's relation, in the notion lifted from it "
+                    f"(restate both with restated()); got {self.notion.name} over "
+                    f"{self.neighbouring.name} for participations {k}, one input "
+                    f"{one.notion.name} over {one.neighbouring.name}"
+                )
         object.__setattr__(self, "participations", k)
         object.__setattr__(self, "min_separation", b)
         # epsilon may be inf (a voided guarantee: scale_noise below the calibrated noise)
@@ -353,6 +400,7 @@ def scaled_guarantee(
         privacy,
         epsilon=math.inf,
         rho=None,
+        one_input=scaled_guarantee(privacy.one_input, m),
         derivation=(
             f"noise multiplied by {m:g} after calibration: no guarantee (for audits). As "
             f"calibrated: {privacy.derivation}"

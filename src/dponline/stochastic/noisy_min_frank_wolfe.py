@@ -247,9 +247,7 @@ class NoisyMinFrankWolfe(NoiseHandle, RoundDiscipline):
             isinstance(calibration, Calibration)
             and dict(calibration.details).get("calibrator") == self.calibrator
             and calibration.calibration == budget.calibration
-            and g is not None
-            and ((g.requested_epsilon, g.requested_delta), g.neighbouring)
-            == (budget.request, budget.neighbouring)
+            and budget.answered_by(g)
         ):
             raise ValueError(
                 "calibration is not this estimator's: it must be the NoisyMinCalibrator answer "
