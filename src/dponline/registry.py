@@ -47,6 +47,7 @@ from dponline.spelling import did_you_mean
 
 __all__ = [
     "DEFAULT_EPSILON",
+    "DESIGN_HORIZON_OPTION",
     "LEARNERS",
     "LEARNER_PACKAGES",
     "AuditCase",
@@ -330,6 +331,12 @@ class LearnerEntry:
 
 #: what the option ``anytime`` of an anytime learner's factory means (``dponline list``)
 ANYTIME_OPTION = "True: run without a horizon (the environment's is ignored)"
+#: the ``design_horizon`` option of a learner that can run the BLT without a horizon
+DESIGN_HORIZON_OPTION = (
+    "with anytime and mechanism anytime_blt: the rounds the BLT's buffers are optimised for "
+    "(default 2^20; the guarantee holds at every round, the variance past it grows about "
+    "linearly)"
+)
 #: what the run's ``participations`` and ``min_separation`` mean for a learner that takes a
 #: budget over a person (``dponline list``)
 PARTICIPATIONS_OPTION = (

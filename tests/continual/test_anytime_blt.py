@@ -202,3 +202,80 @@ def test_person_parameters_whose_coefficients_rise_fall_back_to_one_rounds(monke
     monkeypatch.setattr(module, "optimise_blt", fake)
     assert module.anytime_blt_parameters(3, 2) is SMALL
     assert module.anytime_blt_sensitivity(SMALL, 3, 2) > module.anytime_blt_sensitivity(SMALL)
+
+
+def test_learners_take_a_design_horizon_for_the_blt():
+    """``design_horizon`` reaches the BLT of DP-UCB, DP-FTRL and the counters: its parameters
+    are the ones optimised for that horizon, and its noise is calibrated to all their
+    coefficients (the guarantee is the same at every round); the variance trades short streams
+    for long ones (benchmarks/bench_design_horizon.py: 1.998x a square root built for t at
+    2^24 rounds by default, 1.075x designed for 2^24)."""
+    from dponline.bandits import DPUCB
+    from dponline.online.ftrl import DPFTRL
+
+    budget = PrivacyBudget(1.0, 1e-6)
+    long = anytime_blt_parameters(1, 1, 2**24)
+    ucb = DPUCB(40, None, budget=budget, design_horizon=2**24, rng=0)
+    ftrl = DPFTRL(3, None, budget=budget, mechanism="anytime_blt", design_horizon=2**24, rng=0)
+    default = DPUCB(40, None, budget=budget, rng=0)
+    for learner in (ucb, ftrl):
+        assert learner.counter.name == "anytime_blt"
+        np.testing.assert_array_equal(learner.counter.parameters.theta, long.theta)
+        assert learner.privacy.epsilon <= 1.0 + 1e-9 and learner.privacy.delta == 1e-6
+    assert ucb.counter.variance(2**24) < 0.6 * default.counter.variance(2**24)
+    assert ucb.counter.variance(2**10) > default.counter.variance(2**10)
+    person = PrivacyBudget(1.0, 1e-6, participations=4, min_separation=100)
+    for_person = DPUCB(40, None, budget=person, design_horizon=2**22, rng=0)
+    np.testing.assert_array_equal(
+        for_person.counter.parameters.theta, anytime_blt_parameters(4, 100, 2**22).theta
+    )
+    assert (for_person.privacy.participations, for_person.privacy.min_separation) == (4, 100)
+    # without noise there is no BLT: the option does nothing
+    assert DPUCB(40, None, budget=None, design_horizon=2**24).privacy is None
+
+
+@pytest.mark.parametrize(
+    ("build", "counter"),
+    [
+        (lambda b: _dpucb(5, None, b), "tapered square-root factorisation"),  # 5 arms fit
+        (lambda b: _dpucb(40, 100, b), "horizon of 100 rounds"),
+        (lambda b: _dpucb(40, None, PrivacyBudget(1.0)), "doubling blocks"),  # Laplace noise
+        (lambda b: _dpucb(40, 100, PrivacyBudget(1.0, calibration="paper")), "per-arm trees"),
+        (
+            lambda b: make_counter(
+                horizon=None, bounds=Box(0, 1, dim=2), budget=b, design_horizon=8
+            ),
+            "tapered square-root factorisation",
+        ),
+        (
+            lambda b: make_counter(
+                "blt", horizon=64, bounds=Box(0, 1, dim=2), budget=b, design_horizon=8
+            ),
+            "horizon of 64 rounds",
+        ),
+    ],
+)
+def test_a_design_horizon_for_another_counter_is_refused(build, counter):
+    with pytest.raises(ValueError, match=f"design_horizon .* this counter is .*{counter}"):
+        build(PrivacyBudget(1.0, 1e-6))
+
+
+def _dpucb(arms, horizon, budget):  # type: ignore[no-untyped-def]
+    from dponline.bandits import DPUCB
+
+    return DPUCB(arms, horizon, budget=budget, design_horizon=2**22, rng=0)
+
+
+def test_build_learner_passes_the_design_horizon():
+    from dponline.environments import KArmedBandit
+    from dponline.registry import build_learner, learners
+
+    env = KArmedBandit(np.linspace(0.1, 0.9, 40), horizon=100, rng=0)
+    learner = build_learner(
+        "dp-ucb", env, anytime=True, noise="gaussian", delta=1e-6, design_horizon=2**22, rng=0
+    )
+    np.testing.assert_array_equal(
+        learner.counter.parameters.theta, anytime_blt_parameters(1, 1, 2**22).theta
+    )
+    for name in ("dp-ucb", "dp-ftrl"):
+        assert "design_horizon" in learners()[name].documented_options()

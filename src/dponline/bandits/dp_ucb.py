@@ -102,6 +102,8 @@ from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.factory import (
     anytime_counter,
     build_counter,
+    design_horizon_options,
+    design_horizon_refusal,
     factorisation_misfit,
     person_blocks_refusal,
 )
@@ -119,7 +121,13 @@ from dponline.privacy.budget import PrivacyBudget, noise_for
 from dponline.privacy.calibration import Calibration, calibrate
 from dponline.privacy.noise import LaplaceNoise
 from dponline.protocol import FeedbackKind, checked_budget
-from dponline.registry import AuditCase, LearnerEntry, LearnerTestCase, register_learner
+from dponline.registry import (
+    DESIGN_HORIZON_OPTION,
+    AuditCase,
+    LearnerEntry,
+    LearnerTestCase,
+    register_learner,
+)
 from dponline.rng import RngLike, as_generator
 
 __all__ = [
@@ -202,6 +210,10 @@ class DPUCB(KArmedLearner):
         without a horizon in doubling blocks, one round as the unit); without a horizon
         ``"anytime_blt"`` runs one BLT for as long as the stream lasts, O(K) state, for one
         round or one person (:mod:`dponline.continual.anytime_blt`).
+    design_horizon:
+        With that BLT (no horizon, Gaussian noise): the rounds it is optimised for (default
+        2^20; the guarantee holds at every round, the variance past it grows about linearly).
+        Refused with another counter.
     gamma:
         ``paper`` only: the gamma of v (default T^-4).
     alpha:
@@ -227,6 +239,7 @@ class DPUCB(KArmedLearner):
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
+        design_horizon: int | None = None,
     ) -> None:
         gen = as_generator(rng)
         if horizon is None and budget is not None and budget.calibration == "paper":
@@ -246,6 +259,10 @@ class DPUCB(KArmedLearner):
             raise ArgumentError(
                 f"mechanism={mechanism!r} is for the tight calibration: the paper's DP-UCB "
                 "runs its own per-arm trees"
+            )
+        if design_horizon is not None and budget is not None and (horizon is not None or paper):
+            raise design_horizon_refusal(
+                "the paper's per-arm trees" if paper else f"built for a horizon of {horizon} rounds"
             )
         if mechanism == AnytimeBLTCounter.name and horizon is not None:
             raise ArgumentError(
@@ -275,7 +292,7 @@ class DPUCB(KArmedLearner):
             self.v = mishra_thakurta_v(k, t_big, budget.epsilon, self.gamma) if t_big > 1 else 0.0
         else:
             if t_big is None:
-                self.counter = _anytime_counter(budget, k, noise, r, gen, mechanism)
+                self.counter = _anytime_counter(budget, k, noise, r, gen, mechanism, design_horizon)
                 name = self.counter.name
             else:
                 name = mechanism or choose_mechanism(
@@ -453,6 +470,7 @@ def _anytime_counter(
     replicas: int,
     gen: np.random.Generator,
     mechanism: str | None = None,
+    design_horizon: int | None = None,
 ) -> Any:
     """The tight DP-UCB's counter without a horizon, for inputs r_t e_(a_t) of sensitivity 1
     in l1 and l2 (so calibrated on [0, 1], dimension K): the tapered square-root factorisation
@@ -479,7 +497,7 @@ def _anytime_counter(
         # person at every t (calibrated on the unit interval: sensitivity 1, as above)
         if noise != "gaussian":
             raise ArgumentError("mechanism='anytime_blt' draws Gaussian noise: give delta > 0")
-        cal, params = calibrate_anytime_blt(unit, budget)
+        cal, params = calibrate_anytime_blt(unit, budget, **design_horizon_options(design_horizon))
         return AnytimeBLTCounter(
             k,
             cal.noise,
@@ -488,6 +506,10 @@ def _anytime_counter(
             rng=gen,
             bounds=arms,
             privacy=cal.guarantee,
+        )
+    if design_horizon is not None:
+        raise design_horizon_refusal(
+            "the tapered square-root factorisation" if misfit is None else "doubling blocks"
         )
     if misfit is None:
         cal = calibrate_anytime(TaperedSqrt(), unit, budget)
@@ -589,6 +611,7 @@ register_learner(
             "'anytime_blt' runs one BLT, for one round or one person)",
             "gamma": "paper: gamma of the widening v (default T^-4)",
             "alpha": "tight: confidence exponent of the widening (default 4)",
+            "design_horizon": DESIGN_HORIZON_OPTION,
         },
         default_delta=_default_delta,
     )

@@ -33,6 +33,7 @@ from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.registry import get_mechanism
 from dponline.continual.selection import MEMORY_BUDGET, choose_mechanism, state_bytes
 from dponline.continual.unknown_horizon import BlockCalibration, DoublingCounter
+from dponline.privacy.arguments import ArgumentError, checked_count
 from dponline.privacy.bounds import InputBounds
 from dponline.privacy.budget import (
     PersonNotCovered,
@@ -101,6 +102,7 @@ def build_counter(
     rng: RngLike = None,
     clip: bool = False,
     caller_checks_inputs: bool = False,
+    design_horizon: int | None = None,
 ) -> ContinualCounter | DoublingCounter | AnytimeFactorizationCounter | AnytimeBLTCounter:
     """The continual counter of a learner that sums ``horizon`` inputs in ``bounds`` (``dim``
     coordinates: the bounds', when given).
@@ -128,6 +130,8 @@ def build_counter(
       bounds something the counter cannot see (a gradient's sensitivity, a batch's noisy loss)
       gives no bounds and ``caller_checks_inputs=True``: it then checks its own inputs before
       they reach the counter, and a calibrator without bounds or that promise is refused.
+    * ``design_horizon``: for the BLT without a horizon, the rounds its buffers are optimised
+      for (:func:`anytime_counter`); refused with a horizon.
 
     >>> from dponline.privacy.bounds import Box
     >>> c = build_counter(None, horizon=4, bounds=Box(0, 1, dim=2), rng=0)
@@ -175,7 +179,10 @@ def build_counter(
             rng=rng,
             clip=clip,
             caller_checks_inputs=caller_checks_inputs,
+            design_horizon=design_horizon,
         )
+    if design_horizon is not None and budget is not None:
+        raise design_horizon_refusal(f"built for a horizon of {horizon} rounds")
     if budget is None:
         if mechanism is not None:  # unused without noise, but a misspelt name is still refused
             get_mechanism(mechanism)
@@ -230,6 +237,7 @@ def make_counter(
     replicas: int = 1,
     rng: RngLike = None,
     clip: bool = False,
+    design_horizon: int | None = None,
 ) -> ContinualCounter | DoublingCounter | AnytimeFactorizationCounter | AnytimeBLTCounter:
     """A continual counter for inputs in ``bounds``, calibrated to ``budget``
     (:mod:`dponline.continual.calibration`): ``mechanism`` by name, or, with ``None``, the one
@@ -243,6 +251,8 @@ def make_counter(
     its guarantee holds for the releases up to every t (:func:`anytime_counter`): ``mechanism``
     over doubling blocks, each calibrated for its own length at the full budget, or, without a
     mechanism, the best anytime counter (the tapered square root for ``tight`` Gaussian noise).
+    ``design_horizon``: with ``mechanism="anytime_blt"``, the rounds its buffers are optimised
+    for (:func:`anytime_counter`).
 
     >>> from dponline.privacy.bounds import Box
     >>> from dponline.privacy.budget import PrivacyBudget
@@ -282,7 +292,10 @@ def make_counter(
             replicas=replicas,
             rng=rng,
             clip=clip,
+            design_horizon=design_horizon,
         )
+    if design_horizon is not None:
+        raise design_horizon_refusal(f"built for a horizon of {horizon} rounds")
     return build_counter(
         budget,
         horizon=horizon,
@@ -312,6 +325,7 @@ def anytime_counter(
     rng: RngLike = None,
     clip: bool = False,
     caller_checks_inputs: bool = False,
+    design_horizon: int | None = None,
 ) -> DoublingCounter | AnytimeFactorizationCounter | AnytimeBLTCounter:
     """The horizon-free counter of every learner built with ``horizon=None``: the one place
     where that mechanism is chosen (``build_counter(budget, horizon=None, ...)`` calls it).
@@ -326,11 +340,16 @@ def anytime_counter(
     :func:`~dponline.continual.selection.choose_mechanism` of n (so a block's noise state fits
     the memory budget however long the stream runs), calibrated for n at the full budget, or
     ``calibrator(n)`` where given; without a budget, noiseless trees (exact prefix sums).
-    ``caller_checks_inputs``: as for :func:`build_counter`.
+    ``caller_checks_inputs``: as for :func:`build_counter`. ``design_horizon``: the rounds the
+    BLT without a horizon is optimised for (default
+    :data:`~dponline.continual.anytime_blt.DESIGN_HORIZON`, 2^20; its guarantee holds at every
+    round whatever it is, its variance past it grows about linearly); refused for another
+    counter (ignored without a budget: no noise).
     """
     noise = noise_for(budget, noise, "gaussian")
     _check_bounds_type(bounds)
     _check_someone_checks_inputs(budget, calibrator, bounds, caller_checks_inputs)
+    blt_options = design_horizon_options(design_horizon)
     if mechanism == AnytimeBLTCounter.name and calibrator is not None:
         raise ValueError(f"give mechanism or calibrator, not both (got mechanism={mechanism!r})")
     if mechanism == AnytimeBLTCounter.name and budget is not None:
@@ -343,7 +362,9 @@ def anytime_counter(
                 f"the BLT without a horizon draws Gaussian noise, not {noise}: give the budget "
                 "a delta > 0"
             )
-        return make_anytime_blt(bounds, budget, replicas=replicas, rng=rng, clip=clip)
+        return make_anytime_blt(
+            bounds, budget, replicas=replicas, rng=rng, clip=clip, **blt_options
+        )
     misfit = None if budget is None else factorisation_misfit(budget, dim, noise, mechanism)
     if (
         budget is not None
@@ -358,7 +379,13 @@ def anytime_counter(
         # horizon, O(d) state (within 1.72x of a square root built for t from 2^10 to 2^20
         # rounds, where doubling blocks are 4.6x to 7.9x; and blocks would add up a person's
         # rounds)
-        return make_anytime_blt(bounds, budget, replicas=replicas, rng=rng, clip=clip)
+        return make_anytime_blt(
+            bounds, budget, replicas=replicas, rng=rng, clip=clip, **blt_options
+        )
+    if budget is not None and blt_options:
+        raise design_horizon_refusal(
+            "the tapered square-root factorisation" if misfit is None else "doubling blocks"
+        )
     if budget is not None and budget.is_user_level and (calibrator is not None or misfit):
         raise person_blocks_refusal(budget, misfit or "a calibrator of blocks was given")
     if budget is None:
@@ -439,6 +466,23 @@ def factorisation_misfit(
         f"its noise over {ANYTIME_MEMORY_ROUNDS:,} rounds in {dim:,} coordinates would hold "
         f"{need:,} bytes, over the memory budget of {MEMORY_BUDGET:,} ({MEMORY_BUDGET / 2**20:g} "
         "MiB)"
+    )
+
+
+def design_horizon_options(design_horizon: int | None) -> dict[str, int]:
+    """``{"design_horizon": n}`` checked, or nothing for ``None`` (the default horizon)."""
+    if design_horizon is None:
+        return {}
+    return {"design_horizon": checked_count("design_horizon", design_horizon)}
+
+
+def design_horizon_refusal(counter: str) -> ArgumentError:
+    """The error for ``design_horizon`` given where ``counter`` runs instead of the BLT without
+    a horizon."""
+    return ArgumentError(
+        "design_horizon sets the rounds the BLT without a horizon is optimised for, but this "
+        f"counter is {counter}: name mechanism='anytime_blt' (tight Gaussian noise, no horizon) "
+        "to run the BLT, or drop design_horizon"
     )
 
 

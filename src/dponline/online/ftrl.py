@@ -76,6 +76,7 @@ from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.privacy.noise import GaussianNoise
 from dponline.protocol import FeedbackKind, checked_budget, checked_count
 from dponline.registry import (
+    DESIGN_HORIZON_OPTION,
     AuditCase,
     LearnerEntry,
     LearnerTestCase,
@@ -260,6 +261,10 @@ class DPFTRL(CounterLearner):
         budget the one of least variance for the pattern). The counter is
         built by :func:`~dponline.continual.factory.build_counter`; without a budget it is
         exact (``mechanism`` unused).
+    design_horizon:
+        With ``mechanism="anytime_blt"`` (no horizon, Gaussian noise): the rounds the BLT
+        without a horizon is optimised for (default 2^20; the guarantee holds at every round,
+        the variance past it grows about linearly). Refused with another counter.
     domain:
         The decision set X, a :class:`~dponline.domains.base.ConvexDomain` in R^N (default
         :class:`~dponline.domains.simplex.Simplex`: experts).
@@ -312,6 +317,7 @@ class DPFTRL(CounterLearner):
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
+        design_horizon: int | None = None,
     ) -> None:
         self.dim = checked_count("dim", dim)
         self._start_rounds(horizon, anytime=True)
@@ -352,6 +358,7 @@ class DPFTRL(CounterLearner):
             replicas=self.replicas,
             rng=rng,
             clip=clip,
+            design_horizon=design_horizon,
         )
         self.privacy: PrivacyGuarantee | None = self.counter.privacy
         self._cumulative = self.counter.initial_release()
@@ -560,6 +567,7 @@ _DP_FTRL_ENTRY = register_learner(
             "simplex, euclidean elsewhere)",
             "anytime": ANYTIME_OPTION,
             "eta_constant": "c of the anytime rate c / sqrt(t) (default sqrt(D_R))",
+            "design_horizon": DESIGN_HORIZON_OPTION,
         },
         default_delta=noise_default_delta("laplace"),
         anytime=True,
