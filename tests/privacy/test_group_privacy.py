@@ -377,3 +377,57 @@ def test_a_person_level_learner_falls_back_to_group_privacy(options, unit):
             DPFTRL(3, None, budget=PrivacyBudget(1.0, participations=3), noise="laplace")
         with pytest.raises(PersonNotCovered):
             DPFTRL(3, 64, budget=person, noise="laplace", mechanism="binary_tree")
+
+
+def test_a_block_for_one_round_does_not_cover_a_person():
+    """A doubling counter stated for a person refuses blocks proven for one round (from a
+    review: proves_less compared the numbers only, and such a counter stated epsilon 1 for 3
+    rounds whose blocks proved it for one)."""
+    from dponline.continual.calibration import CounterCalibrator
+    from dponline.continual.registry import get_mechanism
+    from dponline.continual.unknown_horizon import BlockCalibration, DoublingCounter
+    from dponline.privacy.bounds import Box
+    from dponline.privacy.calibration import calibrate
+
+    tree, bounds = get_mechanism("binary_tree"), Box(0, 1, dim=1)
+    person = PrivacyBudget(1.0, participations=3, min_separation=4)
+    stated = calibrate(CounterCalibrator(tree, 64, bounds, "laplace"), person).guarantee
+
+    def block(n: int) -> BlockCalibration:
+        cal = calibrate(CounterCalibrator(tree, n, bounds, "laplace"), PrivacyBudget(1.0))
+        return BlockCalibration(tree, cal.noise, cal.guarantee)
+
+    assert proves_less(block(8).guarantee, stated)
+    farther = PrivacyGuarantee(0.5, 0.0, participations=3, min_separation=8)
+    assert proves_less(farther, stated)  # covers rounds 8 apart, not 4
+    assert not proves_less(PrivacyGuarantee(1.0, 0.0, participations=4), stated)
+    counter = DoublingCounter(block, 1, bounds=bounds, privacy=stated, rng=0)
+    with pytest.raises(RuntimeError, match=r"proves .* less than the stream's stated"):
+        counter.step([1.0])
+
+
+def test_a_blt_under_group_privacy_runs_the_one_round_parameters():
+    """A BLT built for a person by group privacy was calibrated for one round: it runs the
+    parameters optimised for one round, not for the person's k rounds 1 apart (from a review:
+    it ran those, 1.85x the variance its calibration measured)."""
+    from dponline.continual import build_counter
+    from dponline.continual.blt import optimise_blt
+    from dponline.privacy.bounds import Box
+
+    group = PrivacyBudget(1.0, 1e-6, participations=3).by_group_privacy()
+    counter = build_counter(group, horizon=256, bounds=Box(0, 1, dim=1), mechanism="blt")
+    np.testing.assert_array_equal(counter.parameters.theta, optimise_blt(256).theta)
+    assert counter.privacy.participations == 3 and counter.privacy.epsilon <= 1.0 + 1e-9
+
+
+def test_a_weaker_proof_answers_only_a_budget_that_allows_it():
+    import warnings
+
+    from dponline.privacy.guarantee import PrivacyWarning
+
+    lenient = PrivacyBudget(1.0, calibration="paper", allow_weaker=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        weaker = lenient.prove(2.0, 0.0, "a paper's formula")
+    assert not weaker.meets_request and lenient.answered_by(weaker)
+    assert not PrivacyBudget(1.0, calibration="paper").answered_by(weaker)

@@ -487,10 +487,14 @@ class BLTCounter(BLTStream, ContinualCounter):
     ) -> None:
         super().__init__(horizon, dim, noise, **kwargs)
         if parameters is None:
-            # the parameters optimised for the guarantee's unit (one round unless it says one
-            # person), which its calibration measured (participation_sensitivity_factors)
-            k = 1 if self.privacy is None else self.privacy.participations
-            b = 1 if self.privacy is None else self.privacy.min_separation
+            # the parameters optimised for the unit its calibration measured
+            # (participation_sensitivity_factors): one round unless the guarantee says one
+            # person; a person by group privacy was calibrated for one round (its one_input)
+            measured = self.privacy
+            if measured is not None and measured.one_input is not None:
+                measured = measured.one_input
+            k = 1 if measured is None else measured.participations
+            b = 1 if measured is None else measured.min_separation
             parameters = optimise_blt(self.horizon, DEFAULT_BUFFERS, k, b)
         self._start_stream(parameters)
 

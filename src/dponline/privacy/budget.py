@@ -178,12 +178,15 @@ class PrivacyBudget:
 
     def answered_by(self, guarantee: PrivacyGuarantee | None) -> bool:
         """Whether ``guarantee`` is a proof for this budget (a calibration handed in must be):
-        proven for its (epsilon, delta) and relation, and for its unit: one round, its person's
-        pattern, or for a budget answering a person's by group privacy, lifted from one round's
-        proof of it to that person's k rounds."""
+        proven for its (epsilon, delta) and relation, meeting it unless the budget allows a
+        weaker proof, and for its unit: one round, its person's pattern, or for a budget
+        answering a person's by group privacy, lifted from one round's proof of it to that
+        person's k rounds."""
         one = self.per_input(guarantee)
         if guarantee is None or one is None:
             return False
+        if not (guarantee.meets_request or self.allow_weaker):
+            return False  # a paper formula's weaker proof, which this budget does not allow
         asked = (one.requested_epsilon, one.requested_delta, one.neighbouring)
         if asked != (self.epsilon, self.delta, self.neighbouring):
             return False

@@ -67,7 +67,8 @@ def proves_less(
     proven: PrivacyGuarantee | None, stated: PrivacyGuarantee, slack: float = 1e-9
 ) -> bool:
     """Whether ``proven`` (one part's guarantee: a doubling block's, an epoch's) falls short of
-    the ``stated`` one: missing, over another neighbouring relation, or with a larger epsilon,
+    the ``stated`` one: missing, over another neighbouring relation, for a smaller unit (fewer
+    of a person's rounds, or rounds further apart, than stated), or with a larger epsilon,
     delta or (where ``stated`` gives one) rho beyond the relative ``slack`` of root finding.
     A person's guarantee derived by group privacy is compared by the one-input guarantees both
     were lifted from (for the same number of inputs): a part weaker for one input is weaker
@@ -86,6 +87,8 @@ def proves_less(
     factor = 1 + slack
     return (
         proven is None
+        or proven.participations < stated.participations
+        or (stated.is_user_level and proven.min_separation > stated.min_separation)
         or proven.neighbouring is not stated.neighbouring
         or proven.epsilon > stated.epsilon * factor
         or proven.delta > stated.delta * factor
