@@ -1,7 +1,12 @@
 """Privacy: noise distributions, guarantees, input bounds, calibrations, accounting, audits."""
 
 from dponline.privacy.bounds import Box, InputBounds, NormBall
-from dponline.privacy.budget import CALIBRATIONS, PrivacyBudget, WeakerGuaranteeError
+from dponline.privacy.budget import (
+    CALIBRATIONS,
+    PersonNotCovered,
+    PrivacyBudget,
+    WeakerGuaranteeError,
+)
 from dponline.privacy.calibration import Calibration, Calibrator, calibrate
 from dponline.privacy.guarantee import (
     Neighbouring,
@@ -10,6 +15,7 @@ from dponline.privacy.guarantee import (
     PrivacyWarning,
 )
 from dponline.privacy.noise import GaussianNoise, LaplaceNoise, NoiseDistribution
+from dponline.privacy.person_cap import ParticipationCap
 
 __all__ = [
     "CALIBRATIONS",
@@ -22,6 +28,8 @@ __all__ = [
     "Neighbouring",
     "NoiseDistribution",
     "NormBall",
+    "ParticipationCap",
+    "PersonNotCovered",
     "PrivacyBudget",
     "PrivacyGuarantee",
     "PrivacyNotion",

@@ -1,0 +1,88 @@
+"""The participation cap: the rounds it admits for each person are at most k, any two at least
+b apart, and it admits every round that keeps them so (checked against brute force on random
+arrival schedules); it follows a learner's guarantee and survives a checkpoint."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dponline.privacy import ParticipationCap, PrivacyBudget
+from dponline.privacy.arguments import ArgumentError
+from dponline.privacy.guarantee import PrivacyGuarantee, group_guarantee
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    k=st.integers(1, 4),
+    b=st.integers(1, 5),
+    steps=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=40),
+)
+def test_admitted_rounds_fit_the_unit_and_no_round_that_fits_is_refused(k, b, steps):
+    cap = ParticipationCap(k, b)
+    t, admitted = 0, {}
+    for person, advance in steps:
+        t += advance + 1  # one person per round, rounds in order
+        ok = cap.admit(person, t)
+        mine = admitted.setdefault(person, [])
+        fits = len(mine) < k and (not mine or t - mine[-1] >= (b if k > 1 else 1))
+        assert ok == fits
+        if ok:
+            mine.append(t)
+    for person, rounds in admitted.items():
+        assert len(rounds) <= k and cap.admitted(person) == len(rounds)
+        assert all(j - i >= (b if k > 1 else 1) for i, j in itertools.pairwise(rounds))
+
+
+def test_the_cap_follows_a_learners_guarantee():
+    assert ParticipationCap.for_guarantee(PrivacyGuarantee(1.0, 0.0)).participations == 1
+    person = PrivacyGuarantee(1.0, 0.0, participations=50, min_separation=10)
+    cap = ParticipationCap.for_guarantee(person)
+    assert (cap.participations, cap.min_separation) == (50, 10)
+    group = group_guarantee(PrivacyGuarantee(0.02, 0.0), 50)  # any 50 rounds
+    assert (ParticipationCap.for_guarantee(group).min_separation) == 1
+    with pytest.raises(TypeError, match="PrivacyGuarantee"):
+        ParticipationCap.for_guarantee(PrivacyBudget(1.0))
+
+
+def test_one_round_per_person_for_an_event_level_guarantee():
+    cap = ParticipationCap(1, 7)  # the separation means nothing for one round
+    assert cap.min_separation == 1
+    assert [cap.admit("a", 0), cap.admit("b", 0), cap.admit("a", 5)] == [True, True, False]
+    assert cap.people == 2
+
+
+def test_bad_calls_are_refused():
+    cap = ParticipationCap(3, 2)
+    cap.admit("a", 4)
+    with pytest.raises(ArgumentError, match="rounds come in order"):
+        cap.admit("b", 3)
+    with pytest.raises(ArgumentError, match="already given"):
+        cap.admit("a", 4)
+    for bad in (-1, 2.0, True, "5"):
+        with pytest.raises(ArgumentError, match="round index"):
+            cap.admit("a", bad)
+    with pytest.raises(ArgumentError, match="hashable"):
+        cap.admit(["a"], 5)
+    with pytest.raises(ValueError, match="participations"):
+        ParticipationCap(0)
+
+
+def test_the_record_survives_a_checkpoint():
+    cap = ParticipationCap(2, 3)
+    for person, t in [("a", 0), ("b", 1), ("a", 2), ("a", 3), ("b", 9)]:
+        cap.admit(person, t)
+    state = json.loads(json.dumps(cap.state_dict()))
+    resumed = ParticipationCap(2, 3)
+    resumed.load_state_dict(state)
+    assert resumed.state_dict() == cap.state_dict()
+    assert [resumed.admit("a", 10), resumed.admit("c", 11)] == [False, True]
+    with pytest.raises(ValueError, match="cap of 2 rounds 3 apart"):
+        ParticipationCap(3, 3).load_state_dict(state)
+    broken = dict(state, counts=[5, 1])
+    with pytest.raises(ValueError, match=r"outside 1\.\.2"):
+        ParticipationCap(2, 3).load_state_dict(broken)
