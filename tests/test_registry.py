@@ -364,9 +364,9 @@ def test_every_entry_says_whether_it_takes_a_budget_over_a_person():
         if not row["private"]:
             assert "participations" not in options
         elif name in person:
-            assert "group privacy" not in options["participations"]
+            assert "calibrated for that pattern" in options["participations"]
         else:  # the others protect a person by group privacy
-            assert "by group privacy" in options["participations"]
+            assert "by group privacy (the learner runs" in options["participations"]
             assert "any k rounds" in options["min_separation"]
     entry = learners()["ftrl"]
     with pytest.raises(ValueError, match="no unit of privacy"):

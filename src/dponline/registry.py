@@ -340,8 +340,10 @@ DESIGN_HORIZON_OPTION = (
 #: what the run's ``participations`` and ``min_separation`` mean for a learner that takes a
 #: budget over a person (``dponline list``)
 PARTICIPATIONS_OPTION = (
-    "k > 1: the unit of privacy is one person's at most k rounds (without a horizon only on "
-    "tight Gaussian noise; capping each person's rounds is the caller's job; default 1)"
+    "k > 1: the unit of privacy is one person's at most k rounds, calibrated for that pattern "
+    "(by group privacy, any k rounds, where the configuration proves one round only: a paper "
+    "formula, doubling blocks without a horizon); capping each person's rounds is the "
+    "caller's job; default 1"
 )
 MIN_SEPARATION_OPTION = "b: a person's rounds lie at least b apart (default 1)"
 #: the same for a private learner that proves one round's privacy only (group privacy)

@@ -133,8 +133,8 @@ def group_delta_factor(epsilon: float, k: int) -> float:
     delta sum_{i < k} e^(i epsilon))-DP for inputs that differ in k places: change them one at a
     time, P[M(x_0) in S] <= e^epsilon P[M(x_1) in S] + delta, and by induction over the k steps
     delta_k = e^epsilon delta_(k-1) + delta (Dwork & Roth 2014, Theorem 2.2 for delta = 0; the
-    factor is at most k e^((k-1) epsilon), the form Vadhan 2017, Lemma 2.2 states). k for
-    epsilon = 0, inf past the float range."""
+    factor is at most k e^((k-1) epsilon), the looser form often quoted). k for epsilon = 0,
+    inf past the float range."""
     k = int(k)
     if k < 1:
         raise ValueError(f"a group has at least one member, got k = {k}")
