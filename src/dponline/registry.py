@@ -44,6 +44,7 @@ import numpy as np
 from dponline.privacy.budget import CALIBRATIONS, PersonNotCovered, PrivacyBudget
 from dponline.protocol import FeedbackKind, Learner, checked_count
 from dponline.spelling import did_you_mean
+from dponline.warn import warn_caller
 
 __all__ = [
     "DEFAULT_EPSILON",
@@ -512,11 +513,19 @@ def build_learner(
     try:
         try:
             return entry.factory(env, budget=budget, **options)
-        except PersonNotCovered:
+        except PersonNotCovered as refusal:
             # a person_level learner whose configuration proves one round only (a paper
-            # formula, doubling blocks): the person by group privacy, as for the other learners
+            # formula, doubling blocks): the person by group privacy, as for the other learners,
+            # said aloud (the pattern's own proof needs less noise where it applies)
             if budget is None or not budget.is_user_level:
                 raise
+            warn_caller(
+                f"{entry.name!r} proves a person's pattern only in some configurations, and "
+                f"this one proves one round ({refusal}). It runs by group privacy instead: one "
+                f"round at epsilon / {budget.participations}, the guarantee stated for any "
+                f"{budget.participations} rounds, with more noise than the pattern's proof",
+                UserWarning,
+            )
             return entry.factory(env, budget=budget.by_group_privacy(), **options)
     except TypeError as exc:
         twice = re.search(r"multiple values for (?:keyword )?argument '(\w+)'", str(exc))

@@ -183,6 +183,26 @@ def test_a_person_s_rows_say_so_and_never_share_a_label_with_one_round_s(tmp_pat
     ]
 
 
+def test_a_person_protected_by_group_privacy_says_so_in_the_unit_column():
+    """A learner that proves one round only protects the person by group privacy: any k rounds,
+    whatever the min_separation asked, and the table says so."""
+    spec = {
+        **SMALL,
+        "learners": [
+            {"name": "dp-exp2", "options": {"participations": 3, "min_separation": 10}},
+        ],
+        "environment": "bernoulli_bandit",
+        "environment_options": {"n_arms": 3},
+        "calibrations": ["tight"],
+        "epsilons": [1.0],
+        "horizon": 40,
+    }
+    (task,) = make_tasks(**spec)
+    table = run_task(task)
+    assert table["unit"].unique().tolist() == ["person: 3 rounds, by group privacy"]
+    assert table["proven_epsilon"].iloc[0] <= 1.0 + 1e-9
+
+
 def test_recorded_rounds_switches_and_spawn_seeding():
     """``record_rounds`` adds rounds to the record, ``count_switches`` adds the column
     ``switches`` (the loop's count, the same as the decisions' changes played by hand in

@@ -280,9 +280,10 @@ def test_laplace_without_a_horizon_protects_a_person_by_group_privacy_only() -> 
     with pytest.raises(PersonNotCovered, match="group privacy"):
         DPUCB(3, None, budget=person, rng=0)
     env = build_environment("bernoulli_bandit", 24, np.random.default_rng(1), n_arms=3)
-    learner = build_learner(
-        "dp-ucb", env, epsilon=1.0, participations=3, min_separation=5, anytime=True
-    )
+    with pytest.warns(UserWarning, match="the noise is laplace.*runs by group privacy instead"):
+        learner = build_learner(
+            "dp-ucb", env, epsilon=1.0, participations=3, min_separation=5, anytime=True
+        )
     g = learner.privacy
     assert (g.epsilon, g.participations, g.min_separation) == (1.0, 3, 1)
     assert g.one_input.epsilon == pytest.approx(1 / 3)

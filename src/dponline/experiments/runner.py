@@ -141,6 +141,14 @@ class Task:
         b = self.learner_options.get("min_separation", 1)
         return "one round" if k == 1 else f"person: {k} rounds >= {b} apart"
 
+    def unit_proven(self, group_privacy: bool) -> str:
+        """:attr:`unit` as the learner proved it: for a person protected by group privacy, any k
+        rounds ("person: k rounds, by group privacy")."""
+        if not group_privacy:
+            return self.unit
+        k = self.learner_options.get("participations", 1)
+        return f"person: {k} rounds, by group privacy"
+
     @property
     def display_label(self) -> str:
         """The task's label, by default the learner's name, with the unit of privacy when it is
@@ -406,6 +414,8 @@ class _Run:
     proven_epsilon: float
     delta: float
     recorded_switches: np.ndarray | None = None  # (n_recorded, seeds) with count_switches
+    #: the person's guarantee is derived by group privacy (any k rounds) from one round's
+    group_privacy: bool = False
 
     def state(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -557,6 +567,7 @@ def _play(
         proven_epsilon=math.nan if privacy is None else float(privacy.epsilon),
         delta=math.nan if privacy is None else float(privacy.delta),
         recorded_switches=tally.switch_table(),
+        group_privacy=getattr(privacy, "one_input", None) is not None,
     )
     if done_path is not None:
         save_state(done_path, run.state(), task=key)
@@ -583,7 +594,7 @@ def _rows(task: Task, run: _Run, tuned: str) -> pd.DataFrame:
             "epsilon": np.nan if task.epsilon is None else task.epsilon,
             "proven_epsilon": run.proven_epsilon,
             "delta": run.delta,
-            "unit": task.unit,
+            "unit": task.unit_proven(run.group_privacy),
             "tuned": tuned,
             "seed": np.tile(np.arange(n_s), n_t),
             "t": np.repeat(ts, n_s),
