@@ -191,3 +191,23 @@ def test_causal_convolution_rows_equal_the_linear_convolution():
             for d in range(3):
                 want[:, r, d] = np.convolve(z[:, r, d], c)[lo:hi]
         np.testing.assert_allclose(causal_convolution(z, c, lo, hi), want, atol=1e-12)
+
+
+def test_the_counter_says_once_when_its_noise_state_outgrows_the_memory_budget(monkeypatch):
+    """Its state grows O(t d) for as long as the stream runs (the selection takes it by its size
+    at 2^18 rounds): a deployment hears once when it passes the budget, with the way out."""
+    import warnings
+
+    from dponline.continual import make_counter, selection
+
+    monkeypatch.setattr(selection, "MEMORY_BUDGET", 4096)  # bytes: passed at 2^6 rounds, d = 2
+    counter = make_counter(
+        horizon=None, bounds=Box(0, 1, dim=2), budget=PrivacyBudget(1.0, 1e-6), rng=0
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(200):
+            counter.step([0.5, 0.5])
+    said = [str(w.message) for w in caught]
+    assert len(said) == 1, said
+    assert "keeps every noise draw" in said[0] and "mechanism='anytime_blt'" in said[0]

@@ -71,6 +71,7 @@ from dponline.privacy.calibration import Calibration
 from dponline.privacy.guarantee import check_participation
 from dponline.privacy.noise import GaussianNoise, NoiseDistribution
 from dponline.rng import RngLike
+from dponline.warn import warn_caller
 
 __all__ = [
     "AnytimeFactorizationCounter",
@@ -616,6 +617,26 @@ class AnytimeFactorizationCounter(AnytimeCounter):
         self._noise = np.concatenate([self._noise, z], axis=0)
         l_coef = self.strategy.l_coefficients(end)
         self._correlated = causal_convolution(self._noise, l_coef, start - 1, end)
+        self._say_when_state_outgrows_the_budget()
+
+    def _say_when_state_outgrows_the_budget(self) -> None:
+        """Warn once when the noise kept (every z drawn, O(t d)) first passes the memory budget
+        the counter selection uses: it keeps growing for as long as the stream runs, which a
+        deployment without a horizon must know (the BLT without a horizon keeps O(d))."""
+        from dponline.continual.selection import MEMORY_BUDGET
+
+        kept = self._noise.nbytes + self._correlated.nbytes
+        if kept <= MEMORY_BUDGET or getattr(self, "_said_state", False):
+            return
+        self._said_state = True
+        warn_caller(
+            f"the tapered factorisation without a horizon keeps every noise draw: "
+            f"{kept / 2**20:.0f} MiB after {self.t} rounds ({self.replicas} replica(s) x "
+            f"{self.dim} coordinates), doubling with each doubling of the rounds and saved in "
+            "every checkpoint; for a stream that runs on, mechanism='anytime_blt' (tight "
+            "Gaussian noise) keeps O(d) numbers",
+            UserWarning,
+        )
 
     def _noise_draw(self, count: int) -> np.ndarray:
         return self.noise.sample(self._rng, (count, self.replicas, self.dim))
