@@ -302,6 +302,8 @@ class LearnerEntry:
         elif self.private:
             out.setdefault("participations", GROUP_PARTICIPATIONS_OPTION)
             out.setdefault("min_separation", GROUP_SEPARATION_OPTION)
+        if self.private:
+            out.setdefault("delta", DELTA_OPTION)
         return out
 
     def describe(self, environments: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -347,6 +349,8 @@ PARTICIPATIONS_OPTION = (
     "caller's job; default 1"
 )
 MIN_SEPARATION_OPTION = "b: a person's rounds lie at least b apart (default 1)"
+#: the ``delta`` option of a private learner that does not describe its own
+DELTA_OPTION = "the budget's delta (0: pure DP; > 0 where the learner offers Gaussian noise)"
 #: the same for a private learner that proves one round's privacy only (group privacy)
 GROUP_PARTICIPATIONS_OPTION = (
     "k > 1: the unit of privacy is one person's at most k rounds, by group privacy (the learner "
@@ -492,6 +496,12 @@ def build_learner(
         )
     if isinstance(epsilon, _DefaultEpsilon):
         epsilon = 1.0 if entry.private else None
+    if participations == 1 and min_separation != 1:
+        raise ValueError(
+            f"min_separation={min_separation!r} says how far apart a person's rounds lie; it "
+            "needs participations > 1 (the number of rounds a person may contribute; with one "
+            "round per person there is no separation)"
+        )
     if (epsilon is None or not entry.private) and (participations, min_separation) != (1, 1):
         what = "is not private" if not entry.private else "is built without noise (epsilon=None)"
         raise ValueError(

@@ -279,3 +279,13 @@ def test_build_learner_passes_the_design_horizon():
     )
     for name in ("dp-ucb", "dp-ftrl"):
         assert "design_horizon" in learners()[name].documented_options()
+
+
+def test_a_design_horizon_past_the_stable_range_is_refused_with_the_range():
+    from dponline.bandits import DPUCB
+    from dponline.continual.anytime_blt import MAX_DESIGN_HORIZON
+
+    with pytest.raises(ValueError, match=r"at most 2\^36"):
+        anytime_blt_parameters(1, 1, 4 * MAX_DESIGN_HORIZON)
+    with pytest.raises(ValueError, match=r"horizon=None \(anytime=True for build_learner"):
+        DPUCB(40, 100, budget=PrivacyBudget(1.0, 1e-6), mechanism="blt", design_horizon=2**22)

@@ -227,6 +227,10 @@ def test_another_version_is_refused_naming_both(tmp_path, monkeypatch):
     monkeypatch.setattr(dponline, "__version__", "1.2.4")
     with pytest.raises(ValueError, match=r"dponline '1\.2\.3'.*dponline '1\.2\.4'.*fresh output"):
         load_state(tmp_path / "s.ckpt.npz", task=TASK)
+    # a learner's state: continuing a deployment needs the version that wrote it, since a new
+    # learner's guarantee adds to the old one's (deleting is advice for an experiment only)
+    with pytest.raises(ValueError, match=r"to continue a deployed learner, run that version"):
+        load_state(tmp_path / "s.ckpt.npz", task=TASK)
     with pytest.raises(ValueError, match=r"dponline '1\.2\.3'.*dponline '1\.2\.4'.*fresh output"):
         load_frame(tmp_path / "r.result.npz", task=TASK)
     monkeypatch.delattr(dponline, "__version__")  # falls back to the installed distribution

@@ -262,7 +262,10 @@ class DPUCB(KArmedLearner):
             )
         if design_horizon is not None and budget is not None and (horizon is not None or paper):
             raise design_horizon_refusal(
-                "the paper's per-arm trees" if paper else f"built for a horizon of {horizon} rounds"
+                "the paper's per-arm trees"
+                if paper
+                else f"built for a horizon of {horizon} rounds",
+                with_horizon=not paper,
             )
         if mechanism == AnytimeBLTCounter.name and horizon is not None:
             raise ArgumentError(
@@ -605,7 +608,8 @@ register_learner(
             ),
         ),
         options={
-            "noise": "tight: 'laplace' (default, pure DP) or 'gaussian' (delta > 0)",
+            "noise": "tight: 'laplace' (pure DP; the default unless delta > 0) or 'gaussian' "
+            "(delta > 0, default 1e-6)",
             "mechanism": "tight: the counter by name (default: the best that fits 64 MiB; "
             "'blt' keeps O(K) noise state at any horizon, Gaussian noise; without a horizon "
             "'anytime_blt' runs one BLT, for one round or one person)",

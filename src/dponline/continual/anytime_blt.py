@@ -58,6 +58,7 @@ from dponline.rng import RngLike
 
 __all__ = [
     "DESIGN_HORIZON",
+    "MAX_DESIGN_HORIZON",
     "UNBOUNDED_ROUNDS",
     "AnytimeBLTCounter",
     "anytime_blt_parameters",
@@ -69,6 +70,8 @@ __all__ = [
 #: the horizon the parameters are optimised for (module docstring: the variance stays within
 #: 1.34x of the square root's built for t from 2^14 to 2^22 rounds, within 2x to 2^24)
 DESIGN_HORIZON = 2**20
+#: the largest design horizon (optimised buffers for 2^38 rounds have an unstable inverse)
+MAX_DESIGN_HORIZON = 2**36
 #: a number of rounds past which every power theta^n of the optimised parameters is 0 in double
 #: precision: the closed forms evaluated there are the sums over all rounds
 UNBOUNDED_ROUNDS = 2**62
@@ -80,6 +83,12 @@ def anytime_blt_parameters(
     """The BLT the counter runs: optimised for ``design_horizon`` rounds, for one round or for
     one person's pattern there (cached by :func:`~dponline.continual.blt.optimise_blt`)."""
     t = checked_count("design_horizon", design_horizon)
+    if t > MAX_DESIGN_HORIZON:
+        raise ValueError(
+            f"design_horizon must be at most 2^36 = {MAX_DESIGN_HORIZON:,} rounds (beyond, the "
+            f"optimised buffers' inverse is not stable in double precision), got {t:,}; the "
+            "guarantee holds at every round whatever the design horizon"
+        )
     k = checked_count("participations", participations)
     b = checked_count("min_separation", min_separation)
     if k == 1:

@@ -182,7 +182,7 @@ def build_counter(
             design_horizon=design_horizon,
         )
     if design_horizon is not None and budget is not None:
-        raise design_horizon_refusal(f"built for a horizon of {horizon} rounds")
+        raise design_horizon_refusal(f"built for a horizon of {horizon} rounds", with_horizon=True)
     if budget is None:
         if mechanism is not None:  # unused without noise, but a misspelt name is still refused
             get_mechanism(mechanism)
@@ -295,7 +295,7 @@ def make_counter(
             design_horizon=design_horizon,
         )
     if design_horizon is not None:
-        raise design_horizon_refusal(f"built for a horizon of {horizon} rounds")
+        raise design_horizon_refusal(f"built for a horizon of {horizon} rounds", with_horizon=True)
     return build_counter(
         budget,
         horizon=horizon,
@@ -476,13 +476,18 @@ def design_horizon_options(design_horizon: int | None) -> dict[str, int]:
     return {"design_horizon": checked_count("design_horizon", design_horizon)}
 
 
-def design_horizon_refusal(counter: str) -> ArgumentError:
+def design_horizon_refusal(counter: str, *, with_horizon: bool = False) -> ArgumentError:
     """The error for ``design_horizon`` given where ``counter`` runs instead of the BLT without
-    a horizon."""
+    a horizon (``with_horizon``: because a horizon was given)."""
+    fix = (
+        "the BLT without a horizon runs with horizon=None (anytime=True for build_learner, "
+        "anytime = true in a spec)"
+        if with_horizon
+        else "name mechanism='anytime_blt' (tight Gaussian noise, no horizon) to run the BLT"
+    )
     return ArgumentError(
         "design_horizon sets the rounds the BLT without a horizon is optimised for, but this "
-        f"counter is {counter}: name mechanism='anytime_blt' (tight Gaussian noise, no horizon) "
-        "to run the BLT, or drop design_horizon"
+        f"counter is {counter}: {fix}, or drop design_horizon"
     )
 
 

@@ -280,9 +280,18 @@ def _read(path: Path, kind: str, task: str, decode: Any) -> Any:
     if stamp["kind"] != kind:
         raise ValueError(f"{path} holds a {stamp['kind']!r}, expected a {kind!r}; {_ADVICE}")
     if stamp["dponline_version"] != library_version():
+        advice = _ADVICE
+        if kind == "checkpoint":
+            advice = (
+                "a learner's state continues only under the version that wrote it (its "
+                "calibration and the noise to come may differ): to continue a deployed learner, "
+                "run that version (a new learner starts a new guarantee, which adds to the old "
+                "one's for every person it sees again); an experiment's checkpoint is "
+                f"recomputed: {_ADVICE}"
+            )
         raise ValueError(
             f"{path} was written by dponline {stamp['dponline_version']!r}, this is dponline "
-            f"{library_version()!r}: results of two versions must not mix; {_ADVICE}"
+            f"{library_version()!r}: results of two versions must not mix; {advice}"
         )
     raise ValueError(f"{path} belongs to task {stamp['task']!r}, expected task {task!r}; {_ADVICE}")
 

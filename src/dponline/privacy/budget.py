@@ -253,10 +253,9 @@ class PrivacyBudget:
         )
 
     def require_event_level(self, what: str) -> PrivacyBudget:
-        """Self, or ValueError when the budget is user-level and ``what`` (a learner, a
-        calibrator) proves event-level privacy only. The message names the way out: group
-        privacy (an (e, d)-DP mechanism is (k e, k e^((k-1) e) d)-DP for k changed rounds,
-        Dwork & Roth 2014, Theorem 2.2 and its (e, d) form)."""
+        """Self, or :class:`PersonNotCovered` when the budget is user-level and ``what`` (a
+        learner, a calibrator) proves event-level privacy only. The message names the way out:
+        group privacy (:meth:`by_group_privacy`)."""
         if not self.is_user_level:
             return self
         raise PersonNotCovered(group_privacy_hint(what, self))
@@ -272,8 +271,14 @@ class PrivacyBudget:
         ``alternative``, e.g. another noise)."""
         if not self.is_pure:
             other = f", or {alternative}" if alternative else ""
+            got = (
+                f"{self.delta}"
+                if self.group_of is None
+                else f"{self.group_of.delta} for the person ({self.delta:.3g} for one round by "
+                "group privacy)"
+            )
             raise ValueError(
-                f"{what} gives pure DP: the budget's delta must be 0, got {self.delta}. Pass "
+                f"{what} gives pure DP: the budget's delta must be 0, got {got}. Pass "
                 f"delta=0 (epsilon-DP is (epsilon, delta)-DP for every delta){other}"
             )
         return self
