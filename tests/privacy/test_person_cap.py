@@ -86,3 +86,43 @@ def test_the_record_survives_a_checkpoint():
     broken = dict(state, counts=[5, 1])
     with pytest.raises(ValueError, match=r"outside 1\.\.2"):
         ParticipationCap(2, 3).load_state_dict(broken)
+
+
+def test_the_cap_is_what_keeps_a_frequent_visitor_within_the_claim():
+    """An audit that could refute it: batched EXP3 protecting a person of 3 rounds by group
+    privacy, one batch of 6 rounds, all a frequent visitor's. Uncapped, the two streams differ
+    in 6 rounds: the claim (epsilon 1 for the person) is refuted, measured lower bound 1.89
+    (seed 1; the true epsilon is 2). Capped, the 3 rounds past the cap carry a fixed input in
+    both streams: not refuted (0.93; the claim is attained, refuted with chance at most
+    alpha = 1e-3). The refutation would fail only if the event's counts missed their means by
+    many standard deviations: chance far below 1e-6."""
+    from dponline.bandits.batched import same_arm_after
+    from dponline.experiments.person_audit import audit_person
+
+    k, visits = 3, 6
+    budget = PrivacyBudget(1.0, participations=k).by_group_privacy()
+    cap = ParticipationCap.for_guarantee(group_guarantee(PrivacyGuarantee(1 / k, 0.0), k))
+    admitted = tuple(t for t in range(visits) if cap.admit("visitor", t))
+    assert admitted == (0, 1, 2)
+
+    def audited(rounds: tuple[int, ...]):  # type: ignore[no-untyped-def]
+        return audit_person(
+            "batched-exp3",
+            budget=budget,
+            environment="bernoulli_bandit",
+            environment_options={"n_arms": 2},
+            horizon=visits + 1,
+            rounds=rounds,
+            value_a=(0.0, 0.0),
+            value_b=(1.0, 1.0),
+            learner_options={"batch": visits, "eta": 20.0, "threshold": 1e4},
+            statistic=same_arm_after(1, visits + 1),
+            trials=20_000,
+            pilot_trials=5_000,
+            seed=1,
+        )
+
+    uncapped = audited(tuple(range(visits)))
+    assert uncapped.refuted and uncapped.epsilon_lower > 1.5, str(uncapped)
+    capped = audited(admitted)
+    assert not capped.refuted, str(capped)
