@@ -579,11 +579,12 @@ class BLTCounter(BLTStream, ContinualCounter):
         }
 
     def variance(self, t: int) -> float:
+        """Release t's variance from the closed form of sum_{m<t} beta_m^2, O(buffers^2)
+        whatever t (the O(t) sum cost DP-UCB, which reads it every round, O(T^2) in all)."""
         t = self._check_t(t)
         if t == 0:
             return 0.0
-        factors = self.parameters.release_factors(t)
-        return float(factors[-1]) * self.noise.coordinate_variance(self.dim)
+        return self.parameters.closed_form_sums(t)[2] * self.noise.coordinate_variance(self.dim)
 
     @classmethod
     def release_variances(cls, horizon: int, noise: NoiseDistribution, dim: int) -> np.ndarray:
