@@ -47,6 +47,7 @@ bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/bench_private_bandits.py --json bench-results/private_bandits.json
 	$(BIN)/python benchmarks/bench_anytime.py --json bench-results/anytime.json
 	$(BIN)/python benchmarks/bench_design_horizon.py --json bench-results/design_horizon.json
+	$(BIN)/python benchmarks/bench_person_bandits.py --json bench-results/person_bandits.json
 	$(BIN)/python benchmarks/bench_long_horizons.py --json bench-results/long_horizons.json
 	$(BIN)/python benchmarks/bench_speed.py
 	$(BIN)/python benchmarks/bench_frank_wolfe.py
