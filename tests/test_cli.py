@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -488,3 +489,72 @@ def test_run_at_a_new_horizon_runs_environments_it_makes_the_same_once(tmp_path,
     assert main([*args, "--json"]) == 0  # at their own horizons both run, with no note
     data = json.loads(capsys.readouterr().out)
     assert "notes" not in data and {r["environment"] for r in data["summary"]} == {"T=30", "T=50"}
+
+
+def test_learner_option_values_read_as_toml():
+    from dponline.cli import _learner_option
+
+    assert _learner_option("epsilon=0.5") == ("epsilon", 0.5)
+    assert _learner_option("delta=1e-6") == ("delta", 1e-6)
+    assert _learner_option("participations=4") == ("participations", 4)
+    assert _learner_option("clip=true") == ("clip", True)
+    assert _learner_option("horizon=None") == ("horizon", None)
+    assert _learner_option('noise="gaussian"') == ("noise", "gaussian")
+    assert _learner_option("noise=gaussian") == ("noise", "gaussian")
+    for bad in ("epsilon", "=1", "epsilon=", "2x=1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="KEY=VALUE"):
+            _learner_option(bad)
+
+
+@pytest.mark.filterwarnings("ignore:DPIMED. the first phases:UserWarning")
+def test_audit_a_configuration_of_ones_own(capsys):
+    """``--option``: the named learners built with these options over their audit cases', in
+    both audits; a person's claim goes to the one-run audit, whose canaries are a person's
+    rounds (the many-run audit changes one round and refuses it)."""
+    args = ["audit", "--one-run", "--json", "--learners", "dp-imed", "--canaries", "150"]
+    assert main([*args, "--option", "epsilon=0.5"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["learners"]
+    assert row["claimed_epsilon"] == 0.5 and "epsilon=0.5" in row["case"]
+    assert row["participations"] == 1 and row["refuted_at_claim"] is False  # chance <= 1e-3
+    assert main([*args, "--option", "participations=3", "min_separation=5"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["learners"]
+    # DP-IMED proves one round; group privacy covers any 3 rounds (separation 1, not 5)
+    assert (row["participations"], row["min_separation"], row["claimed_epsilon"]) == (3, 1, 1)
+    assert row["guesser"] == "fitted discriminant"  # the white box reads one round per canary
+    assert row["refuted_at_claim"] is False  # chance <= 1e-3
+    many = ["audit", "--json", "--learners", "dp-imed", "--trials", "400"]
+    assert main([*many, "--option", "epsilon=0.5"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["learners"]
+    assert row["claimed_epsilon"] == 0.5 and "epsilon=0.5" in row["case"]
+    assert main([*many, "--option", "participations=3"]) == 2
+    assert "a person's 3 rounds" in capsys.readouterr().err
+    for wrong, says in (
+        (["audit", "--option", "epsilon=0.5"], "name them with --learners"),
+        ([*many, "--option", "epsilon=0.5", "epsilon=0.2"], "given twice for epsilon"),
+        ([*many, "--option", "calibration=paper"], "--calibration"),
+        ([*many, "--option", "epsilonn=0.5"], "did you mean 'epsilon'"),
+    ):
+        assert main(wrong) == 2
+        assert says in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse's own usage error
+        main([*many, "--option", "epsilon"])
+    assert "KEY=VALUE" in capsys.readouterr().err
+
+
+def test_configured_case_puts_the_options_last():
+    from dponline.experiments.learner_audit import configured_case
+    from dponline.registry import AuditCase, LearnerTestCase
+
+    case = LearnerTestCase(
+        "stochastic",
+        learner_options={"eta": 1.0},
+        audit=AuditCase(4, learner_options={"eta": 2.0}, one_run_options={"eta": 3.0}),
+        label="small",
+    )
+    got = configured_case(case, {"eta": 5.0, "epsilon": 0.25})
+    assert got.epsilon == 0.25 and got.label == "small: eta=5.0, epsilon=0.25"
+    assert got.audit.learner_options == {"eta": 5.0}
+    assert got.audit.one_run_options == {"eta": 5.0}
+    assert case.audit.one_run_options == {"eta": 3.0}  # the registry's case is unchanged
+    with pytest.raises(ValueError, match="calibration="):
+        configured_case(case, {"calibration": "paper"})

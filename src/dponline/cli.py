@@ -39,6 +39,25 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _learner_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``--option``: the value read as a TOML value (``0.5``, ``true``,
+    ``"gaussian"``), ``none`` as None, anything else as the string it is."""
+    import tomllib
+
+    key, sep, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not sep or not key.isidentifier() or not raw:
+        raise argparse.ArgumentTypeError(
+            f"expected KEY=VALUE (e.g. epsilon=0.5, participations=4), got {text!r}"
+        )
+    if raw.lower() in ("none", "null"):
+        return key, None
+    try:
+        return key, tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return key, raw
+
+
 def _delta(text: str) -> float:
     try:
         value = float(text)
@@ -330,6 +349,8 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
         canaries=args.canaries,
         significance=significance,
         seed=0 if args.seed is None else args.seed,
+        options=_audit_options(args),
+        calibration=args.calibration,
         progress=True,
     )
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -402,6 +423,22 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The learner options of ``--option`` (None without any), refused without ``--learners``
+    or when one is given twice."""
+    if not args.option:
+        return None
+    if args.learners is None:
+        raise ValueError("--option builds the named learners your way: name them with --learners")
+    keys = [key for key, _ in args.option]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError(f"--option given twice for {', '.join(twice)}")
+    if "calibration" in keys:
+        raise ValueError("the calibration is --calibration's (tight or paper), not an --option")
+    return dict(args.option)
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     from dponline.experiments.audit_table import audit_table, learner_audit_table
 
@@ -430,6 +467,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         trials=args.trials,
         seed=args.seed,
         noise_fraction=args.noise_fraction,
+        options=_audit_options(args),
+        calibration=args.calibration,
         progress=True,
     )
     alpha = learner_rows[0]["alpha"]
@@ -990,6 +1029,23 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="with --one-run: canary rounds per run (default: each learner's plan, 1200 or "
         "more; a third fit the guesser)",
+    )
+    p.add_argument(
+        "--option",
+        nargs="+",
+        type=_learner_option,
+        default=None,
+        metavar="KEY=VALUE",
+        help="with --learners: build them with these options over their audit case's "
+        "(`dponline list` gives each learner's), e.g. epsilon=0.5 delta=1e-6, or "
+        "participations=4 min_separation=10 (a person's claim: with --one-run); the audit's "
+        "neighbouring inputs stay the case's",
+    )
+    p.add_argument(
+        "--calibration",
+        choices=("tight", "paper"),
+        default="tight",
+        help="the calibration the learners are built with (default: tight)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_audit)

@@ -4,7 +4,7 @@ catch; less than a tenth for a learner whose audit case documents a looser proof
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -115,10 +115,12 @@ def learner_audit_table(
     alpha: float = 1e-3,
     calibration: str = "tight",
     noise_fraction: float | None = None,
+    options: Mapping[str, Any] | None = None,
     progress: bool = False,
 ) -> list[dict[str, Any]]:
     """One row per private learner's test case (:mod:`dponline.registry`; ``names``: only these
-    learners): the claimed epsilon
+    learners, ``options``: built with these learner options,
+    :func:`~dponline.experiments.learner_audit.configured_case`): the claimed epsilon
     (epsilon = 1 requested, in ``calibration``) beside the audit's lower bound with the full
     calibrated noise and with ``noise_fraction`` of it (default the case's
     ``refute_fraction``, a tenth unless the entry says why less;
@@ -132,7 +134,7 @@ def learner_audit_table(
     if noise_fraction is not None:
         noise_fraction = checked_probability("noise_fraction", noise_fraction)
     rows = []
-    cases = audited_cases(names)
+    cases = audited_cases(names, options)
     with Progress(len(cases), unit="learners", enabled=progress) as bar:
         for name, entry, case in cases:
             kw: dict[str, Any] = dict(

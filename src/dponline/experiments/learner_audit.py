@@ -19,8 +19,9 @@ user (Han et al., Definition 4.1; the output is what the joint-DP proof releases
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,16 +39,43 @@ __all__ = [
     "audit_factory",
     "audit_learner",
     "audited_cases",
+    "configured_case",
     "neighbouring_streams",
     "stream_runner",
 ]
 
 
+def configured_case(case: LearnerTestCase, options: Mapping[str, Any]) -> LearnerTestCase:
+    """The audit case ``case`` with the learner built your way: ``epsilon`` in ``options``
+    replaces the case's, every other option is passed to the learner's builder after the case's
+    own (many-run and one-run alike), and the label says what changed. The neighbouring inputs
+    and the event are the case's; an option the learner does not take is refused when it is
+    built."""
+    if case.audit is None:
+        raise ValueError(f"case {case.label!r} has no AuditCase")
+    if "calibration" in options:
+        raise ValueError("the calibration is the audit's argument (calibration=), not an option")
+    rest = {k: v for k, v in options.items() if k != "epsilon"}
+    epsilon = float(options.get("epsilon", case.epsilon))
+    changed = ", ".join(f"{k}={v!r}" for k, v in options.items())
+    audit = dataclasses.replace(
+        case.audit,
+        learner_options={**case.audit.learner_options, **rest},
+        one_run_options={**case.audit.one_run_options, **rest},
+    )
+    label = f"{case.label}: {changed}" if case.label else changed
+    return dataclasses.replace(case, epsilon=epsilon, audit=audit, label=label)
+
+
 def audited_cases(
     names: Sequence[str] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> list[tuple[str, LearnerEntry, LearnerTestCase]]:
     """(name, entry, case) of every test case of every private learner of the catalogue, or of
-    the learners ``names`` only (an unknown or non-private name is a ValueError)."""
+    the learners ``names`` only (an unknown or non-private name is a ValueError); with
+    ``options`` (only with ``names``), each case as :func:`configured_case` builds it."""
+    if options and names is None:
+        raise ValueError("learner options go with named learners (names=[...])")
     catalogue = learners()
     if names is not None:
         private = sorted(name for name, entry in catalogue.items() if entry.private)
@@ -61,7 +89,7 @@ def audited_cases(
                 f"privacy claims, expected some of {private}"
             )
     return [
-        (name, entry, case)
+        (name, entry, configured_case(case, options) if options else case)
         for name, entry in catalogue.items()
         if entry.private and (names is None or name in names)
         for case in entry.test_cases
@@ -217,6 +245,13 @@ def audit_learner(
     privacy = claim.privacy
     if not isinstance(privacy, PrivacyGuarantee):
         raise TypeError(f"learner {entry.name!r} declares no PrivacyGuarantee, got {privacy!r}")
+    if privacy.participations > 1:
+        raise ValueError(
+            f"learner {entry.name!r} claims epsilon {privacy.epsilon:.4g} for a person's "
+            f"{privacy.participations} rounds; the many-run audit changes one round, which tests "
+            "less than the claim: audit it in one run (--one-run, one_run_audit), whose canaries "
+            "are a person's rounds"
+        )
     dim = int(env.dim)
     a, b = neighbouring_streams(entry.feedback_kind, spec, dim, getattr(env, "arms", None))
     sampler = learner_sampler(

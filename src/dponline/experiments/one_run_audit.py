@@ -1096,7 +1096,9 @@ def audit_registered(
         )(1, np.random.default_rng([seed, 1]))
     make_loss = getattr(env, "loss_of", None)
     reader = WHITE_BOX.get(f"{entry.name}/{case.label}", WHITE_BOX.get(entry.name))
-    model = reader(learner, make_loss) if reader is not None and white_box else None
+    # the white boxes read one round per canary; a person's canary is read by the discriminant
+    one_round = plan.participations == 1
+    model = reader(learner, make_loss) if reader is not None and white_box and one_round else None
     return one_run_audit(
         learner,
         filler_rows,
@@ -1118,22 +1120,28 @@ def one_run_table(
     canaries: int | None = None,
     significance: float = 1e-3,
     seed: int = 0,
+    options: Mapping[str, Any] | None = None,
+    calibration: str = "tight",
     progress: bool = False,
 ) -> list[dict[str, Any]]:
-    """One row per private learner's test case (``names``: only these learners; ``canaries``:
-    for every learner, default each learner's plan's, :func:`audit_registered`): the one-run
+    """One row per private learner's test case (``names``: only these learners; ``options``:
+    built with these learner options,
+    :func:`~dponline.experiments.learner_audit.configured_case`; ``canaries``: for every
+    learner, default each learner's plan's, :func:`audit_registered`): the one-run
     lower bound at the claim, at a tenth of the noise (the case's ``refute_fraction``) and at a
     hundredth, one run each (``seconds``: the three runs and their bounds); ``ceiling``: the
     bound guesses all right would give at the claim's delta (``can_refute``: above the claim)."""
     from dponline.experiments.progress import Progress
 
-    cases = audited_cases(names)
+    cases = audited_cases(names, options)
     rows = []
     with Progress(len(cases), unit="learners", enabled=progress) as bar:
         for name, entry, case in cases:
             assert case.audit is not None
             fraction = case.audit.refute_fraction
-            kw: dict[str, Any] = dict(canaries=canaries, significance=significance, seed=seed)
+            kw: dict[str, Any] = dict(
+                canaries=canaries, significance=significance, seed=seed, calibration=calibration
+            )
             full = audit_registered(entry, case, noise_fraction=1.0, **kw)
             under = audit_registered(entry, case, noise_fraction=fraction, **kw)
             gross = audit_registered(entry, case, noise_fraction=fraction / 10, **kw)
@@ -1153,6 +1161,8 @@ def one_run_table(
                     "lower_bound_at_hundredth": gross.epsilon_lower,
                     "refuted_at_hundredth": gross.refuted,
                     "canaries": full.plan.canaries,
+                    "participations": full.plan.participations,
+                    "min_separation": full.plan.separation,
                     "audited_canaries": full.audited,
                     "guesser": "white box" if full.fitted == 0 else "fitted discriminant",
                     "horizon": full.horizon,
