@@ -21,6 +21,7 @@ from dponline.privacy.guarantee import PrivacyWarning
 from dponline.protocol import FeedbackKind
 from dponline.registry import (
     LEARNER_PACKAGES,
+    NON_PRIVATE,
     LearnerEntry,
     build_learner,
     learner_budget,
@@ -241,8 +242,8 @@ def test_the_factory_gets_the_budget_the_registry_builds(entry, case):
         # a spec's delta option (examples/*.toml set it) is the budget's, not the factory's
         build_learner(spied, env, epsilon=0.5, calibration=calibration, **passed, delta=0.0125)
         assert got == {"budget": PrivacyBudget(0.5, 0.0125, calibration), **passed}
-    # without epsilon (a private learner's counterpart) or for a non-private learner: no budget
-    build_learner(spied, env, epsilon=None, replicas=2, **options)
+    # a private learner's counterpart (NON_PRIVATE) or a non-private learner: no budget
+    build_learner(spied, env, epsilon=NON_PRIVATE, replicas=2, **options)
     assert got == {"budget": None, "replicas": 2, **passed}
     if not entry.private:
         build_learner(spied, env, epsilon=1.0, **options)
@@ -285,11 +286,20 @@ def test_a_private_learner_is_private_unless_asked_for_its_counterpart():
     env = KArmedBandit([0.2, 0.5, 0.9], horizon=100, rng=0)
     assert build_learner("dp-imed", env, rng=0).privacy.epsilon == 1.0  # the CLI's default
     assert build_learner("dp-imed", env, epsilon=0.5, rng=0).privacy.epsilon == 0.5
-    assert build_learner("dp-imed", env, epsilon=None, rng=0).privacy is None
+    assert build_learner("dp-imed", env, epsilon=NON_PRIVATE, rng=0).privacy is None
+    # None is what a missing setting reads as (config.get("epsilon")): never no noise
+    with pytest.raises(
+        ValueError,
+        match=r"epsilon=None for the private learner 'dp-imed'.*"
+        "NON_PRIVATE",
+    ):
+        build_learner("dp-imed", env, epsilon=None, rng=0)
     assert build_learner("imed", env, rng=0).privacy is None  # non-private: nothing to default
+    assert build_learner("imed", env, epsilon=None, rng=0).privacy is None
+    assert build_learner("imed", env, epsilon=NON_PRIVATE, rng=0).privacy is None
     # a person's unit without a budget would be silently dropped: refused
-    with pytest.raises(ValueError, match=r"'dp-ucb' is built without noise \(epsilon=None\)"):
-        build_learner("dp-ucb", env, epsilon=None, participations=5, min_separation=2)
+    with pytest.raises(ValueError, match=r"'dp-ucb' is built without noise \(NON_PRIVATE\)"):
+        build_learner("dp-ucb", env, epsilon=NON_PRIVATE, participations=5, min_separation=2)
     with pytest.raises(ValueError, match="'ucb1' is not private: give an epsilon"):
         build_learner("ucb1", env, participations=5)
 

@@ -51,6 +51,7 @@ __all__ = [
     "DESIGN_HORIZON_OPTION",
     "LEARNERS",
     "LEARNER_PACKAGES",
+    "NON_PRIVATE",
     "AuditCase",
     "LearnerEntry",
     "LearnerTestCase",
@@ -61,6 +62,7 @@ __all__ = [
     "non_private_entry",
     "one_over_horizon",
     "register_learner",
+    "resolved_epsilon",
     "unregister_learner",
 ]
 
@@ -443,9 +445,41 @@ class _DefaultEpsilon:
 
 
 #: ``epsilon`` not given to :func:`build_learner`: 1.0 for a private learner (as the command
-#: line's default), nothing for a non-private one. ``epsilon=None`` asks for a private
-#: learner's non-private counterpart: a private learner is never built without noise by default.
+#: line's default), nothing for a non-private one. A private learner is never built without
+#: noise by default, nor from ``epsilon=None`` (a setting read from a file that was not there):
+#: its non-private counterpart is asked by name, :data:`NON_PRIVATE`.
 DEFAULT_EPSILON = _DefaultEpsilon()
+
+
+class _NonPrivate:
+    """The type of :data:`NON_PRIVATE`."""
+
+    def __repr__(self) -> str:
+        return "NON_PRIVATE"
+
+
+#: ``epsilon=NON_PRIVATE``: a private learner's non-private counterpart (the same algorithm
+#: without noise: nothing it does is private), as a baseline
+NON_PRIVATE = _NonPrivate()
+
+
+def resolved_epsilon(entry: LearnerEntry, epsilon: Any) -> float | None:
+    """The epsilon a learner of ``entry`` is built at, ``None`` for no noise:
+    :data:`DEFAULT_EPSILON` gives 1.0 for a private learner; :data:`NON_PRIVATE` its
+    non-private counterpart; ``None`` is refused for a private learner (it would run without
+    noise) and means nothing else for a non-private one, which takes no budget."""
+    if isinstance(epsilon, _DefaultEpsilon):
+        return 1.0 if entry.private else None
+    if isinstance(epsilon, _NonPrivate):
+        return None
+    if epsilon is None and entry.private:
+        raise ValueError(
+            f"epsilon=None for the private learner {entry.name!r}: give its epsilon (1.0 when "
+            "left out), or epsilon=NON_PRIVATE (dponline.registry) for its non-private "
+            "counterpart, which adds no noise and protects nothing"
+        )
+    return epsilon
+
 
 #: keywords every factory takes beside its options (suggested for a misspelt option)
 COMMON_KEYWORDS = ("epsilon", "calibration", "allow_weaker", "replicas", "rng")
@@ -455,7 +489,7 @@ def build_learner(
     learner: str | LearnerEntry,
     env: Any,
     *,
-    epsilon: float | _DefaultEpsilon | None = DEFAULT_EPSILON,
+    epsilon: float | _DefaultEpsilon | _NonPrivate | None = DEFAULT_EPSILON,
     calibration: str = "tight",
     allow_weaker: bool = False,
     participations: int = 1,
@@ -465,7 +499,8 @@ def build_learner(
     """Build ``learner`` (a name in the catalogue, or an entry) for ``env``: the budget built
     once from the run's privacy keywords and the learner's ``delta`` option
     (:func:`learner_budget`; ``epsilon`` 1.0 for a private learner unless given,
-    ``epsilon=None`` for its non-private counterpart), then
+    ``epsilon=NON_PRIVATE`` for its non-private counterpart, ``None`` refused,
+    :func:`resolved_epsilon`), then
     ``factory(env, budget=budget, **options)`` (``replicas`` and ``rng`` among the options; see
     the module docstring). The horizon and dimensions come from ``env``. An option the factory
     does not take is a ValueError naming it. ``participations`` k > 1 protects one person's
@@ -476,7 +511,7 @@ def build_learner(
     >>> env = KArmedBandit([0.2, 0.5, 0.9], horizon=1000, rng=0)
     >>> build_learner("dp-imed", env, rng=0).privacy.epsilon  # private learners: epsilon 1
     1.0
-    >>> build_learner("dp-imed", env, epsilon=None, rng=0).privacy is None  # its counterpart
+    >>> build_learner("dp-imed", env, epsilon=NON_PRIVATE, rng=0).privacy is None  # no noise
     True
     """
     if isinstance(learner, LearnerEntry):
@@ -494,8 +529,7 @@ def build_learner(
             "build_learner builds the budget itself: give epsilon, calibration, allow_weaker and "
             f"the delta option, not budget={options['budget']!r}"
         )
-    if isinstance(epsilon, _DefaultEpsilon):
-        epsilon = 1.0 if entry.private else None
+    epsilon = resolved_epsilon(entry, epsilon)
     if participations == 1 and min_separation != 1:
         raise ValueError(
             f"min_separation={min_separation!r} says how far apart a person's rounds lie; it "
@@ -503,7 +537,7 @@ def build_learner(
             "round per person there is no separation)"
         )
     if (epsilon is None or not entry.private) and (participations, min_separation) != (1, 1):
-        what = "is not private" if not entry.private else "is built without noise (epsilon=None)"
+        what = "is not private" if not entry.private else "is built without noise (NON_PRIVATE)"
         raise ValueError(
             f"participations and min_separation set the unit of a privacy budget, and "
             f"{entry.name!r} {what}: give an epsilon for a private learner, or drop them"
@@ -571,7 +605,8 @@ def learner_budget(
     min_separation: int = 1,
 ) -> PrivacyBudget | None:
     """The budget ``entry``'s factory takes for ``env``: ``None`` for a non-private learner, and
-    for a private one's non-private counterpart (``epsilon=None``); else
+    for a private one's non-private counterpart (``epsilon=None``, what :func:`build_learner`
+    passes for :data:`NON_PRIVATE`); else
     ``PrivacyBudget(epsilon, delta, calibration, allow_weaker=allow_weaker, participations=k,
     min_separation=b)`` (the unit of privacy: one round, or one person's k rounds b apart) with
     delta the learner's ``delta`` option when ``options`` give one, else the entry's

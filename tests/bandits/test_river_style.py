@@ -10,7 +10,7 @@ import pytest
 
 from dponline.bandits.river_style import ArmSpace, RiverPolicy
 from dponline.environments.catalogue import build_environment
-from dponline.registry import build_learner
+from dponline.registry import NON_PRIVATE, build_learner
 
 ARMS = ["red", "green", "blue"]
 
@@ -160,9 +160,12 @@ def test_what_a_river_policy_cannot_wrap_is_refused():
         RiverPolicy(build_learner("dp-scrible", env, epsilon=1.0), ARMS)
 
 
-def test_the_non_private_counterpart_is_built_with_epsilon_none():
-    p = RiverPolicy.from_registry("dp-exp2", ARMS, 10, epsilon=None, seed=0)
-    assert p.privacy is None
+def test_the_non_private_counterpart_is_asked_by_name():
+    p = RiverPolicy.from_registry("dp-exp2", ARMS, 10, epsilon=NON_PRIVATE, seed=0)
+    assert p.privacy is None and p.clone().privacy is None
+    # a deployment's epsilon=config.get("epsilon") with the setting missing: never no noise
+    with pytest.raises(ValueError, match="epsilon=None for the private learner 'dp-imed'"):
+        RiverPolicy.from_registry("dp-imed", ARMS, 400, epsilon=None, seed=0)
 
 
 def test_river_replay_evaluation_drives_it():
@@ -244,10 +247,12 @@ def test_a_saved_policy_whose_parts_disagree_is_refused_and_changes_nothing():
 
 def test_epsilon_is_for_private_learners_only():
     """A non-private learner refuses an epsilon it would ignore (a deployment would believe it
-    private); a private one defaults to epsilon = 1; epsilon=None runs a non-private one."""
+    private); a private one defaults to epsilon = 1; epsilon=None or NON_PRIVATE runs a
+    non-private one."""
     assert RiverPolicy.from_registry("dp-imed", ARMS, 400, seed=0).privacy.epsilon == 1.0
     assert RiverPolicy.from_registry("ucb1", ARMS, 20).privacy is None
     assert RiverPolicy.from_registry("ucb1", ARMS, 20, epsilon=None).privacy is None
+    assert RiverPolicy.from_registry("ucb1", ARMS, 20, epsilon=NON_PRIVATE).privacy is None
     with pytest.raises(ValueError, match=r"'ucb1' is not private.*'dp-imed'"):
         RiverPolicy.from_registry("ucb1", ARMS, 20, epsilon=0.1)
 

@@ -23,6 +23,7 @@ from dponline.experiments.replay import (
     wilson_interval,
 )
 from dponline.protocol import ContextFeedback, FeedbackKind, RewardFeedback
+from dponline.registry import NON_PRIVATE
 
 
 def hand_log(contexts, actions, rewards, arms) -> OpenBanditLog:
@@ -213,9 +214,16 @@ def test_replay_is_deterministic_with_a_seed():
     assert u[0].label == "uniform-play"
 
 
-def test_a_private_learner_replayed_without_epsilon_is_labelled_non_private():
-    (run,) = replay_learner("dp-glm-bandit", open_bandit_log(10), seeds=1, horizon=20)
+def test_a_private_learner_is_replayed_private_unless_asked_otherwise():
+    """Without epsilon a private learner runs at epsilon 1 (it ran without noise when epsilon
+    defaulted to None); its non-private counterpart is asked by name and labelled so."""
+    log = open_bandit_log(10)
+    (run,) = replay_learner("dp-glm-bandit", log, seeds=1, horizon=20)
+    assert run.label == "dp-glm-bandit eps=1"
+    (run,) = replay_learner("dp-glm-bandit", log, seeds=1, horizon=20, epsilon=NON_PRIVATE)
     assert run.label == "dp-glm-bandit (non-private)"
+    with pytest.raises(ValueError, match="epsilon=None for the private learner"):
+        replay_learner("dp-glm-bandit", log, seeds=1, horizon=20, epsilon=None)
 
 
 def test_every_contextual_learner_replays_on_the_open_bandit_log():

@@ -18,7 +18,7 @@ from dponline.experiments.checkpoints import load_state, save_state
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import Neighbouring, PrivacyWarning
 from dponline.protocol import Learner, SampleFeedback
-from dponline.registry import build_learner, learners
+from dponline.registry import NON_PRIVATE, build_learner, learners
 from dponline.stochastic import local_md, noisy_sfw, noisy_sgd
 from dponline.stochastic.batch_learner import BatchLearner, cached_plan
 from dponline.stochastic.local_md import LocalMDPlan
@@ -268,7 +268,7 @@ def test_the_multiplier_scales_the_noise_exactly():
 def test_a_non_private_learner_has_no_noise_to_scale():
     env = regression(4, dim=2)
     x, y = env.sample(4)
-    learner = build_learner("noisy-sfw", env, epsilon=None, replicas=2, rng=1)
+    learner = build_learner("noisy-sfw", env, epsilon=NON_PRIVATE, replicas=2, rng=1)
     assert learner.privacy is None
     with pytest.raises(ValueError, match="non-private"):
         learner.scale_noise(0.1)

@@ -31,7 +31,9 @@ What stays the library's, because the guarantee needs it:
 for ``len(arm_ids)`` arms (one replica) and keeps the recipe for ``clone()``. A non-private
 learner (``ucb1``, ``thompson``, ``exp3``, ...) takes no epsilon (one given is refused): its
 ``privacy`` is ``None``, which a deployment should check; ``epsilon`` defaults to 1 for a private
-learner, and ``epsilon=None`` builds its non-private counterpart. ``state_dict()`` /
+learner, ``epsilon=NON_PRIVATE`` (:data:`dponline.registry.NON_PRIVATE`) builds its
+non-private counterpart, and ``epsilon=None`` is refused for it (a setting that was not there
+must not turn the noise off). ``state_dict()`` /
 ``load_state_dict()`` save and resume the whole policy (the learner's state with the pulls,
 ``n`` and a pull waiting for its reward).
 """
@@ -127,19 +129,20 @@ class RiverPolicy:
         arm_ids: Sequence[Hashable],
         horizon: int | None,
         *,
-        epsilon: float | _Default | None = _DEFAULT,
+        epsilon: Any = _DEFAULT,
         calibration: str = "tight",
         seed: int | None = None,
         **options: Any,
     ) -> RiverPolicy:
         """The registered learner ``name`` for ``len(arm_ids)`` arms and ``horizon`` rounds
         (``None``: its anytime version, for learners that have one, ``dponline list``), at
-        ``epsilon`` (``None``: its non-private counterpart) and ``calibration``, seeded with
+        ``epsilon`` (``NON_PRIVATE``: its non-private counterpart; ``None`` is refused for a
+        private learner) and ``calibration``, seeded with
         ``seed``; ``options`` are the learner's (``dponline list``). ``clone()`` builds the same
         configuration again with the same seed (river's convention): with an integer seed every
         clone draws the same noise, so episodes of an evaluation share it; ``seed=None`` (a
         deployment's choice, ``dponline.rng``) gives each clone fresh entropy."""
-        from dponline.registry import build_learner, learners
+        from dponline.registry import NON_PRIVATE, build_learner, learners, resolved_epsilon
 
         entry = learners().get(name)
         if entry is None or entry.feedback_kind is not FeedbackKind.BANDIT:
@@ -153,7 +156,7 @@ class RiverPolicy:
             raise ValueError(f"{name!r} plays {entry.action_space!r}, not arms")
         if isinstance(epsilon, _Default):
             epsilon = 1.0 if entry.private else None
-        elif epsilon is not None and not entry.private:
+        elif epsilon is not None and epsilon is not NON_PRIVATE and not entry.private:
             private = sorted(
                 n
                 for n, e in learners().items()
@@ -162,9 +165,10 @@ class RiverPolicy:
                 and "arms" in e.action_spaces
             )
             raise ValueError(
-                f"{name!r} is not private and takes no epsilon (got {epsilon!r}): pass "
-                f"epsilon=None to run it, or choose a private learner: {private}"
+                f"{name!r} is not private and takes no epsilon (got {epsilon!r}): leave it "
+                f"out to run it, or choose a private learner: {private}"
             )
+        epsilon = resolved_epsilon(entry, epsilon)
         if "rng" in options:
             raise ValueError(
                 "from_registry seeds the learner with seed= (an int, or None for fresh entropy): "
@@ -186,7 +190,7 @@ class RiverPolicy:
             space = ArmSpace(len(ids), checked_count("horizon", horizon))
 
         def build() -> Learner:
-            eps = epsilon if entry.private else None
+            eps = NON_PRIVATE if epsilon is None else epsilon
             return build_learner(
                 entry, space, epsilon=eps, calibration=calibration, rng=seed, **options
             )

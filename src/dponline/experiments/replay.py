@@ -61,7 +61,14 @@ from dponline.environments.open_bandit import (
     open_bandit_log,
 )
 from dponline.protocol import ContextFeedback, FeedbackKind, RewardFeedback
-from dponline.registry import LearnerEntry, build_learner, learners
+from dponline.registry import (
+    DEFAULT_EPSILON,
+    NON_PRIVATE,
+    LearnerEntry,
+    build_learner,
+    learners,
+    resolved_epsilon,
+)
 
 __all__ = [
     "ReplayRun",
@@ -215,7 +222,7 @@ def replay_learner(
     *,
     seeds: int = 5,
     seed: int = 0,
-    epsilon: float | None = None,
+    epsilon: Any = DEFAULT_EPSILON,
     calibration: str = "tight",
     horizon: int | None = None,
     radius: float = OPEN_BANDIT_RADIUS,
@@ -224,13 +231,14 @@ def replay_learner(
 ) -> list[ReplayRun]:
     """Replay the catalogue's learner ``name`` on ``log`` ``seeds`` times, each run one replica
     built by its factory (:func:`dponline.registry.build_learner`) for ``horizon`` kept rounds
-    (default :func:`replay_horizon`) at ``epsilon`` (``None``: the non-private counterpart of a
-    private learner) with ``options``; run j draws from ``SeedSequence(seed).spawn(seeds)[j]``,
-    so equal arguments give equal runs."""
+    (default :func:`replay_horizon`) at ``epsilon`` (1.0 for a private learner unless given;
+    :data:`~dponline.registry.NON_PRIVATE`: its non-private counterpart) with ``options``;
+    run j draws from ``SeedSequence(seed).spawn(seeds)[j]``, so equal arguments give equal
+    runs."""
     entry = _contextual_entry(name)
     h = replay_horizon(log.n_rounds, log.arms) if horizon is None else int(horizon)
     target = ReplayTarget(log.dim, log.arms, h, log.reward_range, radius=radius)
-    eps = epsilon if entry.private else None
+    eps = resolved_epsilon(entry, epsilon)
     if label is None:
         if eps is not None:
             label = f"{entry.name} eps={eps:g}"
@@ -241,7 +249,7 @@ def replay_learner(
         learner = build_learner(
             entry,
             target,
-            epsilon=eps,
+            epsilon=NON_PRIVATE if eps is None else eps,
             calibration=calibration,
             replicas=1,
             rng=np.random.default_rng(child),
@@ -347,7 +355,7 @@ def replay_contextual_learners(
     runs: list[ReplayRun] = []
     for name in chosen:
         entry = _contextual_entry(name)
-        for eps in epsilons if entry.private else (None,):
+        for eps in epsilons if entry.private else (NON_PRIVATE,):
             runs += replay_learner(
                 entry, log, seeds=seeds, seed=seed, epsilon=eps, calibration=calibration
             )
