@@ -30,21 +30,27 @@ one round. Parameters whose coefficients may increase or change sign are refused
 beta_m of 1/c(z)'s coefficients tend to 1/c(1), so past the horizon the parameters were
 optimised for the variance grows about linearly, t / c(1)^2: the counter trades the tapered
 square root's slower growth (:mod:`dponline.continual.anytime_factorization`, O(t d) numbers
-of state) for memory that never grows. The parameters are :func:`~dponline.continual.blt.
-optimise_blt`'s for :data:`DESIGN_HORIZON` rounds (for a person, for the person's pattern
-there). Measured from the closed forms (``dponline mechanisms --anytime`` up to 2^20): with the
-default, its largest variance up to t over the square root's built for t is 1.715 at t = 2^10,
-1.344 at 2^14, 1.125 at 2^18, 1.037 at 2^20, 1.17 at 2^22, 2.00 at 2^24 and 5.18 at 2^26
-(doubling blocks of the square root: 4.6 to 7.9 from 2^10 to 2^20); the unbounded sensitivity
-is 1.0058 times the sensitivity over the design horizon.
+of state) for memory that never grows. The parameters minimise the counter's own largest
+variance up to :data:`DESIGN_HORIZON` rounds, Delta^2 (over all rounds, one round's or the
+person's) times sum_{m<t} beta_m^2 (:func:`optimise_unbounded`, from
+:func:`~dponline.continual.blt.optimise_blt`'s optimum with the sensitivity over t rounds,
+which may hold a buffer with theta within 1e-6 of 1 and then an exploding Delta: 3,909 times
+the variance at 64 rounds). Measured from the closed forms (``dponline mechanisms --anytime``
+up to 2^20, ``benchmarks/bench_design_horizon.py`` beyond): with the default, its largest
+variance up to t over the square root's built for t is 1.714 at t = 2^10, 1.336 at 2^14,
+1.107 at 2^18, 1.035 at 2^20, 1.22 at 2^22, 2.22 at 2^24 and 6.00 at 2^26 (doubling blocks of
+the square root: 4.6 to 7.9 from 2^10 to 2^20); the unbounded sensitivity is 1.0013 times the
+sensitivity over the design horizon.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy import optimize
 
 from dponline.continual.anytime import AnytimeCounter, checked_prefix_gaussian
 from dponline.continual.blt import DEFAULT_BUFFERS, BLTParameters, BLTStream, optimise_blt
@@ -65,6 +71,8 @@ __all__ = [
     "anytime_blt_sensitivity",
     "calibrate_anytime_blt",
     "make_anytime_blt",
+    "optimise_unbounded",
+    "unbounded_max_variance",
 ]
 
 #: the horizon the parameters are optimised for (module docstring: the variance stays within
@@ -81,7 +89,7 @@ def anytime_blt_parameters(
     participations: int = 1, min_separation: int = 1, design_horizon: int = DESIGN_HORIZON
 ) -> BLTParameters:
     """The BLT the counter runs: optimised for ``design_horizon`` rounds, for one round or for
-    one person's pattern there (cached by :func:`~dponline.continual.blt.optimise_blt`)."""
+    one person's pattern there (:func:`optimise_unbounded`, cached)."""
     t = checked_count("design_horizon", design_horizon)
     if t > MAX_DESIGN_HORIZON:
         raise ValueError(
@@ -92,13 +100,69 @@ def anytime_blt_parameters(
     k = checked_count("participations", participations)
     b = checked_count("min_separation", min_separation)
     if k == 1:
-        return optimise_blt(t)
-    person = optimise_blt(t, DEFAULT_BUFFERS, k, b)
+        return optimise_unbounded(t)
+    person = optimise_unbounded(t, k, b)
     if person.pattern_sums(UNBOUNDED_ROUNDS, k, b) is not None:
         return person
     # coefficients that may increase: the one-round optimum, where the person's bound applies
     # (none found among k in {2, ..., 4096} and b in {1, ..., 10^5}; kept for safety)
-    return optimise_blt(t)
+    return optimise_unbounded(t)
+
+
+def unbounded_max_variance(
+    parameters: BLTParameters, horizon: int, participations: int = 1, min_separation: int = 1
+) -> float:
+    """The counter's own largest release variance up to ``horizon`` at unit sensitivity:
+    Delta^2 over all rounds (one round's, or the person's pattern's) times sum_{m<t} beta_m^2;
+    inf for parameters it cannot run (an unstable inverse, a person's coefficients that may
+    increase)."""
+    if not parameters.is_invertible():
+        return math.inf
+    if participations == 1:
+        sensitivity_sq = parameters.closed_form_sums(UNBOUNDED_ROUNDS)[1]
+    else:
+        sums = parameters.pattern_sums(UNBOUNDED_ROUNDS, participations, min_separation)
+        if sums is None:
+            return math.inf
+        sensitivity_sq = sums[1]
+    return sensitivity_sq * parameters.closed_form_sums(int(horizon))[2]
+
+
+@functools.lru_cache(maxsize=64)
+def optimise_unbounded(
+    design_horizon: int, participations: int = 1, min_separation: int = 1
+) -> BLTParameters:
+    """The parameters whose :func:`unbounded_max_variance` at ``design_horizon`` is least: by
+    Nelder-Mead on (logit theta, log omega) from :func:`~dponline.continual.blt.optimise_blt`'s
+    optimum for that many rounds, kept unless the result is better. That optimum minimises the
+    variance with the sensitivity over ``design_horizon`` rounds only, and may hold a buffer
+    whose theta is within 1e-6 of 1 at a small weight: harmless within the horizon, it makes
+    the sensitivity over all rounds, which the counter without a horizon is calibrated to,
+    explode (1.7e11 times the variance at 90 rounds, 3,909 times at 64; 1.0058 at 2^20).
+    Deterministic and cached."""
+    t = int(design_horizon)
+    k, b = int(participations), int(min_separation)
+    start = optimise_blt(t) if k == 1 else optimise_blt(t, DEFAULT_BUFFERS, k, b)
+    theta = np.clip(start.theta, 1e-12, 1.0 - 1e-12)
+    x0 = np.concatenate([np.log(theta / (1.0 - theta)), np.log(np.maximum(start.omega, 1e-12))])
+
+    def loss(x: np.ndarray) -> float:
+        try:
+            p = BLTParameters(1.0 / (1.0 + np.exp(-x[: x.size // 2])), np.exp(x[x.size // 2 :]))
+        except ValueError:
+            return math.inf
+        value = unbounded_max_variance(p, t, k, b)
+        return math.log(value) if 0 < value < math.inf else 1e300
+
+    # a loss evaluation costs O(buffers^3) at every horizon (the closed forms)
+    options = {"maxiter": 400 * x0.size, "xatol": 1e-6, "fatol": 1e-9}
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        best = optimize.minimize(loss, x0, method="Nelder-Mead", options=options)
+        n = best.x.size // 2
+        result = BLTParameters(1.0 / (1.0 + np.exp(-best.x[:n])), np.exp(best.x[n:]))
+        if unbounded_max_variance(result, t, k, b) < unbounded_max_variance(start, t, k, b):
+            return result
+    return start
 
 
 def anytime_blt_sensitivity(
