@@ -96,13 +96,14 @@ def test_pull_needs_the_policy_s_arms():
         p.pull(["red", "green", "yellow"])
 
 
-def test_the_update_past_the_horizon_is_refused():
+def test_the_round_past_the_horizon_is_refused():
     p = _policy(horizon=3)
     for _ in range(3):
         p.update(p.pull(ARMS), 0.0)
-    arm = p.pull(ARMS)  # a decision after T is post-processing
     with pytest.raises(ValueError, match="past the horizon"):
-        p.update(arm, 0.0)
+        p.pull(ARMS)
+    with pytest.raises(ValueError, match="must follow pull"):
+        p.update(ARMS[0], 0.0)
     assert p.n == 3
 
 
@@ -217,7 +218,8 @@ def test_a_saved_policy_resumes_where_it_stopped(name):
     for r in rewards[17:]:
         q.update(q.pull(ARMS), r)
         p.update(p.pull(ARMS), r)
-        assert q.pull(ARMS) == p.pull(ARMS) or q.learner.t == 40
+        assert q.learner.t == 40 or q.pull(ARMS) == p.pull(ARMS)
+    assert q.ranking == p.ranking and q.n == p.n == 40
 
 
 def test_a_saved_policy_whose_parts_disagree_is_refused_and_changes_nothing():
@@ -285,3 +287,18 @@ def test_a_learner_built_to_clip_clips_the_rewards():
     assert p.n == 1
     with pytest.raises(ValueError, match="reward must be a number"):
         p.update(p.pull(ARMS), float("nan"))
+
+
+def test_round_past_the_horizon_is_refused_before_an_arm_is_shown():
+    """pull() in round T + 1 returned an arm and only update() refused it: a deployment would
+    show an item, then fail. Now pull() refuses, naming horizon=None."""
+    from dponline.continual.base import HorizonExceededError
+
+    p = RiverPolicy.from_registry("dp-imed", ARMS, 6, seed=0)
+    for _ in range(6):
+        p.update(p.pull(ARMS), 1.0)
+    with pytest.raises(HorizonExceededError, match=r"round 7 is past it.*horizon=None"):
+        p.pull(ARMS)
+    anytime = RiverPolicy.from_registry("dp-imed", ARMS, None, seed=0)
+    for _ in range(7):
+        anytime.update(anytime.pull(ARMS), 1.0)

@@ -54,7 +54,7 @@ from dponline.privacy.arguments import (
     checked_nonnegative_int,
     saved_field,
 )
-from dponline.protocol import BanditFeedback, FeedbackKind, Learner
+from dponline.protocol import BanditFeedback, FeedbackKind, Learner, past_horizon_error
 
 __all__ = ["ArmSpace", "RiverPolicy"]
 
@@ -209,6 +209,10 @@ class RiverPolicy:
             )
         if self._pulled is not None:  # asked again in the same round: the same arm
             return self._pulled
+        horizon = getattr(self.learner, "horizon", None)
+        if horizon is not None and self.learner.t >= horizon:
+            # refused before an item is shown: its update() would be refused
+            raise past_horizon_error(type(self.learner).__name__, horizon, self.learner.t)
         arm = int(np.asarray(self.learner.act()).reshape(-1)[0])
         if not 0 <= arm < len(self._ids):
             raise RuntimeError(f"the learner played arm index {arm}, outside its {len(self._ids)}")
