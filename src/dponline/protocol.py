@@ -253,8 +253,7 @@ def past_horizon_error(who: str, horizon: int, t: int, unit: str = "round") -> V
     HorizonExceededError`, a ValueError): the learner's guarantee covers T rounds."""
     return HorizonExceededError(
         f"{who} was built for {horizon} {unit}s; {unit} {t + 1} is past it (past the horizon "
-        "the guarantee is void; a stream without a known end needs a learner built with "
-        "horizon=None, where `dponline list` shows an anytime version)"
+        "the guarantee is void)"
     )
 
 

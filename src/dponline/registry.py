@@ -352,7 +352,10 @@ PARTICIPATIONS_OPTION = (
 )
 MIN_SEPARATION_OPTION = "b: a person's rounds lie at least b apart (default 1)"
 #: the ``delta`` option of a private learner that does not describe its own
-DELTA_OPTION = "the budget's delta (0: pure DP; > 0 where the learner offers Gaussian noise)"
+DELTA_OPTION = (
+    "the budget's delta: 0 asks for pure DP (refused where the learner's noise is Gaussian "
+    "only), > 0 for (epsilon, delta)-DP (met by pure DP where its noise is Laplace only)"
+)
 #: the same for a private learner that proves one round's privacy only (group privacy)
 GROUP_PARTICIPATIONS_OPTION = (
     "k > 1: the unit of privacy is one person's at most k rounds, by group privacy (the learner "

@@ -243,8 +243,8 @@ def test_calibrations_and_their_guarantees():
         g = AdaPUCB(3, 10, budget=PrivacyBudget(0.5, calibration=calibration)).privacy
         assert g.epsilon == pytest.approx(0.5) and g.delta == 0.0
         assert "sensitivity" in g.derivation or "Lemma 1" in g.derivation
-    with pytest.raises(ValueError, match="pure DP"):
-        AdaPUCB(3, 10, budget=APPROX)
+    g = AdaPUCB(3, 10, budget=APPROX).privacy  # pure DP meets a request with delta > 0
+    assert (g.delta, g.epsilon) == (0.0, APPROX.epsilon)
     with pytest.raises(ValueError, match="delta > 0"):
         AdaCUCB(3, 10, budget=PURE)
     tight = AdaCUCB(3, 10, budget=APPROX)

@@ -210,8 +210,8 @@ def test_the_options_are_checked() -> None:
         DPSE(3, 10, budget=None, beta=1.5)
     with pytest.raises(ValueError, match="delta"):
         SuccessiveElimination(3, 10, delta=0.0)
-    with pytest.raises(ValueError, match="pure DP"):
-        DPSE(3, 10, budget=PrivacyBudget(1.0, 1e-6))
+    pure = DPSE(3, 10, budget=PrivacyBudget(1.0, 1e-6)).privacy  # pure DP meets delta > 0
+    assert (pure.epsilon, pure.delta) == (1.0, 0.0)
     g = DPSE(3, 10, budget=PrivacyBudget(2.0)).privacy
     assert g.epsilon == 2.0 and g.delta == 0.0 and "Sajed & Sheffet" in g.derivation
 

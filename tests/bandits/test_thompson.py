@@ -175,7 +175,7 @@ def test_regret_with_fixed_seeds() -> None:
 def test_the_options_are_checked() -> None:
     with pytest.raises(ValueError, match="c must"):
         LazyDPTS(3, 10, budget=None, c=-1.0)
-    with pytest.raises(ValueError, match="pure DP"):
-        LazyDPTS(3, 10, budget=PrivacyBudget(1.0, 1e-6))
+    pure = LazyDPTS(3, 10, budget=PrivacyBudget(1.0, 1e-6)).privacy  # pure DP meets delta > 0
+    assert (pure.epsilon, pure.delta) == (1.0, 0.0)
     g = LazyDPTS(3, 10, budget=PrivacyBudget(1.5)).privacy
     assert g.epsilon == 1.5 and g.delta == 0.0 and "Hu & Hegde" in g.derivation

@@ -437,15 +437,15 @@ def test_a_weaker_proof_answers_only_a_budget_that_allows_it():
 
 
 def test_first_use_messages_name_the_right_fix():
-    """From a first-use review: a pure-DP learner refusing a person's delta quotes the delta the
-    user gave (not only the one-round share); min_separation without participations is refused
-    (it was dropped); every private learner lists delta among its options."""
+    """From a first-use review: a pure-DP learner meets a person's delta by pure DP (it refused
+    it); min_separation without participations is refused (it was dropped); every private
+    learner lists delta among its options."""
     from dponline.bandits import DPIMED
     from dponline.registry import learners
 
     person = PrivacyBudget(1.0, 1e-6, participations=8, min_separation=4)
-    with pytest.raises(ValueError, match=r"got 1e-06 for the person \(.* for one round"):
-        DPIMED(3, 1000, budget=person.by_group_privacy(), rng=0)
+    g = DPIMED(3, 1000, budget=person.by_group_privacy(), rng=0).privacy
+    assert (g.epsilon, g.delta, g.participations) == (pytest.approx(1.0), 0.0, 8)
     env = KArmedBandit([0.2, 0.5, 0.9], horizon=100, rng=0)
     with pytest.raises(ValueError, match=r"min_separation=10 says how far apart.*participations"):
         build_learner("dp-imed", env, min_separation=10)

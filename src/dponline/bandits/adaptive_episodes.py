@@ -163,7 +163,6 @@ class EpisodeCalibrator:
             raise ValueError(f"mechanism must be 'laplace' or 'gaussian', got {self.mechanism!r}")
 
     def _laplace(self, budget: PrivacyBudget, calibration: str) -> Calibration:
-        budget.require_pure("the Laplace mechanism of AdaP")
         eps = budget.epsilon
         b1 = 1.0 / eps
         if calibration == "paper":

@@ -182,7 +182,6 @@ class BatchCalibrator:
             raise ValueError(f"batch must lie in [1, {self.horizon}], got {self.batch!r}")
 
     def _answer(self, budget: PrivacyBudget, tau: int, how: str) -> Calibration:
-        budget.require_pure("the batched conversion's Laplace noise")
         b = self.width / (budget.epsilon * tau)
         derivation = (
             f"{how}: batches of tau = {tau} rounds, each round in one batch; the batch value "

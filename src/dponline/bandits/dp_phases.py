@@ -182,7 +182,6 @@ class RewardSumCalibrator:
     source: str
 
     def _calibrate(self, budget: PrivacyBudget, calibration: str) -> Calibration:
-        budget.require_pure("the Laplace mechanism")
         how = (
             f"Laplace mechanism: Lap(1/eps) on {self.what} (a sum of rewards in [0, 1], "
             "sensitivity 1; a mean of r of them gets Lap(1/(eps r)), sensitivity 1/r); "

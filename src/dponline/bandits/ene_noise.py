@@ -211,7 +211,6 @@ class PrivateBanditCalibrator:
         ball = self.sensitivity_set("paper")
         s1, s2 = ball.diameter(1), ball.diameter(2)
         if self.noise == "laplace":
-            budget.require_pure("Lemma 5.1's Laplace noise")
             b = ene_laplace_scale(self.horizon, k, self.lipschitz, eps)
             how = (
                 f"Ene et al. (2021) Lemma 5.1: Laplace({b:.6g}) per coordinate of every tree "

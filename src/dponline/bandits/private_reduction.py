@@ -143,7 +143,6 @@ class ReductionCalibrator:
             )
 
     def _answer(self, budget: PrivacyBudget, lam: float, how: str) -> Calibration:
-        budget.require_pure("Algorithm 4's Laplace noise")
         how += f" (Lemma 4.2; sensitivity {self.sensitivity:.6g})"
         g = budget.prove(self.sensitivity / lam, 0.0, how)
         return Calibration(LaplaceNoise(lam), g, budget.calibration, "Algorithm 4")

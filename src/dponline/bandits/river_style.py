@@ -212,7 +212,10 @@ class RiverPolicy:
         horizon = getattr(self.learner, "horizon", None)
         if horizon is not None and self.learner.t >= horizon:
             # refused before an item is shown: its update() would be refused
-            raise past_horizon_error(type(self.learner).__name__, horizon, self.learner.t)
+            error = past_horizon_error(type(self.learner).__name__, horizon, self.learner.t)
+            raise type(error)(
+                f"{error}; a stream without a known end needs a policy built with horizon=None"
+            )
         arm = int(np.asarray(self.learner.act()).reshape(-1)[0])
         if not 0 <= arm < len(self._ids):
             raise RuntimeError(f"the learner played arm index {arm}, outside its {len(self._ids)}")

@@ -100,7 +100,7 @@ class CounterCalibrator:
     """The noise per draw of a counter ``mechanism`` over ``horizon`` rounds of inputs in
     ``bounds`` (see the module docstring).
 
-    ``noise``: "laplace" (pure DP: the budget's delta must be 0), "gaussian" or
+    ``noise``: "laplace" (pure DP, which meets every delta), "gaussian" or
     "generalized_gaussian" (delta > 0; ``regular_norm`` q names the l_q norm the sensitivity is
     measured in, and the noise uses the smooth norm of Han et al. Lemmas 3.9/3.10).
 
@@ -138,9 +138,7 @@ class CounterCalibrator:
             )
 
     def _check(self, budget: PrivacyBudget) -> None:
-        if self.noise == "laplace":
-            budget.require_pure("Laplace noise", "noise='gaussian' for (epsilon, delta)-DP")
-        else:
+        if self.noise != "laplace":  # Laplace noise's pure DP meets every delta
             budget.require_delta(f"{self.noise} noise")
         if budget.is_user_level and self.noise == "generalized_gaussian":
             raise PersonNotCovered(

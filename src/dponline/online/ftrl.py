@@ -250,7 +250,7 @@ class DPFTRL(CounterLearner):
         paper's noise on the tree of Algorithm 2) or "tight" (least provable noise on
         ``mechanism``). ``None`` runs the non-private FTRL it privatises (exact sums).
     noise:
-        "laplace" (pure DP, Theorem 3.1; the budget's delta must be 0) or "gaussian"
+        "laplace" (pure DP, Theorem 3.1, which meets every delta) or "gaussian"
         (Theorem A.1; delta > 0); by default the budget's: Laplace for delta = 0, Gaussian
         for delta > 0.
     mechanism:

@@ -265,24 +265,6 @@ class PrivacyBudget:
         """True when the budget asks for pure DP (delta == 0)."""
         return self.delta == 0.0
 
-    def require_pure(self, what: str, alternative: str | None = None) -> PrivacyBudget:
-        """Self, or ValueError when ``what`` (a mechanism) gives only pure DP and delta > 0; the
-        message names the ways out (delta = 0, which also meets the (epsilon, delta) asked, or
-        ``alternative``, e.g. another noise)."""
-        if not self.is_pure:
-            other = f", or {alternative}" if alternative else ""
-            got = (
-                f"{self.delta}"
-                if self.group_of is None
-                else f"{self.group_of.delta} for the person ({self.delta:.3g} for one round by "
-                "group privacy)"
-            )
-            raise ValueError(
-                f"{what} gives pure DP: the budget's delta must be 0, got {got}. Pass "
-                f"delta=0 (epsilon-DP is (epsilon, delta)-DP for every delta){other}"
-            )
-        return self
-
     @property
     def noise(self) -> str:
         """The noise this budget asks for when a learner or counter is not told one: "laplace"
