@@ -558,3 +558,23 @@ def test_configured_case_puts_the_options_last():
     assert case.audit.one_run_options == {"eta": 3.0}  # the registry's case is unchanged
     with pytest.raises(ValueError, match="calibration="):
         configured_case(case, {"calibration": "paper"})
+
+
+def test_list_names_and_environments(capsys):
+    assert main(["list", "dp-imed", "dp-ucb"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("dp-imed  [") and "\ndp-ucb  [" in out and "ucb1  [" not in out
+    assert "person:       a person's k rounds by group privacy" in out  # dp-imed
+    assert "person:       proves a person's k rounds >= b apart itself" in out  # dp-ucb
+    assert main(["list", "dp-imd"]) == 2
+    assert "did you mean 'dp-imed'" in capsys.readouterr().err
+    assert main(["environments", "k_armed"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("k_armed  [bandit") and "family='bernoulli'" in out and "dp-imed" in out
+    assert main(["environments", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["environments"]
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["stocks"]["options"] == {"dataset": "nyse_o", "scale": 0.1}
+    assert "dp-ftrl" in by_name["stocks"]["learners"]
+    assert main(["environments", "k_armd"]) == 2
+    assert "did you mean 'k_armed'" in capsys.readouterr().err

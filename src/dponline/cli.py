@@ -2,7 +2,8 @@
 
     dponline demo          the main job: every learner on real data, table + HTML report
     dponline run SPEC      an experiment from a TOML spec (resumable)
-    dponline list          every learner with its paper, setting and guarantee
+    dponline list [NAME]   every learner (or those named) with its paper, setting and guarantee
+    dponline environments  every environment with its options and the learners that run in it
     dponline counting      private running means of real stock returns, every mechanism
     dponline mechanisms    continual-counting mechanisms with their max and mean variance
     dponline calibrate     noise of every mechanism and calibration for a privacy budget
@@ -755,7 +756,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     results = run_sweep(
         tasks,
         backend=args.backend or spec.backend,
-        workers=spec.workers,
+        workers=args.workers or spec.workers,
         checkpoint_dir=ckpt,
         checkpoint_every=spec.checkpoint_every,
     )
@@ -782,11 +783,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _named(kind: str, names: Sequence[str] | None, catalogue: Any) -> list[str]:
+    """``names`` (default: all of ``catalogue``), each checked, in the order given."""
+    from dponline.spelling import did_you_mean
+
+    if not names:
+        return list(catalogue)
+    for name in names:
+        if name not in catalogue:
+            raise ValueError(
+                f"unknown {kind} {name!r}{did_you_mean(name, catalogue)}; expected some of "
+                f"{sorted(catalogue)}"
+            )
+    return list(names)
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     from dponline.environments.catalogue import ENVIRONMENTS
     from dponline.registry import learners
 
-    rows = [e.describe(ENVIRONMENTS) for e in learners().values()]
+    catalogue = learners()
+    rows = [catalogue[n].describe(ENVIRONMENTS) for n in _named("learner", args.names, catalogue)]
     if args.json:
         print(json.dumps({"learners": rows}, indent=2))
         return 0
@@ -801,8 +818,61 @@ def _cmd_list(args: argparse.Namespace) -> int:
         print(f"  observes:     {r['feedback_kind']}")
         print(f"  plays:        {', '.join(r['action_space'])}")
         print(f"  environments: {', '.join(r['environments']) or '-'}")
+        if r["private"]:
+            print(
+                "  person:       "
+                + (
+                    "proves a person's k rounds >= b apart itself where its configuration can "
+                    "(participations, min_separation)"
+                    if r["person_level"]
+                    else "a person's k rounds by group privacy (participations)"
+                )
+            )
+        if r["anytime"]:
+            print("  no horizon:   runs without one (horizon=None, or the option anytime)")
         for k, v in r["options"].items():
             print(f"  option {k}: {v}")
+        print()
+    return 0
+
+
+def _cmd_environments(args: argparse.Namespace) -> int:
+    import inspect
+
+    from dponline.environments.catalogue import ENVIRONMENTS
+    from dponline.registry import learners
+
+    rows = []
+    for name in _named("environment", args.names, ENVIRONMENTS):
+        entry = ENVIRONMENTS[name]
+        params = list(inspect.signature(entry.build).parameters.values())[2:]  # horizon, rng
+        options = {
+            p.name: (None if p.default is inspect.Parameter.empty else p.default) for p in params
+        }
+        runs = sorted(
+            n
+            for n, e in learners().items()
+            if any(e.runs_in(entry.feedback_kind, space) for space in entry.action_spaces)
+        )
+        rows.append(
+            {
+                "name": name,
+                "description": entry.description,
+                "feedback_kind": entry.feedback_kind.value,
+                "action_space": list(entry.action_spaces),
+                "options": options,
+                "learners": runs,
+            }
+        )
+    if args.json:
+        print(json.dumps({"environments": rows}, indent=2, default=repr))
+        return 0
+    for r in rows:
+        print(f"{r['name']}  [{r['feedback_kind']}; actions: {', '.join(r['action_space'])}]")
+        print(f"  {r['description']}")
+        shown = ", ".join(f"{k}={v!r}" for k, v in r["options"].items())
+        print(f"  options:  {shown or '-'}")
+        print(f"  learners: {', '.join(r['learners']) or '-'}")
         print()
     return 0
 
@@ -891,6 +961,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seeds", type=_positive_int, default=None, help="override the spec's seeds")
     p.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        help="override the spec's worker processes (backend local; default one per core)",
+    )
+    p.add_argument(
         "--horizon",
         type=_positive_int,
         default=None,
@@ -900,12 +976,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("list", help="every learner with its paper, setting and guarantee")
+    p.add_argument("names", nargs="*", metavar="NAME", help="only these learners")
     form = p.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="machine-readable output")
     form.add_argument(
         "--markdown", action="store_true", help="the guarantees as a Markdown page (the docs')"
     )
     p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser(
+        "environments",
+        help="every environment with its options and the learners that run in it",
+    )
+    p.add_argument("names", nargs="*", metavar="NAME", help="only these environments")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_environments)
 
     p = sub.add_parser(
         "counting",

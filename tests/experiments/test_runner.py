@@ -428,6 +428,31 @@ def test_spec_errors_name_the_field(tmp_path):
     assert main(["run", str(bad)]) == 2
 
 
+def test_a_misspelt_top_level_field_names_the_closest():
+    base = {"environment": {"name": "stocks"}, "learners": [{"name": "ftrl"}]}
+    with pytest.raises(
+        SpecError,
+        match=r"'epsilon' \(top level\): unknown \(did you mean "
+        "'epsilons'",
+    ):
+        parse_spec({**base, "epsilon": [1.0]})
+
+
+def test_record_every_defaults_to_about_a_thousand_points_a_curve():
+    """Every round was recorded by default: a spec of ten seeds, five learners and 5,000 rounds
+    wrote 113 MB of table and checkpoints. Now max(1, T // 1000) per task's horizon unless the
+    spec sets it; the last round is always recorded."""
+    envs = [
+        {"name": "stochastic", "horizon": 5000},
+        {"name": "alternating", "horizon": 800, "label": "short"},
+        {"name": "stocks", "label": "real data"},  # its own horizon: the 5,651 NYSE days
+    ]
+    tasks = parse_spec({"environments": envs, "learners": [{"name": "ftrl"}]}).tasks()
+    assert [t.record_every for t in tasks] == [5, 1, 5]
+    fixed = parse_spec({"environments": envs, "learners": [{"name": "ftrl"}], "record_every": 7})
+    assert {t.record_every for t in fixed.tasks()} == {7}
+
+
 def test_spec_seeding_and_switches_reach_every_task():
     base = {"environment": {"name": "stocks"}, "learners": [{"name": "ftrl"}, {"name": "ftpl"}]}
     plain = parse_spec(base).tasks()

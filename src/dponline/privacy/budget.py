@@ -360,8 +360,8 @@ def _round_down(x: float, digits: int) -> float:
 def group_privacy_hint(
     what: str,
     budget: PrivacyBudget,
-    instead: str = "a learner whose `dponline list` entry offers the option participations takes "
-    "a person's budget (those on the continual counters, calibration 'tight')",
+    instead: str = "a learner whose `dponline list` entry says 'proves a person's k rounds "
+    "... itself' takes a person's budget (those on the continual counters, calibration 'tight')",
 ) -> str:
     """The refusal of a user-level ``budget`` by ``what``, which proves event-level privacy only,
     with the group-privacy way out (:meth:`PrivacyBudget.by_group_privacy`: one round asked
