@@ -277,7 +277,11 @@ class PrivacyGuarantee:
     epsilon, delta:
         The proven privacy parameters (``delta == 0`` is pure DP).
     neighbouring:
-        The neighbouring relation the parameters hold over.
+        The relation between one input and its replacement (one round's, sample's or user's
+        input). The parameters hold over it for one input; a user-level guarantee
+        (:attr:`is_user_level`, ``participations`` > 1) holds over a person's inputs, so
+        ``neighbouring`` alone does not say the unit: :attr:`unit` does (and ``to_dict()``'s
+        ``neighbouring``).
     notion:
         Event-level or joint DP.
     derivation:
