@@ -44,7 +44,7 @@ def test_both_widths_are_at_most_an_eighth_of_the_epoch_gap() -> None:
 
 
 def test_round_robin_over_the_active_arms() -> None:
-    learner = SuccessiveElimination(5, 40, delta=0.5)
+    learner = SuccessiveElimination(5, 40, beta=0.5)
     learner.active[0] = [True, False, True, True, False]
     learner._refresh_order(np.array([0]))
     learner.epoch_pulls[0] = 2
@@ -84,7 +84,7 @@ def test_dp_se_eliminates_after_its_first_epoch() -> None:
 @pytest.mark.parametrize(
     "make, t_big",
     [
-        (lambda: SuccessiveElimination(4, 1000, delta=0.5, replicas=3, rng=1), 1000),
+        (lambda: SuccessiveElimination(4, 1000, beta=0.5, replicas=3, rng=1), 1000),
         (lambda: DPSE(4, 3000, budget=PrivacyBudget(1.0), beta=0.5, replicas=5, rng=1), 3000),
     ],
     ids=["successive-elimination", "dp-se"],
@@ -208,8 +208,10 @@ def test_regret_with_fixed_seeds() -> None:
 def test_the_options_are_checked() -> None:
     with pytest.raises(ValueError, match="beta"):
         DPSE(3, 10, budget=None, beta=1.5)
-    with pytest.raises(ValueError, match="delta"):
-        SuccessiveElimination(3, 10, delta=0.0)
+    with pytest.raises(ValueError, match="beta"):
+        SuccessiveElimination(3, 10, beta=0.0)
+    with pytest.raises(TypeError, match="delta"):  # the privacy budget's name, not a confidence
+        SuccessiveElimination(3, 10, delta=0.5)
     pure = DPSE(3, 10, budget=PrivacyBudget(1.0, 1e-6)).privacy  # pure DP meets delta > 0
     assert (pure.epsilon, pure.delta) == (1.0, 0.0)
     g = DPSE(3, 10, budget=PrivacyBudget(2.0)).privacy

@@ -19,8 +19,8 @@ eliminations provably remove nothing whatever their rewards
 "Successive Elimination" with unknown biases). Epochs of one pull per active arm; after the
 t-th epoch every active arm has t pulls and mu^_a is the mean of all of them. With
 alpha_t = sqrt(log(c K t^2 / delta) / t), c = 4, the arms with
-max_{b in S} mu^_b - mu^_a >= 2 alpha_t are eliminated. delta defaults to 1/T. Deterministic
-given the rewards; not private.
+max_{b in S} mu^_b - mu^_a >= 2 alpha_t are eliminated. delta (the option ``beta`` here)
+defaults to 1/T. Deterministic given the rewards; not private.
 
 **DP-SE** (:class:`DPSE`; Sajed & Sheffet 2019). Epoch e = 1, 2, ... with Delta_e = 2^-e and
 s = |S|:
@@ -389,8 +389,10 @@ class SuccessiveElimination(RoundRobinEpochs):
     ----------
     n_arms, horizon:
         K >= 2 arms and T rounds.
-    delta:
-        The confidence delta of alpha_t (default 1/T; 1/2 for T = 1).
+    beta:
+        The confidence of alpha_t, the paper's delta (default 1/T; 1/2 for T = 1). Named beta,
+        as DP-SE's, because delta is the privacy budget's everywhere else: a ``delta=1e-6``
+        meant for a sweep's private learners is refused here rather than taken as a confidence.
     replicas, rng, clip:
         As for :class:`~dponline.bandits.k_armed.KArmedLearner` (no randomness is drawn).
     """
@@ -402,20 +404,21 @@ class SuccessiveElimination(RoundRobinEpochs):
         n_arms: int,
         horizon: int,
         *,
-        delta: float | None = None,
+        beta: float | None = None,
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
     ) -> None:
         super().__init__(n_arms, horizon, replicas=replicas, rng=rng, clip=clip)
         default = min(1.0 / self.horizon, 0.5)
-        self.delta = default if delta is None else checked_probability("delta", delta)
+        self.beta = default if beta is None else checked_probability("beta", beta)
         self._start_epochs(np.arange(self.replicas))
 
     def alpha_t(self, t: Any) -> np.ndarray:
-        """alpha_t = sqrt(log(c K t^2 / delta) / t) after t pulls of every active arm."""
+        """alpha_t = sqrt(log(c K t^2 / beta) / t) after t pulls of every active arm (the
+        paper's delta is beta here)."""
         t = np.asarray(t, dtype=float)
-        return np.sqrt(np.log(EVEN_DAR_C * self.n_arms * t * t / self.delta) / t)
+        return np.sqrt(np.log(EVEN_DAR_C * self.n_arms * t * t / self.beta) / t)
 
     def _epoch_pulls(self, rows: np.ndarray) -> np.ndarray:
         return np.ones(rows.size, dtype=np.int64)
@@ -467,7 +470,7 @@ class SuccessiveElimination(RoundRobinEpochs):
         return lo.astype(np.int64)
 
     def _extra_config(self) -> dict[str, Any]:
-        return {"delta": self.delta}
+        return {"beta": self.beta}
 
 
 class DPSE(RoundRobinEpochs):
@@ -668,7 +671,7 @@ register_learner(
                 "bernoulli_bandit", environment_options={"n_arms": 3}, randomised=False
             ),
         ),
-        options={"delta": "confidence delta (default 1/T)"},
+        options={"beta": "the confidence of alpha_t, the paper's delta (default 1/T)"},
         counterpart_of=("dp-se",),
     )
 )
