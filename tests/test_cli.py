@@ -578,3 +578,16 @@ def test_list_names_and_environments(capsys):
     assert "dp-ftrl" in by_name["stocks"]["learners"]
     assert main(["environments", "k_armd"]) == 2
     assert "did you mean 'k_armed'" in capsys.readouterr().err
+
+
+def test_horizon_is_spelt_as_in_dponline_run_too(capsys):
+    """``--horizon`` (dponline run's name) is an alias of ``--T`` in every command that takes
+    one."""
+    assert main(["mechanisms", "--T", "64", "--json"]) == 0
+    by_t = json.loads(capsys.readouterr().out)
+    assert main(["mechanisms", "--horizon", "64", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == by_t
+    for command in ("audit", "calibrate", "side-by-side"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "--T T, --horizon T" in capsys.readouterr().out

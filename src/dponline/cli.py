@@ -1013,7 +1013,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_counting)
 
     p = sub.add_parser("mechanisms", help="continual-counting mechanisms, max and mean variance")
-    p.add_argument("--T", type=_positive_int, default=None, help="horizon (default: 1024)")
+    p.add_argument(
+        "--T",
+        "--horizon",
+        dest="T",
+        type=_positive_int,
+        default=None,
+        help="horizon (default: 1024)",
+    )
     p.add_argument(
         "--rho", type=_positive_float, default=0.5, help="zCDP budget (default: %(default)s)"
     )
@@ -1054,7 +1061,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=1e-6,
         help="delta (default: %(default)s; 0: pure DP, the Laplace rows only)",
     )
-    p.add_argument("--T", type=_positive_int, default=10_000, help="horizon (default: %(default)s)")
+    p.add_argument(
+        "--T",
+        "--horizon",
+        dest="T",
+        type=_positive_int,
+        default=10_000,
+        help="horizon (default: %(default)s)",
+    )
     p.add_argument("--d", type=_positive_int, default=10, help="dimension (default: %(default)s)")
     p.add_argument(
         "--low", type=float, default=0.0, help="inputs lie in [low, high]^d (default: %(default)s)"
@@ -1069,6 +1083,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--T",
+        "--horizon",
+        dest="T",
         type=_positive_int,
         default=None,
         help="horizon of the counters' streams (default: 16)",
@@ -1139,7 +1155,14 @@ def build_parser() -> argparse.ArgumentParser:
         "side-by-side",
         help="CTRL, DP-FTRL and the streaming Frank-Wolfe on one smooth stream at one budget",
     )
-    p.add_argument("--T", type=_positive_int, default=2_000, help="rounds (default: %(default)s)")
+    p.add_argument(
+        "--T",
+        "--horizon",
+        dest="T",
+        type=_positive_int,
+        default=2_000,
+        help="rounds (default: %(default)s)",
+    )
     p.add_argument("--d", type=_positive_int, default=5, help="dimension (default: %(default)s)")
     p.add_argument(
         "--epsilon", type=_positive_float, default=1.0, help="epsilon (default: %(default)s)"
