@@ -695,6 +695,7 @@ _SUMMARY_COLUMNS = [
     ("calibration", "calibration", ""),
     ("epsilon", "eps", "g"),
     ("proven_epsilon", "eps proven", ".3g"),
+    ("delta", "delta", ".2g"),
     ("T", "T", "d"),
     ("seeds", "seeds", "d"),
     ("regret_mean", "regret", ".1f"),
@@ -717,6 +718,8 @@ def _print_summary(rows: list[dict[str, Any]]) -> None:
     if any(str(r.get("unit") or "").startswith("person") for r in rows):
         # an epsilon per person beside one per round: say which
         columns.insert(5, ("unit", "unit of privacy", ""))
+    if any(r.get("switches_mean") is not None for r in rows):  # count_switches
+        columns.append(("switches_mean", "switches", ".1f"))
     if any(r.get("final_loss_mean") is not None for r in rows):  # held-out evaluation
         columns += [("final_loss_mean", "held-out", ".4g"), ("final_loss_ci95", "+-95%", ".2g")]
     _print_table(shown, columns)
@@ -753,13 +756,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     ckpt = None if args.no_checkpoint else out / "checkpoints"
     tasks = spec.tasks()
     reused = stored_results(tasks, ckpt, spec.checkpoint_every)
-    results = run_sweep(
-        tasks,
-        backend=args.backend or spec.backend,
-        workers=args.workers or spec.workers,
-        checkpoint_dir=ckpt,
-        checkpoint_every=spec.checkpoint_every,
-    )
+    made = [d for d in (out, out / "checkpoints") if not d.exists()]
+    try:
+        results = run_sweep(
+            tasks,
+            backend=args.backend or spec.backend,
+            workers=args.workers or spec.workers,
+            checkpoint_dir=ckpt,
+            checkpoint_every=spec.checkpoint_every,
+        )
+    except BaseException:
+        for folder in reversed(made):  # a failed run leaves no empty folders behind
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise
     index = write_report(results, out, title=spec.name, captions=spec.captions())
     rows = _summary_rows(summarise(results))
     if args.json:

@@ -758,3 +758,21 @@ def test_a_task_that_cannot_be_built_is_named():
     )
     with pytest.raises(ValueError, match=r"task dp-exp2 on bernoulli_bandit n_arms=ten, tight"):
         run_sweep(spec.tasks(), backend="serial", progress=False)
+
+
+def test_run_table_has_delta_and_switches_and_a_failed_run_leaves_nothing(tmp_path, capsys):
+    """From a first-use review: the CLI's table had no delta column (pure DP and
+    (epsilon, delta)-DP both read "eps proven 1"), the side-by-side spec's switches reached
+    only results.csv, and a run refused for its horizon left an empty report folder."""
+    out = tmp_path / "sbs"
+    args = ["run", "side_by_side", "--out", str(out), "--backend", "serial", "--seeds", "2"]
+    assert main([*args, "--horizon", "60"]) == 0
+    text = capsys.readouterr().out
+    header = next(line for line in text.splitlines() if line.startswith("environment"))
+    assert "delta" in header.split() and "switches" in header.split()
+    assert "1e-06" in text
+    spec = ROOT / "examples" / "experts_stocks.toml"
+    bad = tmp_path / "bad"
+    assert main(["run", str(spec), "--out", str(bad), "--horizon", "100000"]) == 2
+    assert "exceeds the" in capsys.readouterr().err
+    assert not bad.exists()

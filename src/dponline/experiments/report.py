@@ -54,6 +54,8 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
         learner=("learner", "first"),
     ).reset_index()
     out["regret_ci95"] = t95(out["seeds"]) * out["regret_sd"] / np.sqrt(out["seeds"])
+    if "switches" in final.columns:  # a spec with count_switches: mean switches at T
+        out["switches_mean"] = grouped["switches"].mean().reset_index(drop=True).to_numpy()
     if "final_loss" in final.columns and final["final_loss"].notna().any():
         held = grouped["final_loss"].agg(["mean", "std", "count"]).reset_index(drop=True)
         out["final_loss_mean"] = held["mean"].to_numpy()
