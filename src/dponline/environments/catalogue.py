@@ -301,7 +301,9 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             ),
             FeedbackKind.BANDIT,
             "arms",
-            "Bernoulli arms, one better by `gap`",
+            "Bernoulli arms, one better by `gap` (losses 0.5 - gap and 0.5; pseudo-regret): "
+            "the first family; k_armed has it and more (families, chosen instances, the "
+            "K-armed fast path)",
         ),
         EnvironmentEntry(
             "k_armed",
