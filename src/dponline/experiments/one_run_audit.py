@@ -58,7 +58,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -350,10 +350,10 @@ def one_run_audit(
             f"protects at most {unit[0]} rounds at least {unit[1]} apart: the audit would test "
             "a larger change than the claim covers (give a PrivacyGuarantee with that unit)"
         )
-    if white_box is not None and plan.participations != 1:
+    if white_box is not None and plan.participations != 1 and not _reads_persons(white_box):
         raise ValueError(
-            "the white-box guessers read one round per canary: audit canaries of several "
-            "rounds with the default guesser (white_box=None)"
+            f"{type(white_box).__name__} reads one round per canary: audit canaries of several "
+            "rounds with the default guesser (white_box=None) or an ArmOrderModel"
         )
     if plan.participations < unit[0]:
         warn_caller(
@@ -425,6 +425,11 @@ def one_run_audit(
         fitted=fit,
         seconds=time.perf_counter() - started,
     )
+
+
+def _reads_persons(white_box: Any) -> bool:
+    """Whether a white box scores a canary of several rounds (its ``persons`` flag)."""
+    return bool(getattr(white_box, "persons", False))
 
 
 def _generators_of(obj: Any, depth: int = 5) -> list[np.random.Generator]:
@@ -728,6 +733,9 @@ class ArmOrderModel:
 
     release: Callable[[np.ndarray], np.ndarray]
     levels: int = 1
+    #: a canary of a person's several rounds (one coin) is scored by the sum of its rounds'
+    #: scores, each read as above
+    persons: ClassVar[bool] = True
 
     def scores(
         self,
@@ -737,19 +745,17 @@ class ArmOrderModel:
         row_b: np.ndarray,
         plan: CanaryPlan,
     ) -> np.ndarray:
-        if plan.participations != 1:
-            raise ValueError("arm-order scores read one round per canary")
         arms = np.asarray(actions).reshape(len(actions), -1)[:, 0].astype(np.int64)
         horizon = len(arms)
         k = max(int(arms.max()) + 1, int(np.asarray(row_a).size))
         pulls = pulls_before(arms)
-        centre = plan.rounds[:, 0]
+        centre = plan.rounds.ravel()  # canary i's rounds at i * participations + j
         arm = arms[centre]
         first = np.asarray(self.release(pulls[centre]), dtype=np.int64)
         loss_b = np.asarray(row_b, dtype=float).ravel()
         loss_a = np.asarray(row_a, dtype=float).ravel()
         sign = np.sign(loss_b[arm] - loss_a[arm])
-        out = np.zeros(plan.canaries)
+        out = np.zeros(centre.size)
         for level in np.unique(first[:, None] + np.arange(self.levels)[None, :]):
             here = (first <= level) & (level < first + self.levels)
             returns = np.full(k, horizon)
@@ -760,7 +766,8 @@ class ArmOrderModel:
             reached = int((returns < horizon).sum())
             ranks[returns >= horizon] = reached + (k - reached - 1) / 2
             out[here] += ranks[arm[here]] / max(k - 1, 1) - 0.5
-        return sign * out / self.levels
+        per_round = sign * out / self.levels
+        return per_round.reshape(plan.canaries, plan.participations).sum(axis=1)
 
 
 def arm_order_model(learner: Any, make_loss: Any = None) -> ArmOrderModel | None:
@@ -1096,9 +1103,9 @@ def audit_registered(
         )(1, np.random.default_rng([seed, 1]))
     make_loss = getattr(env, "loss_of", None)
     reader = WHITE_BOX.get(f"{entry.name}/{case.label}", WHITE_BOX.get(entry.name))
-    # the white boxes read one round per canary; a person's canary is read by the discriminant
-    one_round = plan.participations == 1
-    model = reader(learner, make_loss) if reader is not None and white_box and one_round else None
+    model = reader(learner, make_loss) if reader is not None and white_box else None
+    if model is not None and plan.participations > 1 and not _reads_persons(model):
+        model = None  # it reads one round per canary: a person's canary by the discriminant
     return one_run_audit(
         learner,
         filler_rows,
