@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -63,9 +64,11 @@ def test_bad_calls_are_refused():
         cap.admit("b", 3)
     with pytest.raises(ArgumentError, match="already given"):
         cap.admit("a", 4)
-    for bad in (-1, 2.0, True, "5"):
+    for bad in (-1, 2.0, True, np.True_, "5", np.float64(6.0)):
         with pytest.raises(ArgumentError, match="round index"):
             cap.admit("a", bad)
+    assert cap.admit("c", np.int64(6))  # a learner's round counter may be a numpy integer
+    assert not cap.admit("c", np.int32(7))  # 1 round after: too soon (b = 2)
     with pytest.raises(ArgumentError, match="hashable"):
         cap.admit(["a"], 5)
     with pytest.raises(ValueError, match="participations"):

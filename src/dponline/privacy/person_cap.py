@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+import numpy as np
+
 from dponline.privacy.arguments import ArgumentError
 from dponline.privacy.guarantee import PrivacyGuarantee, check_participation
 
@@ -68,8 +70,9 @@ class ParticipationCap:
 
     def admit(self, person: Hashable, t: int) -> bool:
         """Whether round ``t`` may carry ``person``'s data (counted if so)."""
-        if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+        if isinstance(t, bool | np.bool_) or not isinstance(t, int | np.integer) or t < 0:
             raise ArgumentError(f"t must be a round index, an integer >= 0, got {t!r}")
+        t = int(t)  # a numpy integer too (a learner's round counter)
         if t < self._round:
             raise ArgumentError(
                 f"rounds come in order: round {t} after round {self._round} (a person's "
