@@ -157,7 +157,7 @@ def test_refusals():
         one_run_audit(own, stream, ([0, 0], [1, 0]), plan, dim=2, seed=shared)
     pair = CanaryPlan(canaries=10, gap=4, participations=2, separation=1)
     person = PrivacyGuarantee(1.0, 0.0, participations=2, min_separation=1)
-    with pytest.raises(ValueError, match="object reads one round per canary.*ArmOrderModel"):
+    with pytest.raises(ValueError, match=r"object reads one round per canary.*ArmOrderModel"):
         one_run_audit(
             _dp_ftrl(1.0, pair.horizon),
             np.zeros((pair.horizon, 2)),
