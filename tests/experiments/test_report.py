@@ -95,6 +95,15 @@ def test_privacy_utility_points_sit_at_the_proven_epsilon(tmp_path):
     assert tight["x"] == pytest.approx(tight["requested"])
 
 
+def test_one_budget_gets_a_readable_epsilon_axis():
+    from dponline.experiments.report import epsilon_axis_limits
+
+    lo, hi = epsilon_axis_limits([0.9999997, 1.0, 1.0, float("nan")])
+    assert lo < 0.5 < 2 < hi and hi / lo < 5  # ticks 0.5, 1 and 2
+    assert epsilon_axis_limits([0.25, 1.0, 4.0]) is None  # a sweep: matplotlib's own range
+    assert epsilon_axis_limits([]) is None
+
+
 def test_notes_flag_what_looks_wrong():
     spec = [
         ("ftrl", "ftrl", "none", None, np.nan),

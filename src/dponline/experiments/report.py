@@ -274,6 +274,17 @@ def _guarantee_kind(delta: float) -> str:
     return f"(eps, {mantissa.rstrip('0').rstrip('.')}e{int(exponent)})-DP"
 
 
+def epsilon_axis_limits(epsilons: Any) -> tuple[float, float] | None:
+    """The privacy-utility plot's x range when its epsilons span less than a factor of 4: a
+    factor of 2 either side of their middle (matplotlib zoomed a log axis on one budget and
+    labelled its ticks "0.999999", "1", "1"); None to let matplotlib choose."""
+    xs = [float(x) for x in epsilons if np.isfinite(x) and x > 0]
+    if not xs or max(xs) / min(xs) >= 4:
+        return None
+    centre = math.sqrt(min(xs) * max(xs))
+    return min(min(xs), centre / 2) / 1.1, max(max(xs), centre * 2) * 1.1
+
+
 def plot_privacy_utility(summary: pd.DataFrame, environment: str, path: Path) -> dict:
     """Final regret against the *proven* epsilon (log scale) per private learner and
     calibration, the requested epsilon marked by a hollow marker joined to the proven one;
@@ -314,8 +325,9 @@ def plot_privacy_utility(summary: pd.DataFrame, environment: str, path: Path) ->
     public = data[data["epsilon"].isna()]
     for k, (_, r) in enumerate(public.iterrows()):
         ls, colour = _REF_STYLES[k % len(_REF_STYLES)]
+        said = "non-private" in str(r["label"])  # a spec's label may say it already
         ax.axhline(r["regret_mean"], ls=ls, color=colour, lw=1.2,
-                   label=f"{r['label']} (non-private)")  # fmt: skip
+                   label=r["label"] if said else f"{r['label']} (non-private)")  # fmt: skip
     # the y range holds every point with its interval and every non-private line
     ci = private["regret_ci95"].fillna(0.0)
     ys = [*(private["regret_mean"] - ci), *(private["regret_mean"] + ci), *public["regret_mean"]]
@@ -325,6 +337,9 @@ def plot_privacy_utility(summary: pd.DataFrame, environment: str, path: Path) ->
         ax.set_ylim(lo - pad, hi + pad)
     ax.plot([], [], marker="o", mfc="none", color="gray", ls="none", label="requested epsilon")
     ax.set_xscale("log")
+    limits = epsilon_axis_limits([*private["proven_epsilon"], *private["epsilon"]])
+    if limits is not None:
+        ax.set_xlim(*limits)
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
