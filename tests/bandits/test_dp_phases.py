@@ -240,7 +240,7 @@ def test_the_options_are_checked() -> None:
     for bad in (0, 2.5, True, "3"):
         with pytest.raises((ValueError, TypeError), match="first_phase"):
             DPKLUCB(3, 10, budget=PrivacyBudget(1.0), first_phase=bad)
-    pure = DPIMED(3, 10, budget=PrivacyBudget(1.0, 1e-6)).privacy  # pure DP meets delta > 0
+    pure = DPIMED(3, 100, budget=PrivacyBudget(1.0, 1e-6)).privacy  # pure DP meets delta > 0
     assert (pure.epsilon, pure.delta) == (1.0, 0.0)
     with pytest.warns(UserWarning, match="fill the horizon"):
         g = DPKLUCB(3, 10, budget=PrivacyBudget(0.5, calibration="paper")).privacy

@@ -294,7 +294,7 @@ def test_round_past_the_horizon_is_refused_before_an_arm_is_shown():
     show an item, then fail. Now pull() refuses, naming horizon=None."""
     from dponline.continual.base import HorizonExceededError
 
-    p = RiverPolicy.from_registry("dp-imed", ARMS, 6, seed=0)
+    p = RiverPolicy.from_registry("adap-ucb", ARMS, 6, seed=0)
     for _ in range(6):
         p.update(p.pull(ARMS), 1.0)
     with pytest.raises(HorizonExceededError, match=r"round 7 is past it.*horizon=None"):
