@@ -218,7 +218,7 @@ def _write(path: Path, kind: str, task: str, body: Any, arrays: dict[str, np.nda
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            # a results table's label columns repeat (fixed-width unicode): compressed, 8x
+            # a results table's label columns repeat (fixed-width unicode): compressed, 25x
             # smaller; a learner's state (its noise) is written as it is, fast
             save = np.savez_compressed if kind == "result" else np.savez
             save(fh, allow_pickle=False, **{_HEADER: np.frombuffer(blob, np.uint8)}, **arrays)
