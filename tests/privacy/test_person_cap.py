@@ -67,10 +67,10 @@ def test_bad_calls_are_refused():
     for bad in (-1, 2.0, True, np.True_, "5", np.float64(6.0)):
         with pytest.raises(ArgumentError, match="round index"):
             cap.admit("a", bad)
-    assert cap.admit("c", np.int64(6))  # a learner's round counter may be a numpy integer
-    assert not cap.admit("c", np.int32(7))  # 1 round after: too soon (b = 2)
     with pytest.raises(ArgumentError, match="hashable"):
         cap.admit(["a"], 5)
+    assert cap.admit("c", np.int64(6))  # a learner's round counter may be a numpy integer
+    assert not cap.admit("c", np.int32(7))  # 1 round after: too soon (b = 2)
     with pytest.raises(ValueError, match="participations"):
         ParticipationCap(0)
 
