@@ -514,7 +514,7 @@ def test_audit_a_configuration_of_ones_own(capsys):
     args = ["audit", "--one-run", "--json", "--learners", "dp-imed", "--canaries", "150"]
     assert main([*args, "--option", "epsilon=0.5"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["learners"]
-    assert row["claimed_epsilon"] == 0.5 and "epsilon=0.5" in row["case"]
+    assert row["claimed_epsilon"] == 0.5 and row["options"] == "epsilon=0.5"
     assert row["participations"] == 1 and row["refuted_at_claim"] is False  # chance <= 1e-3
     assert main([*args, "--option", "participations=3", "min_separation=5"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["learners"]
@@ -525,7 +525,7 @@ def test_audit_a_configuration_of_ones_own(capsys):
     many = ["audit", "--json", "--learners", "dp-imed", "--trials", "400"]
     assert main([*many, "--option", "epsilon=0.5"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["learners"]
-    assert row["claimed_epsilon"] == 0.5 and "epsilon=0.5" in row["case"]
+    assert row["claimed_epsilon"] == 0.5 and row["options"] == "epsilon=0.5"
     assert main([*many, "--option", "participations=3"]) == 2
     assert "a person's 3 rounds" in capsys.readouterr().err
     for wrong, says in (
@@ -533,6 +533,7 @@ def test_audit_a_configuration_of_ones_own(capsys):
         ([*many, "--option", "epsilon=0.5", "epsilon=0.2"], "given twice for epsilon"),
         ([*many, "--option", "calibration=paper"], "--calibration"),
         ([*many, "--option", "epsilonn=0.5"], "did you mean 'epsilon'"),
+        ([*many, "--option", "epsilon=none"], "epsilon must be a number > 0, got None"),
     ):
         assert main(wrong) == 2
         assert says in capsys.readouterr().err
@@ -541,7 +542,7 @@ def test_audit_a_configuration_of_ones_own(capsys):
     assert "KEY=VALUE" in capsys.readouterr().err
 
 
-def test_configured_case_puts_the_options_last():
+def test_configured_case_puts_the_options_last_and_keeps_the_label():
     from dponline.experiments.learner_audit import configured_case
     from dponline.registry import AuditCase, LearnerTestCase
 
@@ -552,7 +553,9 @@ def test_configured_case_puts_the_options_last():
         label="small",
     )
     got = configured_case(case, {"eta": 5.0, "epsilon": 0.25})
-    assert got.epsilon == 0.25 and got.label == "small: eta=5.0, epsilon=0.25"
+    # the label finds the case's one-run plan and white box: renamed, they were lost (the DP-UCB
+    # cases ran at gap 2 instead of 8, the fitted guesser instead of the white box)
+    assert got.epsilon == 0.25 and got.label == "small"
     assert got.audit.learner_options == {"eta": 5.0}
     assert got.audit.one_run_options == {"eta": 5.0}
     assert case.audit.one_run_options == {"eta": 3.0}  # the registry's case is unchanged

@@ -245,9 +245,9 @@ def test_the_factory_gets_the_budget_the_registry_builds(entry, case):
     # a private learner's counterpart (NON_PRIVATE) or a non-private learner: no budget
     build_learner(spied, env, epsilon=NON_PRIVATE, replicas=2, **options)
     assert got == {"budget": None, "replicas": 2, **passed}
-    if not entry.private:
-        build_learner(spied, env, epsilon=1.0, **options)
-        assert got == {"budget": None, **options}
+    if not entry.private:  # an epsilon it would ignore is refused (it would read as private)
+        with pytest.raises(ValueError, match="is not private and takes no epsilon"):
+            build_learner(spied, env, epsilon=1.0, **options)
 
 
 @pytest.mark.parametrize("entry, case", [c for c in CASES if c.values[0].private])
@@ -297,6 +297,14 @@ def test_a_private_learner_is_private_unless_asked_for_its_counterpart():
     assert build_learner("imed", env, rng=0).privacy is None  # non-private: nothing to default
     assert build_learner("imed", env, epsilon=None, rng=0).privacy is None
     assert build_learner("imed", env, epsilon=NON_PRIVATE, rng=0).privacy is None
+    with pytest.raises(ValueError, match=r"'imed' is not private.*private version: dp-imed"):
+        build_learner("imed", env, epsilon=0.5, rng=0)
+    import copy
+    import pickle
+
+    # one object, whatever copies it: the identity checks of RiverPolicy hold
+    assert copy.deepcopy(NON_PRIVATE) is NON_PRIVATE
+    assert pickle.loads(pickle.dumps(NON_PRIVATE)) is NON_PRIVATE
     # a person's unit without a budget would be silently dropped: refused
     with pytest.raises(ValueError, match=r"'dp-ucb' is built without noise \(NON_PRIVATE\)"):
         build_learner("dp-ucb", env, epsilon=NON_PRIVATE, participations=5, min_separation=2)

@@ -393,8 +393,7 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
     _print_table(
         [{**r, **{k: verdict(r, k) for k in r if k.startswith("refuted_")}} for r in rows],
         [
-            ("learner", "learner", ""),
-            ("case", "case", ""),
+            *_case_columns(rows),
             ("claimed_epsilon", "claimed eps", ".3g"),
             ("horizon", "T", "d"),
             ("canaries", "canaries", "d"),
@@ -422,6 +421,15 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
     print(_familywise(len(rows), significance))
     print(f"Wall time {wall:.1f} s, CPU {cpu:.1f} s.")
     return 0
+
+
+def _case_columns(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The audit tables' first columns: learner, case, and the options of ``--option`` when
+    given."""
+    columns = [("learner", "learner", ""), ("case", "case", "")]
+    if any(row.get("options") for row in rows):
+        columns.append(("options", "options", ""))
+    return columns
 
 
 def _audit_options(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -522,8 +530,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         if args.noise_fraction is None
         else f"{args.noise_fraction:g} of it"
     )
+    asked = (_audit_options(args) or {}).get("epsilon", 1)
     print(
-        "Registered private learners (tight calibration, epsilon = 1 asked), on the "
+        f"Registered private learners ({args.calibration} calibration, epsilon = {asked:g} "
+        "asked), on the "
         "neighbouring streams of their audit cases (the input of round 'changed' differs; "
         f"--json gives the values and the event counted), with the full noise and with less "
         f"({less}):\n"
@@ -531,8 +541,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     _print_table(
         learner_rows,
         [
-            ("learner", "learner", ""),
-            ("case", "case", ""),
+            *_case_columns(learner_rows),
             ("claimed_epsilon", "claimed eps", ".3g"),
             ("delta", "delta", ".3g"),
             ("horizon", "T", "d"),
@@ -556,8 +565,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         _print_table(
             with_rho,
             [
-                ("learner", "learner", ""),
-                ("case", "case", ""),
+                *_case_columns(with_rho),
                 ("claimed_rho", "claimed rho", ".4f"),
                 ("rho_lower", "rho lower (noise x1)", ".4f"),
                 ("rho_verdict", "verdict", ""),
@@ -978,6 +986,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--horizon",
+        "--T",
+        dest="horizon",
         type=_positive_int,
         default=None,
         help="override the spec's horizon (rounds; real data is cut to it)",

@@ -455,10 +455,13 @@ DEFAULT_EPSILON = _DefaultEpsilon()
 
 
 class _NonPrivate:
-    """The type of :data:`NON_PRIVATE`."""
+    """The type of :data:`NON_PRIVATE`: one object, which copies and pickles keep."""
 
     def __repr__(self) -> str:
         return "NON_PRIVATE"
+
+    def __reduce__(self) -> str:
+        return "NON_PRIVATE"  # pickle and copy give back the module's object
 
 
 #: ``epsilon=NON_PRIVATE``: a private learner's non-private counterpart (the same algorithm
@@ -470,7 +473,8 @@ def resolved_epsilon(entry: LearnerEntry, epsilon: Any) -> float | None:
     """The epsilon a learner of ``entry`` is built at, ``None`` for no noise:
     :data:`DEFAULT_EPSILON` gives 1.0 for a private learner; :data:`NON_PRIVATE` its
     non-private counterpart; ``None`` is refused for a private learner (it would run without
-    noise) and means nothing else for a non-private one, which takes no budget."""
+    noise). A non-private learner takes ``None``, :data:`NON_PRIVATE` or nothing, and refuses
+    an epsilon, which it would ignore (a caller would believe it private)."""
     if isinstance(epsilon, _DefaultEpsilon):
         return 1.0 if entry.private else None
     if isinstance(epsilon, _NonPrivate):
@@ -480,6 +484,14 @@ def resolved_epsilon(entry: LearnerEntry, epsilon: Any) -> float | None:
             f"epsilon=None for the private learner {entry.name!r}: give its epsilon (1.0 when "
             "left out), or epsilon=NON_PRIVATE (dponline.registry) for its non-private "
             "counterpart, which adds no noise and protects nothing"
+        )
+    if epsilon is not None and not entry.private:
+        private = f" (its private version: {', '.join(entry.counterpart_of)})" * bool(
+            entry.counterpart_of
+        )
+        raise ValueError(
+            f"{entry.name!r} is not private and takes no epsilon (got {epsilon!r}): leave it "
+            f"out, or build a private learner{private}"
         )
     return epsilon
 

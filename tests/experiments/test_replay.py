@@ -224,8 +224,8 @@ def test_a_private_learner_is_replayed_private_unless_asked_otherwise():
     assert run.label == "dp-glm-bandit (non-private)"
     with pytest.raises(ValueError, match="epsilon=None for the private learner"):
         replay_learner("dp-glm-bandit", log, seeds=1, horizon=20, epsilon=None)
-    (run,) = replay_learner("glm-bandit", log, seeds=1, horizon=20, epsilon=1.0)
-    assert run.label == "glm-bandit"  # a non-private learner: no epsilon in its name
+    with pytest.raises(ValueError, match=r"'glm-bandit' is not private.*dp-glm-bandit"):
+        replay_learner("glm-bandit", log, seeds=1, horizon=20, epsilon=1.0)
 
 
 def test_every_contextual_learner_replays_on_the_open_bandit_log():

@@ -214,7 +214,8 @@ class RiverPolicy:
             # refused before an item is shown: its update() would be refused
             error = past_horizon_error(type(self.learner).__name__, horizon, self.learner.t)
             raise type(error)(
-                f"{error}; a stream without a known end needs a policy built with horizon=None"
+                f"{error}; a stream without a known end needs a policy built with horizon=None, "
+                "from a learner that has an anytime version (`dponline list`)"
             )
         arm = int(np.asarray(self.learner.act()).reshape(-1)[0])
         if not 0 <= arm < len(self._ids):

@@ -104,8 +104,9 @@ def anytime_blt_parameters(
     person = optimise_unbounded(t, k, b)
     if person.pattern_sums(UNBOUNDED_ROUNDS, k, b) is not None:
         return person
-    # coefficients that may increase: the one-round optimum, where the person's bound applies
-    # (none found among k in {2, ..., 4096} and b in {1, ..., 10^5}; kept for safety)
+    # coefficients that may increase: the one-round optimum (none found among k in
+    # {2, ..., 4096} and b in {1, ..., 10^5}; kept for safety); should its own coefficients
+    # rise too, anytime_blt_sensitivity refuses it rather than under-calibrate
     return optimise_unbounded(t)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from dponline.continual import make_counter
 from dponline.continual.registry import MECHANISMS
-from dponline.experiments.learner_audit import audit_learner, audited_cases
+from dponline.experiments.learner_audit import audit_learner, audited_cases, options_text
 from dponline.experiments.progress import Progress
 from dponline.privacy.arguments import checked_probability
 from dponline.privacy.audit import AuditResult, audit, counter_sampler
@@ -148,6 +148,7 @@ def learner_audit_table(
                 {
                     "learner": name,
                     "case": case.label,
+                    "options": options_text(options),
                     "calibration": calibration,
                     "claimed_epsilon": full.claimed_epsilon,
                     "delta": full.delta,

@@ -41,6 +41,7 @@ __all__ = [
     "audited_cases",
     "configured_case",
     "neighbouring_streams",
+    "options_text",
     "stream_runner",
 ]
 
@@ -48,23 +49,28 @@ __all__ = [
 def configured_case(case: LearnerTestCase, options: Mapping[str, Any]) -> LearnerTestCase:
     """The audit case ``case`` with the learner built your way: ``epsilon`` in ``options``
     replaces the case's, every other option is passed to the learner's builder after the case's
-    own (many-run and one-run alike), and the label says what changed. The neighbouring inputs
-    and the event are the case's; an option the learner does not take is refused when it is
-    built."""
+    own (many-run and one-run alike). The neighbouring inputs, the event and the label (by
+    which the one-run audit finds the case's plan and white box) are the case's; an option the
+    learner does not take is refused when it is built."""
     if case.audit is None:
         raise ValueError(f"case {case.label!r} has no AuditCase")
     if "calibration" in options:
         raise ValueError("the calibration is the audit's argument (calibration=), not an option")
     rest = {k: v for k, v in options.items() if k != "epsilon"}
-    epsilon = float(options.get("epsilon", case.epsilon))
-    changed = ", ".join(f"{k}={v!r}" for k, v in options.items())
+    epsilon = options.get("epsilon", case.epsilon)
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not epsilon > 0:
+        raise ValueError(f"the option epsilon must be a number > 0, got {epsilon!r}")
     audit = dataclasses.replace(
         case.audit,
         learner_options={**case.audit.learner_options, **rest},
         one_run_options={**case.audit.one_run_options, **rest},
     )
-    label = f"{case.label}: {changed}" if case.label else changed
-    return dataclasses.replace(case, epsilon=epsilon, audit=audit, label=label)
+    return dataclasses.replace(case, epsilon=float(epsilon), audit=audit)
+
+
+def options_text(options: Mapping[str, Any] | None) -> str:
+    """``options`` as the audit tables show them: "k=v, ..." (empty without any)."""
+    return ", ".join(f"{k}={v!r}" for k, v in (options or {}).items())
 
 
 def audited_cases(

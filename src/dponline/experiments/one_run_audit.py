@@ -70,6 +70,7 @@ from dponline.experiments.learner_audit import (
     audit_factory,
     audited_cases,
     neighbouring_streams,
+    options_text,
 )
 from dponline.experiments.rounds import play
 from dponline.privacy.arguments import checked_count, checked_nonnegative_int
@@ -1156,6 +1157,7 @@ def one_run_table(
                 {
                     "learner": name,
                     "case": case.label,
+                    "options": options_text(options),
                     "claimed_epsilon": full.result.claimed_epsilon,
                     "delta": full.result.delta,
                     "lower_bound_at_claim": full.epsilon_lower,

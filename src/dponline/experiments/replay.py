@@ -238,8 +238,7 @@ def replay_learner(
     entry = _contextual_entry(name)
     h = replay_horizon(log.n_rounds, log.arms) if horizon is None else int(horizon)
     target = ReplayTarget(log.dim, log.arms, h, log.reward_range, radius=radius)
-    # a non-private learner takes no budget: never an epsilon in its label
-    eps = resolved_epsilon(entry, epsilon) if entry.private else None
+    eps = resolved_epsilon(entry, epsilon)  # a non-private learner refuses an epsilon
     if label is None:
         if eps is not None:
             label = f"{entry.name} eps={eps:g}"
