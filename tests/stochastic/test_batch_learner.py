@@ -34,13 +34,14 @@ def regression(horizon: int, dim: int = 3, seed: int = 0) -> LinearRegressionStr
 
 
 def build(name: str, env, *, calibration="paper", replicas=3, rng=7, **options):
-    """The catalogue's learner at epsilon = 1 (a paper calibration may prove less: allowed)."""
+    """The catalogue's learner at epsilon = 1 when private (a paper calibration may prove less:
+    allowed)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         return build_learner(
             name,
             env,
-            epsilon=1.0,
+            epsilon=1.0 if learners()[name].private else None,
             calibration=calibration,
             allow_weaker=True,
             replicas=replicas,
