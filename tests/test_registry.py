@@ -4,6 +4,7 @@ and action space."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import subprocess
 import sys
@@ -468,3 +469,27 @@ def test_no_learner_loads_a_state_of_another_kind():
             with pytest.raises(ValueError):
                 target.load_state_dict(source.state_dict())
                 pytest.fail(f"{target_name} loaded the state of {source_name}")
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("name", sorted(learners()))
+def test_the_clip_option_is_documented_exactly_where_it_is_taken(name):
+    """``dponline list`` showed ``clip`` for 3 learners while 41 took it: every entry now says
+    whether it takes it (``clips``), and the documented options follow."""
+    entry = learners()[name]
+    case = entry.test_case
+    env = build_environment(
+        case.environment, case.horizon, np.random.default_rng(0), **case.environment_options
+    )
+    kw = dict(case.learner_options)
+    epsilon = case.epsilon if entry.private else None
+    build = functools.partial(
+        build_learner, entry, env, epsilon=epsilon, allow_weaker=True, replicas=1, rng=0, **kw
+    )
+    if entry.clips:
+        build(clip=True)
+        assert "clip" in entry.documented_options()
+    else:
+        with pytest.raises(ValueError, match="has no option 'clip'"):
+            build(clip=True)
+        assert "clip" not in entry.documented_options()

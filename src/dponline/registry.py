@@ -220,6 +220,10 @@ class LearnerEntry:
     #: others protect a person by group privacy (:func:`learner_budget`: one round at about
     #: epsilon / k, the guarantee stated for any k rounds).
     person_level: bool = False
+    #: Whether the factory takes ``clip=True``: an input outside the declared bounds clipped to
+    #: them instead of refused (the guarantee holds either way). ``dponline list`` documents
+    #: the option for every learner that takes it.
+    clips: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -306,6 +310,8 @@ class LearnerEntry:
             out.setdefault("min_separation", GROUP_SEPARATION_OPTION)
         if self.private:
             out.setdefault("delta", DELTA_OPTION)
+        if self.clips:
+            out.setdefault("clip", CLIP_OPTION)
         return out
 
     def describe(self, environments: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -355,6 +361,11 @@ MIN_SEPARATION_OPTION = "b: a person's rounds lie at least b apart (default 1)"
 DELTA_OPTION = (
     "the budget's delta: 0 asks for pure DP (refused where the learner's noise is Gaussian "
     "only), > 0 for (epsilon, delta)-DP (met by pure DP where its noise is Laplace only)"
+)
+#: the ``clip`` option of every learner that takes it (:attr:`LearnerEntry.clips`)
+CLIP_OPTION = (
+    "True: an input outside the declared bounds is clipped to them instead of refused (the "
+    "guarantee holds either way; default False)"
 )
 #: the same for a private learner that proves one round's privacy only (group privacy)
 GROUP_PARTICIPATIONS_OPTION = (
@@ -683,6 +694,7 @@ def non_private_entry(
         options=dict(options or {}),
         counterpart_of=(private.name, *extra_counterpart_of),
         anytime=private.anytime,
+        clips=private.clips,
     )
 
 

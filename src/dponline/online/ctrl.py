@@ -688,6 +688,7 @@ register_learner(
             "glm": "use Theorem 12's GLM parameters on a GLM stream (default true)",
         },
         counterpart_of=("ctrl", "ctrl-glm"),
+        clips=False,
     )
 )
 
@@ -781,6 +782,7 @@ register_learner(
         ),
         options=_CTRL_OPTIONS,
         default_delta=1e-6,
+        clips=False,
     )
 )
 
@@ -809,6 +811,7 @@ register_learner(
         ),
         options=_CTRL_OPTIONS,
         default_delta=1e-6,
+        clips=False,
     )
 )
 
@@ -872,5 +875,6 @@ register_learner(
             "switches": "S, the expected number of switches (default the least Theorem 13 "
             "allows, (4 beta d / lambda + 16 d log T) log T)",
         },
+        clips=False,
     )
 )

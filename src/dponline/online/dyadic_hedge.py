@@ -466,6 +466,7 @@ _DYADIC_ENTRY = register_learner(
         default_delta=1e-6,
         anytime=True,
         person_level=True,
+        clips=False,
     )
 )
 
