@@ -193,9 +193,8 @@ def test_audit_command_text_lists_learners(capsys):
             '{ noize = "laplace" }',
             "task dp-ftrl noize=laplace on stochastic n_experts=3, tight, epsilon 1: "
             "learner 'dp-ftrl' has no option 'noize' (did you mean 'noise'?); its options: "
-            "anytime, delta, design_horizon, eta, eta_constant, mechanism, min_separation, noise, "
-            "participations, "
-            "regulariser",
+            "anytime, clip, delta, design_horizon, eta, eta_constant, mechanism, min_separation, "
+            "noise, participations, regulariser",
         ),
         (
             "{ n_expert = 3 }",
