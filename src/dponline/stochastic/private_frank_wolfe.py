@@ -563,6 +563,9 @@ _DP_FRANK_WOLFE_ENTRY = register_learner(
             "loss": "squared (default), logistic or huber: Algorithm 1 for a smooth GLM loss",
             "bound_from_step": "k: the squared loss's exact increment bound L + beta D / k, "
             "steps before k clipped to it (default 32 for tight, 1 = Theorem 3.1 for paper)",
+            "increment_clip": "C: every increment clipped to l_q norm C, the sensitivity 2 C "
+            "below the proven bound (a binding clip biases the gradient: choose C on "
+            "validation data, tune in a spec; default none)",
             "anytime": ANYTIME_FW,
         },
         default_delta=one_over_horizon,
