@@ -40,6 +40,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _horizon_argument(parser: argparse.ArgumentParser, default: int | None, help: str) -> None:
+    """``--T`` (alias ``--horizon``, as ``dponline run`` spells it): a command's horizon."""
+    parser.add_argument(
+        "--T", "--horizon", dest="T", type=_positive_int, default=default, help=help
+    )
+
+
 def _learner_option(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` of ``--option``: the value read as a TOML value (``0.5``, ``true``,
     ``"gaussian"``), ``none`` as None, anything else as the string it is."""
@@ -1033,14 +1040,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_counting)
 
     p = sub.add_parser("mechanisms", help="continual-counting mechanisms, max and mean variance")
-    p.add_argument(
-        "--T",
-        "--horizon",
-        dest="T",
-        type=_positive_int,
-        default=None,
-        help="horizon (default: 1024)",
-    )
+    _horizon_argument(p, None, "horizon (default: 1024)")
     p.add_argument(
         "--rho", type=_positive_float, default=0.5, help="zCDP budget (default: %(default)s)"
     )
@@ -1081,14 +1081,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=1e-6,
         help="delta (default: %(default)s; 0: pure DP, the Laplace rows only)",
     )
-    p.add_argument(
-        "--T",
-        "--horizon",
-        dest="T",
-        type=_positive_int,
-        default=10_000,
-        help="horizon (default: %(default)s)",
-    )
+    _horizon_argument(p, 10_000, "horizon (default: %(default)s)")
     p.add_argument("--d", type=_positive_int, default=10, help="dimension (default: %(default)s)")
     p.add_argument(
         "--low", type=float, default=0.0, help="inputs lie in [low, high]^d (default: %(default)s)"
@@ -1101,14 +1094,7 @@ def build_parser() -> argparse.ArgumentParser:
         "audit",
         help="empirical privacy audit of every counting mechanism and every private learner",
     )
-    p.add_argument(
-        "--T",
-        "--horizon",
-        dest="T",
-        type=_positive_int,
-        default=None,
-        help="horizon of the counters' streams (default: 16)",
-    )
+    _horizon_argument(p, None, "horizon of the counters' streams (default: 16)")
     p.add_argument(
         "--trials",
         type=_positive_int,
@@ -1175,14 +1161,7 @@ def build_parser() -> argparse.ArgumentParser:
         "side-by-side",
         help="CTRL, DP-FTRL and the streaming Frank-Wolfe on one smooth stream at one budget",
     )
-    p.add_argument(
-        "--T",
-        "--horizon",
-        dest="T",
-        type=_positive_int,
-        default=2_000,
-        help="rounds (default: %(default)s)",
-    )
+    _horizon_argument(p, 2_000, "rounds (default: %(default)s)")
     p.add_argument("--d", type=_positive_int, default=5, help="dimension (default: %(default)s)")
     p.add_argument(
         "--epsilon", type=_positive_float, default=1.0, help="epsilon (default: %(default)s)"
