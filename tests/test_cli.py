@@ -191,16 +191,16 @@ def test_audit_command_text_lists_learners(capsys):
         (
             "{ n_experts = 3 }",
             '{ noize = "laplace" }',
-            "task dp-ftrl noize=laplace on stochastic n_experts=3, tight, epsilon 1: "
-            "learner 'dp-ftrl' has no option 'noize' (did you mean 'noise'?); its options: "
+            "spec field 'learners[0].options': learner 'dp-ftrl' has no option 'noize' "
+            "(did you mean 'noise'?); its options: "
             "anytime, clip, delta, design_horizon, eta, eta_constant, mechanism, min_separation, "
             "noise, participations, regulariser",
         ),
         (
             "{ n_expert = 3 }",
             "{}",
-            "task dp-ftrl on stochastic n_expert=3, tight, epsilon 1: "
-            "environment 'stochastic' has no option 'n_expert' (did you mean 'n_experts'?); "
+            "spec field 'environments[0].options': environment 'stochastic' has no option "
+            "'n_expert' (did you mean 'n_experts'?); "
             "its options: n_experts, gap",
         ),
     ],
@@ -208,6 +208,8 @@ def test_audit_command_text_lists_learners(capsys):
 def test_option_typos_are_one_line_with_a_suggestion(
     tmp_path, capsys, environment, learner, expected
 ):
+    """Found when the spec is read, before any task runs (a typo in the last learner's options
+    used to stop the run after every other task had run), and the run leaves nothing behind."""
     spec = tmp_path / "typo.toml"
     spec.write_text(
         'name = "typo"\nhorizon = 20\nseeds = 2\nepsilons = [1.0]\n'
@@ -218,6 +220,7 @@ def test_option_typos_are_one_line_with_a_suggestion(
     err = capsys.readouterr().err
     assert code == 2
     assert err.strip().splitlines() == [f"dponline run: error: {expected}"]
+    assert not (tmp_path / "out").exists()
 
 
 def test_every_option_has_help_that_shows_its_default():

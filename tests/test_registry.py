@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import itertools
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from dponline.registry import (
     learners,
     non_private,
     non_private_entry,
+    option_names,
 )
 from dponline.stochastic.batch_learner import _plan_and_warnings
 
@@ -493,3 +495,85 @@ def test_the_clip_option_is_documented_exactly_where_it_is_taken(name):
         with pytest.raises(ValueError, match="has no option 'clip'"):
             build(clip=True)
         assert "clip" not in entry.documented_options()
+
+
+def _constructor_parameters(entry):
+    """The environment and learner of ``entry``'s first test case, and the keyword parameters
+    of the learner's constructor (besides the budget, replicas and rng every factory passes)."""
+    from dponline.checks import build_case
+
+    env, learner = build_case(entry, entry.test_cases[0])
+    parameters = inspect.signature(type(learner).__init__).parameters.values()
+    skip = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    own = [p for p in parameters if p.kind not in skip and p.name not in _EVERY_FACTORY_PASSES]
+    return env, own
+
+
+_EVERY_FACTORY_PASSES = ("self", "budget", "replicas", "rng")
+
+
+@pytest.mark.parametrize("name", sorted(learners()))
+def test_a_constructor_parameter_the_entry_does_not_document_is_refused(name):
+    """A factory hands its constructor more than the options it documents (the noise it
+    calibrated, the guarantee it proved, what the environment declares); build_learner passes
+    on the documented options only. Before, whatever the constructor took got through: the
+    non-private lazy-ctrl took ``privacy=`` (a guarantee stated without noise), ctrl took
+    ``noise_growth`` (Algorithm 2's noise on Algorithm 1's calibration), dp-ftrl the
+    environment's ``loss_bounds``, dp-exp2 an action set its environment does not have."""
+    entry = learners()[name]
+    env, parameters = _constructor_parameters(entry)
+    documented = set(option_names(entry))
+    for parameter in parameters:
+        if parameter.name in documented:
+            continue
+        with pytest.raises(ValueError, match=rf"has no option '{parameter.name}'|reads "):
+            build_learner(entry, env, rng=0, **{parameter.name: parameter.default})
+
+
+def test_every_documented_option_reaches_the_build():
+    """Each documented option that is a constructor parameter with a default, passed at that
+    default, builds the learner: the documentation names options the factory takes (the
+    options a factory reads itself, as CTRL's ``switches``, are not constructor parameters)."""
+    tried = 0
+    for entry in learners().values():
+        env, parameters = _constructor_parameters(entry)
+        documented = set(option_names(entry))
+        case = entry.test_cases[0]
+        epsilon = case.epsilon if entry.private else NON_PRIVATE
+        for parameter in parameters:
+            if parameter.name not in documented or parameter.default is inspect.Parameter.empty:
+                continue
+            options = {**case.learner_options, parameter.name: parameter.default}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PrivacyWarning)
+                build_learner(entry, env, epsilon=epsilon, rng=0, **options)
+            tried += 1
+    assert tried >= 100, tried
+
+
+def test_a_guarantee_cannot_be_handed_to_a_non_private_learner():
+    from dponline.privacy.guarantee import PrivacyGuarantee
+
+    env = build_environment("smooth_convex", 20, np.random.default_rng(0), dim=2)
+    claim = PrivacyGuarantee(epsilon=1.0, delta=0.0, neighbouring="one round", derivation="")
+    with pytest.raises(ValueError, match="learner 'lazy-ctrl' has no option 'privacy'"):
+        build_learner("lazy-ctrl", env, privacy=claim)
+    with pytest.raises(ValueError, match="learner 'ctrl' has no option 'noise_growth'"):
+        build_learner("ctrl", env, noise_growth=True)
+
+
+def test_a_spec_names_a_bad_option_when_it_is_read():
+    """Options and tuned options are checked against the learner's documented ones, and the
+    environment's against its builder, when the spec is parsed: no task is built first."""
+
+    def spec(learner: dict, env_options: dict | None = None) -> None:
+        env = {"name": "stochastic", "options": env_options or {"n_experts": 3}}
+        parse_spec({"environments": [env], "horizon": 10, "learners": [learner]})
+
+    spec({"name": "dp-ftrl", "options": {"noise": "gaussian"}, "tune": {"eta": [0.1, 1.0]}})
+    with pytest.raises(SpecError, match=r"'learners\[0\].tune'.*no option 'etta'.*'eta'"):
+        spec({"name": "dp-ftrl", "tune": {"etta": [0.1, 1.0]}})
+    with pytest.raises(SpecError, match=r"'learners\[0\].options'.*'ftrl' has no option 'noise'"):
+        spec({"name": "ftrl", "options": {"noise": "gaussian"}})
+    with pytest.raises(SpecError, match=r"'environments\[0\].options'.*no option 'experts'"):
+        spec({"name": "dp-ftrl"}, {"experts": 3})

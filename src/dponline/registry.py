@@ -24,7 +24,9 @@ on as it is and never builds one. The budget is built once, by :func:`build_lear
 runner, the battery and the audit call) through :func:`learner_budget`: the run's epsilon,
 calibration and ``allow_weaker`` with the learner's ``delta`` option, or where the options give
 none the entry's :attr:`LearnerEntry.default_delta` (a number, or a function of the environment
-and the options such as 1/T). :func:`non_private` makes a non-private entry's factory from a
+and the options such as 1/T). ``options`` are the entry's documented ones only
+(:func:`check_options`: :meth:`LearnerEntry.documented_options` lists them), whatever else the
+factory's constructor takes. :func:`non_private` makes a non-private entry's factory from a
 private one.
 """
 
@@ -33,7 +35,6 @@ from __future__ import annotations
 import importlib
 import numbers
 import pkgutil
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -181,7 +182,9 @@ class LearnerEntry:
     ``feedback_kind`` and ``action_space`` (what the learner plays, or a tuple of every space
     it can play, for example ``("simplex", "ball", "cube")``) pair it with environments: an
     environment fits when both agree (:meth:`runs_in`). ``test_cases``: at least one
-    :class:`LearnerTestCase`; the battery runs every one.
+    :class:`LearnerTestCase`; the battery runs every one. ``options``: option -> what it means
+    (a key may name several, ``"x_bound, y_bound"``); with the common ones
+    :meth:`documented_options` adds, the only options :func:`build_learner` passes on.
     """
 
     name: str
@@ -511,6 +514,36 @@ def resolved_epsilon(entry: LearnerEntry, epsilon: Any) -> float | None:
 COMMON_KEYWORDS = ("epsilon", "calibration", "allow_weaker", "replicas", "rng")
 
 
+def option_names(entry: LearnerEntry) -> list[str]:
+    """The options ``entry``'s learner takes, sorted: the keys of
+    :meth:`LearnerEntry.documented_options` (a key may name several, ``"a, b"``)."""
+    return sorted(o for key in entry.documented_options() for o in key.split(", "))
+
+
+def check_options(entry: LearnerEntry, options: Mapping[str, Any], env: Any = None) -> None:
+    """Refuse an option ``entry``'s learner does not document (ValueError naming it, the
+    closest name and the learner's options), before anything is built. The documented options
+    are the only ones :func:`build_learner` passes on: a factory hands its constructor more
+    (the noise scale it calibrated, the guarantee it proved, what ``env`` declares) that a run
+    must not override. ``replicas`` and ``rng`` are every learner's."""
+    documented = option_names(entry)
+    for bad in options:
+        if bad in documented or bad in ("replicas", "rng"):
+            continue
+        if env is not None and bad in ("horizon", "dim", "n_arms", "domain", "arms"):
+            raise ValueError(
+                f"learner {entry.name!r} reads {bad} from the environment "
+                f"({bad} = {getattr(env, bad, '?')!r} there), not from an option: build the "
+                f"environment with the {bad} you want"
+            )
+        known = documented + [k for k in COMMON_KEYWORDS if k not in documented]
+        hint = " (the generator or seed is rng=)" if bad == "seed" else ""
+        raise ValueError(
+            f"learner {entry.name!r} has no option {bad!r}{hint}{did_you_mean(bad, known)}; its "
+            f"options: {', '.join(documented) or 'none'}"
+        )
+
+
 def build_learner(
     learner: str | LearnerEntry,
     env: Any,
@@ -555,6 +588,7 @@ def build_learner(
             "build_learner builds the budget itself: give epsilon, calibration, allow_weaker and "
             f"the delta option, not budget={options['budget']!r}"
         )
+    check_options(entry, options, env)
     epsilon = resolved_epsilon(entry, epsilon)
     if participations == 1 and min_separation != 1:
         raise ValueError(
@@ -581,42 +615,21 @@ def build_learner(
     if entry.private:
         options.pop("delta", None)  # it is the budget's
     try:
-        try:
-            return entry.factory(env, budget=budget, **options)
-        except PersonNotCovered as refusal:
-            # a person_level learner whose configuration proves one round only (a paper
-            # formula, doubling blocks): the person by group privacy, as for the other learners,
-            # said aloud (the pattern's own proof needs less noise where it applies)
-            if budget is None or not budget.is_user_level:
-                raise
-            warn_caller(
-                f"{entry.name!r} proves a person's pattern only in some configurations, and "
-                f"this one proves one round ({refusal}). It runs by group privacy instead: one "
-                f"round at epsilon / {budget.participations}, the guarantee stated for any "
-                f"{budget.participations} rounds, with more noise than the pattern's proof",
-                UserWarning,
-            )
-            return entry.factory(env, budget=budget.by_group_privacy(), **options)
-    except TypeError as exc:
-        twice = re.search(r"multiple values for (?:keyword )?argument '(\w+)'", str(exc))
-        if twice is not None and twice.group(1) in options:
-            bad = twice.group(1)
-            raise ValueError(
-                f"learner {entry.name!r} reads {bad} from the environment "
-                f"({bad} = {getattr(env, bad, '?')!r} there), not from an option: build the "
-                f"environment with the {bad} you want"
-            ) from None
-        match = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
-        if match is None or match.group(1) not in options:
+        return entry.factory(env, budget=budget, **options)
+    except PersonNotCovered as refusal:
+        # a person_level learner whose configuration proves one round only (a paper
+        # formula, doubling blocks): the person by group privacy, as for the other learners,
+        # said aloud (the pattern's own proof needs less noise where it applies)
+        if budget is None or not budget.is_user_level:
             raise
-        bad = match.group(1)
-        documented = sorted(o for key in entry.documented_options() for o in key.split(", "))
-        known = documented + [k for k in COMMON_KEYWORDS if k not in documented]
-        hint = " (the generator or seed is rng=)" if bad == "seed" else ""
-        raise ValueError(
-            f"learner {entry.name!r} has no option {bad!r}{hint}{did_you_mean(bad, known)}; its "
-            f"options: {', '.join(documented) or 'none'}"
-        ) from None
+        warn_caller(
+            f"{entry.name!r} proves a person's pattern only in some configurations, and "
+            f"this one proves one round ({refusal}). It runs by group privacy instead: one "
+            f"round at epsilon / {budget.participations}, the guarantee stated for any "
+            f"{budget.participations} rounds, with more noise than the pattern's proof",
+            UserWarning,
+        )
+        return entry.factory(env, budget=budget.by_group_privacy(), **options)
 
 
 def learner_budget(

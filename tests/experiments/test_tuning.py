@@ -118,6 +118,7 @@ def _toy(monkeypatch, joint_options):
             feedback_kind=FeedbackKind.SAMPLE,
             action_space="l_p ball",
             test_cases=(LearnerTestCase("regression_stream", environment_options={"dim": 2}),),
+            options={"shift": "the first coordinate", "jitter": "the noise's scale"},
             joint_options=joint_options,
         )
     )

@@ -941,7 +941,11 @@ register_learner(
                 "stock_bandit", environment_options={"dataset": "djia"}, randomised=True
             ),
         ),
-        options={"batch": "batch length (default 1)", "sigma": "sigma (default 1)"},
+        options={
+            "batch": "batch length (default 1)",
+            "sigma": "sigma (default 1)",
+            "theta": f"skipping constant (default 1 - 2^(-1/3) = {SKIP_CONSTANT:.4f})",
+        },
     )
 )
 

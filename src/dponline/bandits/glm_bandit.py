@@ -415,6 +415,11 @@ def _dp_glm_bandit(env: Any, *, budget: PrivacyBudget | None, **kw: Any) -> DPGL
     return DPGLMBandit(env.dim, env.arms, env.horizon, budget=budget, **kw)
 
 
+_GLM_BOUNDS = {
+    "reward_range": "the rewards' range, enforced (default: the environment's)",
+    "x_bound": "X: every context's ||x||_inf <= X, enforced (default 1)",
+    "radius": "the l_1 radius of the parameter set (default: the environment's, else 1)",
+}
 _GLM_SETTING = "contextual generalized linear bandit (linear or logistic link)"
 
 _DP_GLM_BANDIT_ENTRY = register_learner(
@@ -464,6 +469,7 @@ _DP_GLM_BANDIT_ENTRY = register_learner(
             "warmup": "t_0 per arm (default log(dT) log(T) / epsilon^2)",
             "h_sub": "pre-selection gap (default: the environment's)",
             "link": "linear | logistic (default: the environment's)",
+            **_GLM_BOUNDS,
         },
         default_delta=one_over_horizon,
     )
@@ -483,6 +489,11 @@ register_learner(
                 release=DPGLMBandit.estimates,
             ),
         ),
-        options={"warmup": "t_0 per arm", "h_sub": "pre-selection gap"},
+        options={
+            "warmup": "t_0 per arm",
+            "h_sub": "pre-selection gap",
+            "link": "linear | logistic (default: the environment's)",
+            **_GLM_BOUNDS,
+        },
     )
 )

@@ -363,16 +363,24 @@ def build_environment(
         )
     entry = ENVIRONMENTS[name]
     entry.action_space_for(options)  # an option naming an action space must name one
-    signature = inspect.signature(entry.build)
-    try:  # check the options against the builder's signature; its own errors pass through
-        signature.bind(horizon, rng, **options)
+    check_environment_options(name, options)
+    try:  # the options against the builder's signature; its own errors pass through
+        inspect.signature(entry.build).bind(horizon, rng, **options)
     except TypeError as exc:
-        valid = [p for p in list(signature.parameters)[2:] if p not in ("kwargs", "options")]
-        unknown = [o for o in options if o not in signature.parameters]
-        if unknown:
-            raise ValueError(
-                f"environment {name!r} has no option {unknown[0]!r}"
-                f"{did_you_mean(unknown[0], valid)}; its options: {', '.join(valid) or 'none'}"
-            ) from None
         raise ValueError(f"bad options for environment {name!r}: {exc}") from None
     return entry.build(horizon, rng, **options)
+
+
+def check_environment_options(name: str, options: Mapping[str, Any]) -> None:
+    """Refuse an option the environment ``name``'s builder does not take (ValueError naming
+    it, the closest name and the environment's options), before anything is built."""
+    parameters = inspect.signature(ENVIRONMENTS[name].build).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return  # the builder takes any option: its own errors say what is wrong
+    valid = list(parameters)[2:]
+    for option in options:
+        if option not in valid:
+            raise ValueError(
+                f"environment {name!r} has no option {option!r}"
+                f"{did_you_mean(option, valid)}; its options: {', '.join(valid) or 'none'}"
+            )

@@ -44,9 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from dponline.environments.catalogue import ENVIRONMENTS
+from dponline.environments.catalogue import ENVIRONMENTS, check_environment_options
 from dponline.experiments.runner import BACKENDS, Task, check_distinct_rows, make_tasks
-from dponline.registry import learners
+from dponline.registry import check_options, learners
 from dponline.spelling import did_you_mean
 
 __all__ = ["RECORDED_ROUNDS", "ExperimentSpec", "SpecError", "load_spec"]
@@ -365,6 +365,7 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
     for i, env in enumerate(environments):
         try:
             ENVIRONMENTS[env["name"]].action_space_for(env["options"])
+            check_environment_options(env["name"], env["options"])
         except ValueError as exc:
             raise SpecError(f"spec field 'environments[{i}].options': {exc}") from None
     learners_raw = data.get("learners")
@@ -378,6 +379,12 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
         _entry(x, f"learners[{i}]", learners(), extra=("tune", "calibrations"))
         for i, x in enumerate(learners_raw)
     ]
+    for i, lr in enumerate(chosen):  # the options' names now, not when a task is built
+        for part in ("options", "tune"):
+            try:
+                check_options(learners()[lr["name"]], lr.get(part, {}))
+            except ValueError as exc:
+                raise SpecError(f"spec field 'learners[{i}].{part}': {exc}") from None
     known_learners = [lr["label"] or lr["name"] for lr in chosen]
     for i, env in enumerate(environments):
         for who in env.get("learners", []):

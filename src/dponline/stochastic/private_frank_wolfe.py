@@ -513,6 +513,10 @@ def _fw_audit(p: float, **options: Any) -> AuditCase:
     )
 
 
+BOUND_FROM_STEP = (
+    "k: the squared loss's exact increment bound L + beta D / k, steps before k clipped to it"
+)
+INPUT_BOUNDS = "X, Y: every sample's ||x||_q <= X and |y| <= Y, enforced (default: the stream's)"
 ANYTIME_FW = (
     "true: Algorithm 1 without a horizon (the environment's is ignored; its 1/T remains the "
     "default delta): anytime counter, the guarantee for every t; not for p = 1"
@@ -561,11 +565,12 @@ _DP_FRANK_WOLFE_ENTRY = register_learner(
             "p": "the l_p ball (default: the environment's, else 1.5; 1 runs Algorithm 2)",
             "delta": "1/T",
             "loss": "squared (default), logistic or huber: Algorithm 1 for a smooth GLM loss",
-            "bound_from_step": "k: the squared loss's exact increment bound L + beta D / k, "
-            "steps before k clipped to it (default 32 for tight, 1 = Theorem 3.1 for paper)",
+            "bound_from_step": BOUND_FROM_STEP
+            + " (default 32 for tight, 1 = Theorem 3.1 for paper)",
             "increment_clip": "C: every increment clipped to l_q norm C, the sensitivity 2 C "
             "below the proven bound (a binding clip biases the gradient: choose C on "
             "validation data, tune in a spec; default none)",
+            "x_bound, y_bound": INPUT_BOUNDS + "; the noise is calibrated to them",
             "anytime": ANYTIME_FW,
         },
         default_delta=one_over_horizon,
@@ -591,6 +596,9 @@ register_learner(
         options={
             "p": "the l_p ball (default: the environment's, else 1.5)",
             "loss": "squared (default), logistic or huber",
+            "bound_from_step": BOUND_FROM_STEP + " (default 1: Theorem 3.1's, never binding)",
+            "increment_clip": "C: every increment clipped to l_q norm C (default none)",
+            "x_bound, y_bound": INPUT_BOUNDS,
             "anytime": ANYTIME_FW,
         },
     )
