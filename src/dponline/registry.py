@@ -32,11 +32,17 @@ private one.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
+import importlib.metadata
+import importlib.util
 import numbers
 import pkgutil
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -53,12 +59,14 @@ __all__ = [
     "LEARNERS",
     "LEARNER_PACKAGES",
     "NON_PRIVATE",
+    "PLUGIN_GROUP",
     "AuditCase",
     "LearnerEntry",
     "LearnerTestCase",
     "build_learner",
     "learner_budget",
     "learners",
+    "load_modules",
     "non_private",
     "non_private_entry",
     "one_over_horizon",
@@ -70,6 +78,9 @@ __all__ = [
 #: The packages whose modules declare learner entries; every module in them is imported before
 #: the catalogue is read.
 LEARNER_PACKAGES = ("dponline.online", "dponline.bandits", "dponline.stochastic")
+#: The entry point group through which an installed package registers its own learners: each
+#: entry point names a module that calls :func:`register_learner` when imported.
+PLUGIN_GROUP = "dponline.learners"
 
 #: Read-only view of the complete catalogue, name -> entry (module attribute, see
 #: :func:`__getattr__`).
@@ -428,18 +439,69 @@ def _import_learner_modules() -> None:
         for package_name in LEARNER_PACKAGES:
             package = importlib.import_module(package_name)
             for info in pkgutil.walk_packages(package.__path__, f"{package_name}."):
-                before = set(_CATALOGUE)
-                try:
-                    importlib.import_module(info.name)  # subpackages too
-                except BaseException:
-                    # Python forgets a module that failed to import, so a retry runs it again:
-                    # forget what it registered before failing, or the retry would clash
-                    for name in set(_CATALOGUE) - before:
-                        del _CATALOGUE[name]
-                    raise
+                _registering(
+                    functools.partial(importlib.import_module, info.name)
+                )  # and subpackages
+        for plugin in importlib.metadata.entry_points(group=PLUGIN_GROUP):
+            try:
+                _registering(plugin.load)
+            except Exception as exc:
+                raise ImportError(
+                    f"the learner plugin {plugin.name!r} ({plugin.value}, entry point group "
+                    f"{PLUGIN_GROUP!r}) failed to import: {type(exc).__name__}: {exc}"
+                ) from exc
     except BaseException:
         _loaded = False
         raise
+
+
+def _registering(load: Callable[[], Any]) -> Any:
+    """``load()`` (an import); if it fails, the entries it registered are forgotten: Python
+    forgets a module that failed to import, so a retry runs it again, and would clash."""
+    before = set(_CATALOGUE)
+    try:
+        return load()
+    except BaseException:
+        for name in set(_CATALOGUE) - before:
+            del _CATALOGUE[name]
+        raise
+
+
+def load_modules(modules: Sequence[str], base: str | Path | None = None) -> list[str]:
+    """Import each of ``modules`` once per process, so that the learners it registers are in
+    the catalogue: a module name (``"my_package.learners"``), or the path of a ``.py`` file
+    (relative to ``base``, default the working directory). Returns what a worker process
+    imports again: the names, and the files' absolute paths. A spec's ``modules`` field and
+    the runner's workers call it; an installed package registers its learners for every
+    command through the entry point group ``dponline.learners`` instead (docs/extending.md)."""
+    learners()  # the built-in learners first: a module's entry may name one as counterpart
+    resolved = []
+    for module in modules:
+        if not isinstance(module, str) or not module:
+            raise ValueError(f"a module is a module name or a .py file's path, got {module!r}")
+        if module.endswith(".py") or "/" in module or "\\" in module:
+            path = (Path(base or ".") / module).resolve()
+            if not path.is_file():
+                raise ValueError(f"module file {str(path)!r} does not exist")
+            digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+            name = f"_dponline_module_{path.stem}_{digest}"
+            if name not in sys.modules:
+                spec = importlib.util.spec_from_file_location(name, path)
+                if spec is None or spec.loader is None:
+                    raise ValueError(f"module file {str(path)!r} cannot be imported")
+                loaded = importlib.util.module_from_spec(spec)
+                sys.modules[name] = loaded
+                try:
+                    _registering(functools.partial(spec.loader.exec_module, loaded))
+                except BaseException:
+                    del sys.modules[name]
+                    raise
+            resolved.append(str(path))
+        else:
+            if module not in sys.modules:
+                _registering(functools.partial(importlib.import_module, module))
+            resolved.append(module)
+    return resolved
 
 
 def learners() -> Mapping[str, LearnerEntry]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib.util
 import itertools
 import json
 import math
@@ -129,6 +130,10 @@ class Task:
     count_switches: bool = False
     #: How the seeds derive from ``seed_entropy`` (:meth:`seed_sequences`): "sweep" or "spawn".
     seeding: str = "sweep"
+    #: Modules to import before the learner is built, where its entry is registered (module
+    #: names, or absolute paths of .py files: :func:`~dponline.registry.load_modules`); a
+    #: spec's ``modules`` field. A worker process imports them again.
+    modules: tuple[str, ...] = ()
 
     @property
     def unit(self) -> str:
@@ -163,7 +168,11 @@ class Task:
         its fields and the code that runs it (:func:`~dponline.experiments.checkpoints.
         code_fingerprint`: the version and a digest of the package's files), so results of
         other code are never read back."""
-        spec = {**asdict(self), "dponline_code": code_fingerprint()}
+        spec = {
+            **asdict(self),
+            "dponline_code": code_fingerprint(),
+            "modules_code": [_source_digest(m) for m in self.modules],
+        }
         blob = json.dumps(spec, sort_keys=True, default=str).encode()
         return f"task{self.task_index:04d}-{hashlib.sha256(blob).hexdigest()[:16]}"
 
@@ -327,6 +336,8 @@ def stored_results(
 
 
 def _run_task(task: Task, checkpoint_dir: str | Path | None, checkpoint_every: int) -> pd.DataFrame:
+    if task.modules:  # the learner's own module, in a worker process that has not imported it
+        registry.load_modules(task.modules)
     ckpt_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     key = stored_key(task, checkpoint_every)
     done_path = ckpt_dir / f"{key}{RESULT_SUFFIX}" if ckpt_dir else None
@@ -436,6 +447,18 @@ class _Run:
             )
             for j in range(k)
         ]
+
+
+def _source_digest(module: str) -> str:
+    """A digest of the source of ``module`` (a .py file's path, or a module name), so that a
+    task's stored results are not read back once the learner's own code has changed."""
+    path = module if module.endswith(".py") else None
+    if path is None:
+        spec = importlib.util.find_spec(module)
+        path = None if spec is None else spec.origin
+    if path is None or not Path(path).is_file():
+        return ""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 def _build(task: Task, override: Mapping[str, Any]) -> tuple[Environment, Any]:

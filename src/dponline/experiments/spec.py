@@ -46,7 +46,7 @@ import numpy as np
 
 from dponline.environments.catalogue import ENVIRONMENTS, check_environment_options
 from dponline.experiments.runner import BACKENDS, Task, check_distinct_rows, make_tasks
-from dponline.registry import check_options, learners
+from dponline.registry import check_options, learners, load_modules
 from dponline.spelling import did_you_mean
 
 __all__ = ["RECORDED_ROUNDS", "ExperimentSpec", "SpecError", "load_spec"]
@@ -83,6 +83,10 @@ class ExperimentSpec:
     seeding: str = "sweep"
     #: Add the learners' switch counts to the table (a ``switches`` column).
     count_switches: bool = False
+    #: What the spec's ``modules`` field imports before its learners are read (module names and
+    #: the absolute paths of .py files, :func:`~dponline.registry.load_modules`): the spec's
+    #: own learners, registered there. Every task imports them again in its worker.
+    modules: tuple[str, ...] = ()
     #: What :meth:`overridden` changed beyond the fields it was given, one sentence each (the
     #: CLI prints them): environments a new horizon made the same, run once.
     notes: tuple[str, ...] = ()
@@ -155,6 +159,7 @@ class ExperimentSpec:
                             "task_index": len(tasks),
                             "seeding": self.seeding,
                             "count_switches": self.count_switches,
+                            "modules": self.modules,
                         }
                     )
                 )
@@ -318,10 +323,14 @@ def _entry(
     return out
 
 
-def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> ExperimentSpec:
-    """Validate a parsed TOML document."""
+def parse_spec(
+    data: dict[str, Any], default_name: str = "experiment", base: str | Path | None = None
+) -> ExperimentSpec:
+    """Validate a parsed TOML document; ``base``: the folder its ``modules`` paths are
+    relative to (the spec file's; default the working directory)."""
     known = {
         "name",
+        "modules",
         "environment",
         "environments",
         "learners",
@@ -344,6 +353,17 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
             f"spec field {unknown[0]!r} (top level): unknown{did_you_mean(unknown[0], known)}; "
             f"the fields are {sorted(known)} (docs/experiments.md, 'Spec fields')"
         )
+    raw_modules = data.get("modules", [])
+    _expect(
+        isinstance(raw_modules, list) and all(isinstance(m, str) and m for m in raw_modules),
+        "modules",
+        "a list of module names or .py files (relative to the spec) that register learners",
+        raw_modules,
+    )
+    try:  # before the learners' names are read: the modules register some of them
+        modules = tuple(load_modules(raw_modules, base))
+    except (ValueError, ImportError) as exc:
+        raise SpecError(f"spec field 'modules': {exc}") from exc
     if "environments" in data:
         _expect(
             "environment" not in data,
@@ -436,6 +456,7 @@ def parse_spec(data: dict[str, Any], default_name: str = "experiment") -> Experi
         allow_weaker_paper=allow_weaker,
         seeding=seeding,
         count_switches=count_switches,
+        modules=modules,
     )
 
 
@@ -468,4 +489,4 @@ def load_spec(path: str | Path) -> ExperimentSpec:
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"spec file {str(p)!r} is not valid TOML: {exc}") from None
-    return parse_spec(data, default_name=p.stem)
+    return parse_spec(data, default_name=p.stem, base=p.parent)
