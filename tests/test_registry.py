@@ -26,6 +26,7 @@ from dponline.registry import (
     NON_PRIVATE,
     LearnerEntry,
     build_learner,
+    check_options,
     learner_budget,
     learners,
     non_private,
@@ -319,8 +320,10 @@ def test_options_the_environment_gives_or_the_common_keywords_are_named():
     env = KArmedBandit([0.2, 0.5, 0.9], horizon=100, rng=0)
     with pytest.raises(ValueError, match=r"reads horizon from the environment \(horizon = 100"):
         build_learner("dp-imed", env, horizon=500)
-    with pytest.raises(ValueError, match=r"no option 'seed' \(the generator or seed is rng=\)"):
+    with pytest.raises(ValueError, match=r"no option 'seed' \(the seed is the run's: rng= in"):
         build_learner("dp-imed", env, seed=0)
+    with pytest.raises(ValueError, match=r"epsilon is the run's, not an option of .*epsilon="):
+        check_options(learners()["dp-imed"], {"epsilon": 0.5})
     with pytest.raises(ValueError, match=r"no option 'replica' \(did you mean 'replicas'"):
         build_learner("dp-imed", env, replica=2)
 

@@ -1,14 +1,20 @@
-"""Check the example learner as the library checks its own (docs/extending.md):
+"""Check the example learners as the library checks its own (docs/extending.md):
 
-python examples/own_learner/check.py
+    python examples/own_learner/check.py
 """
 
 from pathlib import Path
 
 from dponline.checks import check_learner
+from dponline.experiments.learner_audit import audit_learner
 from dponline.registry import learners, load_modules
 
-load_modules([str(Path(__file__).with_name("explore_then_commit.py"))])
-entry = learners()["dp-explore-then-commit"]
-check_learner(entry)  # the battery and the audit; an AssertionError says what failed
-print(f"{entry.name}: every check of the battery passes, the audit included")
+here = Path(__file__).parent
+load_modules([str(here / "explore_then_commit.py"), str(here / "noisy_leader.py")])
+for name in ("dp-explore-then-commit", "dp-noisy-leader", "noisy-leader"):
+    entry = learners()[name]
+    check_learner(entry)  # the battery, and the audit of a private learner
+    print(f"{name}: every check of the battery passes")
+    for fraction in (1.0, 0.5, 0.1) if entry.private else ():
+        audit = audit_learner(entry, entry.test_cases[0], noise_fraction=fraction)
+        print(f"  {fraction:g} of the noise: {audit}")

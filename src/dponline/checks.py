@@ -481,6 +481,22 @@ def check_fits_its_environment(entry: LearnerEntry, case: LearnerTestCase) -> No
     kinds = {getattr(learner, "feedback_kind", None), getattr(env, "feedback_kind", None)}
     if kinds != {entry.feedback_kind}:
         raise AssertionError(f"{who}: learner and environment declare {kinds}")
+    if env.reveals_context:
+        learner.observe(ContextFeedback(env.context(0)))
+    action = learner.act()
+    replicas = int(getattr(learner, "replicas", 0))
+    if np.ndim(action) < 1 or np.shape(action)[0] != replicas:
+        raise AssertionError(
+            f"{who}: act() returned shape {np.shape(action)}; the protocol asks for the "
+            f"{replicas} replicas' decisions along the first axis"
+        )
+    try:
+        env.round(0, action)
+    except (ValueError, TypeError) as exc:
+        raise AssertionError(
+            f"{who}: its environment {case.environment!r} ({space!r} actions) refuses the first "
+            f"action, shape {np.shape(action)} of {np.asarray(action).dtype}: {exc}"
+        ) from exc
     if case.audit is not None:
         audit_environment(entry, case)  # raises unless it fits the learner
 
@@ -783,9 +799,20 @@ CHECKS: tuple[Callable[[LearnerEntry, LearnerTestCase], None], ...] = (
 
 
 def check_learner(entry: LearnerEntry) -> None:
-    """Every check on every test case of ``entry``, the audit included for a private learner."""
+    """Every check on every test case of ``entry``, the audit included for a private learner.
+    A check that fails raises ``AssertionError`` naming the learner, its case and what went
+    wrong; an error the learner raises where a check did not expect one (a learner being
+    written: a hook it lacks, an action of the wrong shape) becomes one too, naming the check
+    it broke, with the learner's error chained."""
     for case in entry.test_cases:
-        for check in CHECKS:
-            check(entry, case)
-        if entry.private:
-            check_audit(entry, case)
+        checks = (*CHECKS, check_audit) if entry.private else CHECKS
+        for check in checks:
+            try:
+                check(entry, case)
+            except AssertionError:
+                raise
+            except Exception as exc:
+                raise AssertionError(
+                    f"{_who(entry, case)}: {check.__name__} stopped on the learner's "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc

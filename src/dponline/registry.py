@@ -102,9 +102,13 @@ class AuditCase:
     kind, every other round's input is ``rest`` and the changed round's is ``values[0]`` in
     stream A and ``values[1]`` in B:
 
-    * full-information losses: the loss vector ``value * e_1``;
-    * bandit losses: the loss vector ``value * e_1`` (``coordinates="first"``: a point moves
-      across the loss set along e_1) or ``value`` for every arm (``coordinates="all"``);
+    * full-information and bandit losses: the loss vector ``value * e_1``
+      (``coordinates="first"``: a point moves across the loss set along e_1), ``value`` for
+      every arm (``"all"``), or, with ``"opposite"``, the changed round's vector
+      ``values[0] e_1 + values[1] e_2`` in A and ``values[1] e_1 + values[0] e_2`` in B (two
+      coordinates moving in opposite directions, every other round ``rest * e_1``): what an
+      l_inf bound on a change allows, which a noisy argmin over the coordinates feels in
+      full, and one coordinate's move only half;
     * samples: x = e_1 in every round and the label y = ``value``;
     * contextual bandits: context e_1 in every round and reward ``value`` for every arm;
     * full-information loss functions: the environment's ``loss_of(e_1, value)``: the GLM loss
@@ -143,8 +147,10 @@ class AuditCase:
             raise ValueError(
                 f"changed_round must lie in [0, {self.horizon}), got {self.changed_round!r}"
             )
-        if self.coordinates not in ("first", "all"):
-            raise ValueError(f"coordinates must be 'first' or 'all', got {self.coordinates!r}")
+        if self.coordinates not in ("first", "all", "opposite"):
+            raise ValueError(
+                f"coordinates must be 'first', 'all' or 'opposite', got {self.coordinates!r}"
+            )
         if len(self.values) != 2 or self.values[0] == self.values[1]:
             raise ValueError(f"values must be two different numbers, got {self.values!r}")
         if not 0 < self.refute_fraction < 1:
@@ -467,13 +473,30 @@ def _registering(load: Callable[[], Any]) -> Any:
         raise
 
 
+def _imported_from(path: Path) -> bool:
+    """Whether a module imported under its own name (an installed plugin's, say) is the file
+    ``path``: importing it again by its path would register its learners twice."""
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and file.endswith(path.name):
+            try:
+                if Path(file).resolve() == path:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
 def load_modules(modules: Sequence[str], base: str | Path | None = None) -> list[str]:
     """Import each of ``modules`` once per process, so that the learners it registers are in
-    the catalogue: a module name (``"my_package.learners"``), or the path of a ``.py`` file
-    (relative to ``base``, default the working directory). Returns what a worker process
-    imports again: the names, and the files' absolute paths. A spec's ``modules`` field and
-    the runner's workers call it; an installed package registers its learners for every
-    command through the entry point group ``dponline.learners`` instead (docs/extending.md)."""
+    the catalogue: the path of a ``.py`` file (relative to ``base``, default the working
+    directory), or the name of an importable module (an installed package's, or one on
+    ``PYTHONPATH``: the ``dponline`` command does not look in the working directory). A file
+    already imported under another name (an installed plugin's) is not imported again, which
+    would register its learners twice. Returns what a worker process imports again: the
+    names, and the files' absolute paths. A spec's ``modules`` field and the runner's workers
+    call it; an installed package registers its learners for every command through the entry
+    point group ``dponline.learners`` instead (docs/extending.md)."""
     learners()  # the built-in learners first: a module's entry may name one as counterpart
     resolved = []
     for module in modules:
@@ -482,10 +505,11 @@ def load_modules(modules: Sequence[str], base: str | Path | None = None) -> list
         if module.endswith(".py") or "/" in module or "\\" in module:
             path = (Path(base or ".") / module).resolve()
             if not path.is_file():
-                raise ValueError(f"module file {str(path)!r} does not exist")
+                what = "is a folder, not a .py file" if path.is_dir() else "does not exist"
+                raise ValueError(f"module file {str(path)!r} {what}")
             digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
             name = f"_dponline_module_{path.stem}_{digest}"
-            if name not in sys.modules:
+            if name not in sys.modules and not _imported_from(path):
                 spec = importlib.util.spec_from_file_location(name, path)
                 if spec is None or spec.loader is None:
                     raise ValueError(f"module file {str(path)!r} cannot be imported")
@@ -499,7 +523,18 @@ def load_modules(modules: Sequence[str], base: str | Path | None = None) -> list
             resolved.append(str(path))
         else:
             if module not in sys.modules:
-                _registering(functools.partial(importlib.import_module, module))
+                try:
+                    found = importlib.util.find_spec(module)
+                except (ImportError, ValueError):
+                    found = None
+                if found is None:
+                    raise ModuleNotFoundError(
+                        f"no module named {module!r} (a module name must be importable: an "
+                        "installed package, or on PYTHONPATH; a file of your own is given by "
+                        "its path, 'learners.py')"
+                    )
+                if not (found.origin and _imported_from(Path(found.origin).resolve())):
+                    _registering(functools.partial(importlib.import_module, module))
             resolved.append(module)
     return resolved
 
@@ -592,6 +627,12 @@ def check_options(entry: LearnerEntry, options: Mapping[str, Any], env: Any = No
     for bad in options:
         if bad in documented or bad in ("replicas", "rng"):
             continue
+        if bad in COMMON_KEYWORDS:
+            raise ValueError(
+                f"{bad} is the run's, not an option of learner {entry.name!r}: give it to "
+                f"build_learner as {bad}= (in a spec: its 'epsilons', 'calibrations' and "
+                "'allow_weaker_paper' fields)"
+            )
         if env is not None and bad in ("horizon", "dim", "n_arms", "domain", "arms"):
             raise ValueError(
                 f"learner {entry.name!r} reads {bad} from the environment "
@@ -599,7 +640,7 @@ def check_options(entry: LearnerEntry, options: Mapping[str, Any], env: Any = No
                 f"environment with the {bad} you want"
             )
         known = documented + [k for k in COMMON_KEYWORDS if k not in documented]
-        hint = " (the generator or seed is rng=)" if bad == "seed" else ""
+        hint = " (the seed is the run's: rng= in Python, a spec's 'seed')" if bad == "seed" else ""
         raise ValueError(
             f"learner {entry.name!r} has no option {bad!r}{hint}{did_you_mean(bad, known)}; its "
             f"options: {', '.join(documented) or 'none'}"
@@ -623,10 +664,10 @@ def build_learner(
     ``epsilon=NON_PRIVATE`` for its non-private counterpart, ``None`` refused,
     :func:`resolved_epsilon`), then
     ``factory(env, budget=budget, **options)`` (``replicas`` and ``rng`` among the options; see
-    the module docstring). The horizon and dimensions come from ``env``. An option the factory
-    does not take is a ValueError naming it. ``participations`` k > 1 protects one person's
-    rounds: proved for the pattern by a ``person_level`` learner that can, by group privacy
-    otherwise (:func:`learner_budget`; the guarantee says which).
+    the module docstring). The horizon and dimensions come from ``env``. An option the entry
+    does not document is a ValueError naming it (:func:`check_options`). ``participations``
+    k > 1 protects one person's rounds: proved for the pattern by a ``person_level`` learner
+    that can, by group privacy otherwise (:func:`learner_budget`; the guarantee says which).
 
     >>> from dponline.environments import KArmedBandit
     >>> env = KArmedBandit([0.2, 0.5, 0.9], horizon=1000, rng=0)

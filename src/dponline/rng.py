@@ -25,7 +25,13 @@ import numpy as np
 
 RngLike = None | int | np.random.SeedSequence | np.random.Generator
 
-__all__ = ["RngLike", "as_generator", "generator_from_state", "generator_state"]
+__all__ = [
+    "RngLike",
+    "as_generator",
+    "generator_from_state",
+    "generator_state",
+    "replica_generators",
+]
 
 
 def as_generator(rng: RngLike) -> np.random.Generator:
@@ -70,3 +76,13 @@ def generator_from_state(state: dict[str, Any]) -> np.random.Generator:
     bit_gen = bit_gen_cls()
     bit_gen.state = copy.deepcopy(state)
     return np.random.Generator(bit_gen)
+
+
+def replica_generators(rng: RngLike, replicas: int) -> list[np.random.Generator]:
+    """One ``numpy.random.Generator`` (PCG64) per replica, spawned from ``rng`` (``None``, a
+    seed, a SeedSequence or a Generator, which gives up 256 bits of its stream): the children
+    0..replicas-1 of one SeedSequence, so that replica j's generator does not depend on how
+    many replicas there are."""
+    base = as_generator(rng)
+    root = np.random.SeedSequence(base.bit_generator.random_raw(4).tolist())
+    return [np.random.Generator(np.random.PCG64(child)) for child in root.spawn(replicas)]

@@ -214,3 +214,21 @@ def test_generalized_gaussian_tree_with_a_tenth_of_the_noise_is_refuted(mech):
     # only reaches ~1.04 with 100,000 trials, too close to the claim for a reliable test.
     res = _audit_gg(mech, 0.1)
     assert res.refuted, str(res)
+
+
+def test_the_opposite_pair_moves_two_coordinates_as_far_as_an_l_inf_bound_allows():
+    from dponline.experiments.learner_audit import neighbouring_streams
+    from dponline.protocol import FeedbackKind
+    from dponline.registry import AuditCase
+
+    case = AuditCase(
+        horizon=3, values=(0.0, 1.0), rest=0.25, changed_round=1, coordinates="opposite"
+    )
+    a, b = neighbouring_streams(FeedbackKind.LOSS_VECTOR, case, 3)
+    np.testing.assert_array_equal(a, [[0.25, 0, 0], [0, 1, 0], [0.25, 0, 0]])
+    np.testing.assert_array_equal(b, [[0.25, 0, 0], [1, 0, 0], [0.25, 0, 0]])
+    assert np.abs(a - b).max() == 1.0  # an l_inf change of 1, in two coordinates
+    with pytest.raises(ValueError, match="at least two coordinates"):
+        neighbouring_streams(FeedbackKind.BANDIT, case, 1)
+    with pytest.raises(ValueError, match="'first', 'all' or 'opposite'"):
+        AuditCase(horizon=3, coordinates="both")

@@ -94,7 +94,7 @@ from dponline.protocol import (
     checked_count,
     past_horizon_error,
 )
-from dponline.rng import RngLike, as_generator, generator_state
+from dponline.rng import RngLike, generator_state, replica_generators
 
 __all__ = [
     "PRIVATE_K_ARMED",
@@ -132,16 +132,6 @@ def horizon_for(env: Any, anytime: Any) -> int | None:
     return None if checked_flag("anytime", anytime) else env.horizon
 
 
-def replica_generators(rng: RngLike, replicas: int) -> list[np.random.Generator]:
-    """One ``numpy.random.Generator`` (PCG64) per replica, spawned from ``rng`` (``None``, a
-    seed, a SeedSequence or a Generator, which gives up 256 bits of its stream): the children
-    0..replicas-1 of one SeedSequence, so that replica j's generator does not depend on how
-    many replicas there are."""
-    base = as_generator(rng)
-    root = np.random.SeedSequence(base.bit_generator.random_raw(4).tolist())
-    return [np.random.Generator(np.random.PCG64(child)) for child in root.spawn(replicas)]
-
-
 class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
     """The base of stochastic K-armed bandit learners (the module docstring says how a
     subclass plugs in).
@@ -155,7 +145,7 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
     replicas:
         Independent copies along the leading axis.
     rng:
-        Seed of the per-replica generators (:func:`replica_generators`).
+        Seed of the per-replica generators (:func:`dponline.rng.replica_generators`).
     clip:
         Clip losses into [0, 1] instead of refusing them.
     """

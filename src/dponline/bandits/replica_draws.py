@@ -3,7 +3,7 @@
 Thompson sampling draws K Beta variables per replica per round. numpy draws them fast for one
 generator and arrays of parameters, but each replica of a K-armed learner owns a generator (so
 that replica j's run does not depend on how many replicas there are,
-:func:`~dponline.bandits.k_armed.replica_generators`), and one call per replica per round
+:func:`~dponline.rng.replica_generators`), and one call per replica per round
 costs more than the rest of the round. :class:`ReplicaDraws` keeps, per replica, a block of
 standard normal and uniform numbers drawn from that replica's generator, refilled when it runs
 low, and turns them into Gamma variables for every replica at once by the method of Marsaglia &

@@ -132,7 +132,9 @@ def neighbouring_streams(
     """Streams A and B of ``spec.horizon`` rows that differ in row ``spec.changed_round`` only
     (the layouts of :class:`~dponline.registry.AuditCase`):
 
-    * ``LOSS_VECTOR``, ``BANDIT``: loss vectors (T, dim), ``value * e_1`` or ``value * 1``;
+    * ``LOSS_VECTOR``, ``BANDIT``: loss vectors (T, dim), ``value * e_1`` or ``value * 1``,
+      or with ``coordinates="opposite"`` the changed row ``v0 e_1 + v1 e_2`` against
+      ``v1 e_1 + v0 e_2``;
     * ``SAMPLE``: rows (x, y) = (e_1, value), shape (T, dim + 1);
     * ``CONTEXTUAL_BANDIT``: rows (x, reward of each arm) = (e_1, value * 1), (T, dim + arms);
     * ``LOSS_FUNCTION``: rows (v, y) = (e_1, value), (T, dim + 1): the environment's loss
@@ -142,10 +144,14 @@ def neighbouring_streams(
     e1 = np.zeros(dim)
     e1[0] = 1.0
     if kind in (FeedbackKind.LOSS_VECTOR, FeedbackKind.BANDIT):
-        direction = e1 if spec.coordinates == "first" else np.ones(dim)
+        direction = np.ones(dim) if spec.coordinates == "all" else e1
         a = np.tile(spec.rest * direction, (horizon, 1))
         b = a.copy()
         a[i], b[i] = spec.values[0] * direction, spec.values[1] * direction
+        if spec.coordinates == "opposite":
+            if dim < 2:
+                raise ValueError("coordinates='opposite' needs at least two coordinates")
+            a[i, 1], b[i, 1] = spec.values[1], spec.values[0]
     elif kind in (FeedbackKind.SAMPLE, FeedbackKind.LOSS_FUNCTION):
         a = np.tile(np.r_[e1, spec.rest], (horizon, 1))
         b = a.copy()

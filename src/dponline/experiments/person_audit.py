@@ -33,7 +33,7 @@ from dponline.experiments.learner_audit import stream_runner
 from dponline.privacy.audit import AuditResult, audit, learner_sampler
 from dponline.privacy.budget import PrivacyBudget
 from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyWarning
-from dponline.registry import LearnerEntry, learners
+from dponline.registry import LearnerEntry, check_options, learners
 
 __all__ = ["audit_person", "checked_rounds", "person_rounds", "person_streams"]
 
@@ -126,6 +126,7 @@ def audit_person(
         environment, horizon, np.random.default_rng(0), **(environment_options or {})
     )
     options = dict(learner_options or {})
+    check_options(entry, options)  # the documented options only, as build_learner passes
 
     def factory(replicas: int, rng: np.random.Generator) -> Any:
         with warnings.catch_warnings():

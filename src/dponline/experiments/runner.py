@@ -32,12 +32,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import importlib.util
 import itertools
 import json
 import math
 import multiprocessing
 import signal
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -132,7 +132,8 @@ class Task:
     seeding: str = "sweep"
     #: Modules to import before the learner is built, where its entry is registered (module
     #: names, or absolute paths of .py files: :func:`~dponline.registry.load_modules`); a
-    #: spec's ``modules`` field. A worker process imports them again.
+    #: spec's ``modules`` field. A worker process imports them again. Not part of the
+    #: :attr:`key`, which holds the source of the learner's module instead.
     modules: tuple[str, ...] = ()
 
     @property
@@ -168,11 +169,9 @@ class Task:
         its fields and the code that runs it (:func:`~dponline.experiments.checkpoints.
         code_fingerprint`: the version and a digest of the package's files), so results of
         other code are never read back."""
-        spec = {
-            **asdict(self),
-            "dponline_code": code_fingerprint(),
-            "modules_code": [_source_digest(m) for m in self.modules],
-        }
+        fields = asdict(self)
+        del fields["modules"]  # where the learner's module lies is not what a result is
+        spec = {**fields, "dponline_code": code_fingerprint(), "learner_code": _learner_code(self)}
         blob = json.dumps(spec, sort_keys=True, default=str).encode()
         return f"task{self.task_index:04d}-{hashlib.sha256(blob).hexdigest()[:16]}"
 
@@ -449,16 +448,26 @@ class _Run:
         ]
 
 
-def _source_digest(module: str) -> str:
-    """A digest of the source of ``module`` (a .py file's path, or a module name), so that a
-    task's stored results are not read back once the learner's own code has changed."""
-    path = module if module.endswith(".py") else None
-    if path is None:
-        spec = importlib.util.find_spec(module)
-        path = None if spec is None else spec.origin
-    if path is None or not Path(path).is_file():
+def _learner_code(task: Task) -> str:
+    """A digest of the source of the module that registers the task's learner when that module
+    is not dponline's own (whose files :func:`code_fingerprint` covers): a learner of the
+    user's, from a spec's ``modules`` or an installed plugin, so that its stored results are
+    not read back once its code has changed. Modules it imports in turn are not covered."""
+    entry = registry.learners().get(task.learner)
+    if entry is None and task.modules:  # a worker that has not imported them yet
+        registry.load_modules(task.modules)
+        entry = registry.learners().get(task.learner)
+    if entry is None:
         return ""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    module = sys.modules.get(getattr(entry.factory, "__module__", "") or "")
+    file = getattr(module, "__file__", None)
+    if not file or Path(file).resolve().is_relative_to(_PACKAGE):
+        return ""
+    return hashlib.sha256(Path(file).read_bytes()).hexdigest()[:16]
+
+
+#: the installed dponline package's folder (its files are the code fingerprint's)
+_PACKAGE = Path(registry.__file__).resolve().parent
 
 
 def _build(task: Task, override: Mapping[str, Any]) -> tuple[Environment, Any]:

@@ -362,8 +362,12 @@ def parse_spec(
     )
     try:  # before the learners' names are read: the modules register some of them
         modules = tuple(load_modules(raw_modules, base))
-    except (ValueError, ImportError) as exc:
+    except (ValueError, ModuleNotFoundError) as exc:
         raise SpecError(f"spec field 'modules': {exc}") from exc
+    except Exception as exc:  # the module's own error, chained (its traceback says where)
+        raise SpecError(
+            f"spec field 'modules': importing them raised {type(exc).__name__}: {exc}"
+        ) from exc
     if "environments" in data:
         _expect(
             "environment" not in data,
@@ -401,6 +405,14 @@ def parse_spec(
     ]
     for i, lr in enumerate(chosen):  # the options' names now, not when a task is built
         for part in ("options", "tune"):
+            run_level = [k for k in ("replicas", "rng") if k in lr.get(part, {})]
+            _expect(
+                not run_level,
+                f"learners[{i}].{part}",
+                "the learner's options only (its replicas and their seeds are the spec's "
+                "seeds and seed)",
+                run_level,
+            )
             try:
                 check_options(learners()[lr["name"]], lr.get(part, {}))
             except ValueError as exc:

@@ -588,6 +588,7 @@ register_learner(
         options={
             "eta": "learning rate (default sqrt(D_R / T); sqrt(log N / T) on the simplex)",
             "regulariser": "entropic (simplex only) | euclidean",
+            "eta_constant": "c of the anytime rate c / sqrt(t) (default sqrt(D_R))",
             "anytime": ANYTIME_OPTION,
         },
     )
