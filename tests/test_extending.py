@@ -4,6 +4,7 @@ installed package's entry point into every command, and the guide's code is the 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -148,6 +149,38 @@ def test_the_learners_own_code_is_part_of_a_tasks_key_and_its_folder_is_not(own_
     assert ours.key == before[0]
 
 
+def test_the_spec_modules_count_by_content_and_a_learner_without_a_file_has_a_key(tmp_path):
+    import types
+
+    one, two = tmp_path / "one.py", tmp_path / "two.py"
+    one.write_text("X = 1\n")
+    two.write_text("X = 1\n")
+
+    def task(module):
+        return Task("kl-ucb", "bernoulli_bandit", None, "none", 2, 0, 0, 50, modules=(module,))
+
+    assert task(str(one)).key == task(str(two)).key  # the same code in another place
+    two.write_text("X = 2\n")
+    assert task(str(one)).key != task(str(two)).key
+    # a learner whose module has no file (python -c, a notebook, a zip): a key all the same
+    fake = types.ModuleType("_no_file_here")
+    fake.__file__ = "<stdin>"
+    sys.modules["_no_file_here"] = fake
+    try:
+        entry = learners()["kl-ucb"]
+        factory = functools.partial(entry.factory)
+        factory.__module__ = "_no_file_here"
+        import dataclasses
+
+        from dponline.registry import register_learner
+
+        register_learner(dataclasses.replace(entry, name="kl-ucb-copy", factory=factory))
+        assert Task("kl-ucb-copy", "bernoulli_bandit", None, "none", 2, 0, 0, 50).key
+    finally:
+        unregister_learner("kl-ucb-copy")
+        del sys.modules["_no_file_here"]
+
+
 def test_a_bad_modules_field_is_a_spec_error(tmp_path):
     base = {"environments": [{"name": "bernoulli_bandit"}], "horizon": 10}
     learner = [{"name": "kl-ucb"}]
@@ -160,7 +193,7 @@ def test_a_bad_modules_field_is_a_spec_error(tmp_path):
     with pytest.raises(SpecError, match=r"'modules': expected a list of module names"):
         parse_spec({**base, "modules": "mine.py", "learners": learner})
     (tmp_path / "broken.py").write_text("raise RuntimeError('my learner is broken')\n")
-    with pytest.raises(SpecError, match="importing them raised RuntimeError: my learner is"):
+    with pytest.raises(SpecError, match=r"importing 'broken\.py' raised RuntimeError: my learner"):
         parse_spec({**base, "modules": ["broken.py"], "learners": learner}, base=tmp_path)
     assert "broken" not in " ".join(sys.modules)
 
@@ -231,3 +264,56 @@ def test_the_guides_code_is_the_examples():
         if block.startswith('[project.entry-points."dponline.learners"]'):
             continue  # a package's declaration (what _install_plugin leaves installed)
         assert block in (python if kind == "python" else spec), block[:200]
+
+
+def test_the_commands_take_a_learner_of_ones_own_by_modules():
+    """`dponline list`, `environments` and `audit` import `--modules` first (the spec's field
+    for a run), so a file that is not installed is listed and audited too."""
+    module = str(EXAMPLE / "noisy_leader.py")
+    run = functools.partial(subprocess.run, capture_output=True, text=True, check=True)
+    listed = run([sys.executable, "-m", "dponline", "list", "--modules", module, "dp-noisy-leader"])
+    assert "option block" in listed.stdout
+    envs = run(
+        [sys.executable, "-m", "dponline", "environments", "--modules", module, "stochastic"]
+    )
+    assert "dp-noisy-leader" in envs.stdout
+    audit = ["audit", "--modules", module, "--learners", "dp-noisy-leader", "--trials", "4000"]
+    audited = run([sys.executable, "-m", "dponline", *audit, "--json"])
+    (row,) = json.loads(audited.stdout)["learners"]
+    assert (row["verdict"], row["verdict_under_noised"]) == ("not refuted", "REFUTED")
+
+
+@pytest.fixture
+def noisy_leader():
+    """The second example's module, loaded for one test and then forgotten."""
+    registered, before = set(learners()), set(sys.modules)
+    load_modules([str(EXAMPLE / "noisy_leader.py")])
+    try:
+        yield next(m for n, m in sys.modules.items() if n not in before)
+    finally:
+        for name in set(learners()) - registered:
+            unregister_learner(name)
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
+
+
+@pytest.mark.parametrize("block", [2, 5, 6, 7])
+def test_the_noisy_leader_resumes_from_every_round(noisy_leader, block):
+    """A state saved after any round loads into a fresh learner, also when no release ever
+    happens (block >= T: m = 0) and at the end of the run."""
+    from dponline.privacy.budget import PrivacyBudget
+    from dponline.protocol import LossVectorFeedback
+
+    def build():
+        budget = PrivacyBudget(1.0, 0.0)
+        return noisy_leader.NoisyLeader(3, 6, budget=budget, block=block, replicas=2, rng=0)
+
+    learner = build()
+    losses = np.random.default_rng(1).uniform(size=(6, 3))
+    for t in range(6):
+        learner.act()
+        learner.observe(LossVectorFeedback(losses[t]))
+        fresh = build()
+        fresh.load_state_dict(learner.state_dict())
+        assert fresh.t == t + 1 and (fresh.leader == learner.leader).all()
+    assert learner.releases == (6 - 1) // block

@@ -225,10 +225,11 @@ class NoisyLeader(NoiseHandle, RoundDiscipline):
         if np.any(cumulative < 0.0) or np.any(cumulative > t):
             raise ArgumentError(f"saved cumulative losses must lie in [0, t = {t}]")
         leader = checked_int_array("saved leader", saved_field(state, "leader"), (r,), -1, n)
-        if np.any((leader < 0) == (t >= self.block)):
+        released = t >= self.block and self.block < self.horizon  # m = 0: never
+        if np.any((leader < 0) == released):
             raise ArgumentError(
-                f"saved leader must be -1 before the first release (round {self.block}) and an "
-                f"expert after it; t = {t}"
+                f"saved leader must be -1 before the first release (after round {self.block}, "
+                f"if it is before round {self.horizon}) and an expert after it; t = {t}"
             )
 
         def install() -> None:

@@ -801,9 +801,9 @@ CHECKS: tuple[Callable[[LearnerEntry, LearnerTestCase], None], ...] = (
 def check_learner(entry: LearnerEntry) -> None:
     """Every check on every test case of ``entry``, the audit included for a private learner.
     A check that fails raises ``AssertionError`` naming the learner, its case and what went
-    wrong; an error the learner raises where a check did not expect one (a learner being
-    written: a hook it lacks, an action of the wrong shape) becomes one too, naming the check
-    it broke, with the learner's error chained."""
+    wrong; an error raised where a check did not expect one (a learner being written: a hook
+    it lacks, an action of the wrong shape; or a test case the check cannot run) becomes one
+    too, naming the check, with the error chained."""
     for case in entry.test_cases:
         checks = (*CHECKS, check_audit) if entry.private else CHECKS
         for check in checks:
@@ -813,6 +813,5 @@ def check_learner(entry: LearnerEntry) -> None:
                 raise
             except Exception as exc:
                 raise AssertionError(
-                    f"{_who(entry, case)}: {check.__name__} stopped on the learner's "
-                    f"{type(exc).__name__}: {exc}"
+                    f"{_who(entry, case)}: {check.__name__} stopped on {type(exc).__name__}: {exc}"
                 ) from exc

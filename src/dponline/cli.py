@@ -928,6 +928,19 @@ def _guarantees_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _modules_argument(p: argparse.ArgumentParser) -> None:
+    """``--modules``: files or modules of the user's that register learners, imported first
+    (what a spec's ``modules`` field does for a run; docs/extending.md)."""
+    p.add_argument(
+        "--modules",
+        action="append",
+        default=None,
+        metavar="MODULE",
+        help="import this first: a .py file (a path) or a module name that registers learners "
+        "of your own (docs/extending.md); repeat for several",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dponline",
@@ -1004,6 +1017,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="every learner with its paper, setting and guarantee")
     p.add_argument("names", nargs="*", metavar="NAME", help="only these learners")
+    _modules_argument(p)
     form = p.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="machine-readable output")
     form.add_argument(
@@ -1017,6 +1031,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("names", nargs="*", metavar="NAME", help="only these environments")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    _modules_argument(p)
     p.set_defaults(func=_cmd_environments)
 
     p = sub.add_parser(
@@ -1095,6 +1110,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="empirical privacy audit of every counting mechanism and every private learner",
     )
     _horizon_argument(p, None, "horizon of the counters' streams (default: 16)")
+    _modules_argument(p)
     p.add_argument(
         "--trials",
         type=_positive_int,
@@ -1239,6 +1255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dponline.experiments.progress import Interrupted
 
     try:
+        if getattr(args, "modules", None):
+            _load_modules(args.modules)
         return int(args.func(args))
     except ValueError as exc:
         print(f"dponline {args.command}: error: {exc}", file=sys.stderr)
@@ -1254,6 +1272,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a process a pipe closed
+
+
+def _load_modules(modules: Sequence[str]) -> None:
+    """``--modules``, the user's modules imported; an error is one line (ValueError) naming
+    the module, its own error chained."""
+    from dponline.registry import load_modules
+
+    try:
+        load_modules(modules)
+    except (ValueError, ImportError) as exc:  # a module's own error is chained
+        raise ValueError(f"--modules: {exc}") from exc
 
 
 def _stdout_reader_gone() -> bool:

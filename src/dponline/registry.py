@@ -473,6 +473,16 @@ def _registering(load: Callable[[], Any]) -> Any:
         raise
 
 
+def _importing(module: str, load: Callable[[], Any]) -> None:
+    """``load()``, the import of the user's ``module``: an error its code raises (a missing
+    dependency, a learner registered twice) becomes an ImportError naming the module, the
+    error chained."""
+    try:
+        _registering(load)
+    except Exception as exc:
+        raise ImportError(f"importing {module!r} raised {type(exc).__name__}: {exc}") from exc
+
+
 def _imported_from(path: Path) -> bool:
     """Whether a module imported under its own name (an installed plugin's, say) is the file
     ``path``: importing it again by its path would register its learners twice."""
@@ -516,7 +526,7 @@ def load_modules(modules: Sequence[str], base: str | Path | None = None) -> list
                 loaded = importlib.util.module_from_spec(spec)
                 sys.modules[name] = loaded
                 try:
-                    _registering(functools.partial(spec.loader.exec_module, loaded))
+                    _importing(module, functools.partial(spec.loader.exec_module, loaded))
                 except BaseException:
                     del sys.modules[name]
                     raise
@@ -534,7 +544,7 @@ def load_modules(modules: Sequence[str], base: str | Path | None = None) -> list
                         "its path, 'learners.py')"
                     )
                 if not (found.origin and _imported_from(Path(found.origin).resolve())):
-                    _registering(functools.partial(importlib.import_module, module))
+                    _importing(module, functools.partial(importlib.import_module, module))
             resolved.append(module)
     return resolved
 

@@ -230,5 +230,7 @@ def test_the_opposite_pair_moves_two_coordinates_as_far_as_an_l_inf_bound_allows
     assert np.abs(a - b).max() == 1.0  # an l_inf change of 1, in two coordinates
     with pytest.raises(ValueError, match="at least two coordinates"):
         neighbouring_streams(FeedbackKind.BANDIT, case, 1)
+    with pytest.raises(ValueError, match=r"changes loss vectors .* 'a sample"):
+        neighbouring_streams(FeedbackKind.SAMPLE, case, 3)
     with pytest.raises(ValueError, match="'first', 'all' or 'opposite'"):
         AuditCase(horizon=3, coordinates="both")

@@ -234,3 +234,21 @@ def test_anytime_blt_person_calibration_is_not_refuted():
     result = run_anytime_blt(budget, seed=1)
     assert result.claimed_epsilon == pytest.approx(EPS, rel=1e-6)
     assert not result.any_refuted, str(result)
+
+
+def test_the_audit_takes_the_learners_documented_options_and_its_budget_whole():
+    """Options reach the factory as build_learner passes them (documented only), and the
+    budget's own (delta, the person's pattern) belong in the budget, not among them."""
+    common = dict(
+        budget=PrivacyBudget(EPS, DELTA),
+        environment="stochastic",
+        environment_options={"n_experts": 2},
+        horizon=6,
+        rounds=(1, 4),
+        value_a=(1.0, 0.0),
+        value_b=(0.0, 1.0),
+    )
+    with pytest.raises(ValueError, match="learner 'dp-ftrl' has no option 'noise_growth'"):
+        audit_person("dp-ftrl", learner_options={"noise_growth": True}, **common)
+    with pytest.raises(ValueError, match=r"delta belong to the budget .* budget=PrivacyBudget"):
+        audit_person("dp-ftrl", learner_options={"delta": 1e-6}, **common)

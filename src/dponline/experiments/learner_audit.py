@@ -152,6 +152,11 @@ def neighbouring_streams(
             if dim < 2:
                 raise ValueError("coordinates='opposite' needs at least two coordinates")
             a[i, 1], b[i, 1] = spec.values[1], spec.values[0]
+    elif spec.coordinates != "first":
+        raise ValueError(
+            f"coordinates={spec.coordinates!r} changes loss vectors (full information or "
+            f"bandit); a {kind.value!r} audit changes a label or reward"
+        )
     elif kind in (FeedbackKind.SAMPLE, FeedbackKind.LOSS_FUNCTION):
         a = np.tile(np.r_[e1, spec.rest], (horizon, 1))
         b = a.copy()

@@ -127,6 +127,12 @@ def audit_person(
     )
     options = dict(learner_options or {})
     check_options(entry, options)  # the documented options only, as build_learner passes
+    budgets = sorted({"delta", "participations", "min_separation"} & set(options))
+    if budgets:
+        raise ValueError(
+            f"{', '.join(budgets)} belong to the budget the learner is audited with: build "
+            "budget=PrivacyBudget(...) with them instead of passing them as options"
+        )
 
     def factory(replicas: int, rng: np.random.Generator) -> Any:
         with warnings.catch_warnings():

@@ -449,21 +449,33 @@ class _Run:
 
 
 def _learner_code(task: Task) -> str:
-    """A digest of the source of the module that registers the task's learner when that module
-    is not dponline's own (whose files :func:`code_fingerprint` covers): a learner of the
-    user's, from a spec's ``modules`` or an installed plugin, so that its stored results are
-    not read back once its code has changed. Modules it imports in turn are not covered."""
+    """A digest of the user's code behind the task: the files of the spec's ``modules`` and
+    the file of the module that defines the learner's factory (a plugin's), by their content,
+    not where they lie; dponline's own files are :func:`code_fingerprint`'s. So the stored
+    results of a learner of the user's are rerun, not read back, once one of those files has
+    changed. Not covered: modules they import in turn, and a learner defined where there is
+    no file (``__main__`` of ``python -c``, a notebook, a zip archive)."""
     entry = registry.learners().get(task.learner)
     if entry is None and task.modules:  # a worker that has not imported them yet
         registry.load_modules(task.modules)
         entry = registry.learners().get(task.learner)
-    if entry is None:
-        return ""
-    module = sys.modules.get(getattr(entry.factory, "__module__", "") or "")
-    file = getattr(module, "__file__", None)
-    if not file or Path(file).resolve().is_relative_to(_PACKAGE):
-        return ""
-    return hashlib.sha256(Path(file).read_bytes()).hexdigest()[:16]
+    files = [_module_file(m) for m in task.modules]
+    if entry is not None:
+        module = sys.modules.get(getattr(entry.factory, "__module__", "") or "")
+        files.append(getattr(module, "__file__", None))
+    digest = hashlib.sha256()
+    for file in dict.fromkeys(f for f in files if f):  # once each, in order
+        path = Path(file)
+        if path.is_file() and not path.resolve().is_relative_to(_PACKAGE):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _module_file(module: str) -> str | None:
+    """The file of a spec's module (a .py path, or an imported module's name)."""
+    if module.endswith(".py"):
+        return module
+    return getattr(sys.modules.get(module), "__file__", None)
 
 
 #: the installed dponline package's folder (its files are the code fingerprint's)

@@ -362,12 +362,8 @@ def parse_spec(
     )
     try:  # before the learners' names are read: the modules register some of them
         modules = tuple(load_modules(raw_modules, base))
-    except (ValueError, ModuleNotFoundError) as exc:
+    except (ValueError, ImportError) as exc:  # a module's own error is chained
         raise SpecError(f"spec field 'modules': {exc}") from exc
-    except Exception as exc:  # the module's own error, chained (its traceback says where)
-        raise SpecError(
-            f"spec field 'modules': importing them raised {type(exc).__name__}: {exc}"
-        ) from exc
     if "environments" in data:
         _expect(
             "environment" not in data,
