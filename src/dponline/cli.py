@@ -735,9 +735,30 @@ def _print_summary(rows: list[dict[str, Any]]) -> None:
         columns.insert(5, ("unit", "unit of privacy", ""))
     if any(r.get("switches_mean") is not None for r in rows):  # count_switches
         columns.append(("switches_mean", "switches", ".1f"))
+    if any(r.get("tuned") for r in rows):  # the candidate the validation set chose
+        columns.append(("tuned", "tuned", ""))
     if any(r.get("final_loss_mean") is not None for r in rows):  # held-out evaluation
         columns += [("final_loss_mean", "held-out", ".4g"), ("final_loss_ci95", "+-95%", ".2g")]
     _print_table(shown, columns)
+
+
+def _edge_of_grid(tasks: Sequence[Any], rows: list[dict[str, Any]]) -> list[str]:
+    """A sentence for each tuned row whose chosen value is the smallest or largest of three or
+    more numeric candidates: the best may lie beyond the grid."""
+    grids = {(t.environment_label or t.environment, t.display_label): t.tune for t in tasks}
+    notes = []
+    for row in rows:
+        chosen = json.loads(row.get("tuned") or "{}")
+        grid = grids.get((row["environment"], row["label"]), {})
+        for option, value in chosen.items():
+            values = [v for v in grid.get(option, []) if isinstance(v, int | float)]
+            if len(values) >= 3 and value in (min(values), max(values)):
+                end = "smallest" if value == min(values) else "largest"
+                notes.append(
+                    f"{row['label']} on {row['environment']} chose {option} = {value}, the "
+                    f"{end} of its candidates: the best value may lie beyond them"
+                )
+    return list(dict.fromkeys(notes))
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -787,16 +808,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise
     index = write_report(results, out, title=spec.name, captions=spec.captions())
     rows = _summary_rows(summarise(results))
+    notes = [*spec.notes, *_edge_of_grid(tasks, rows)]
     if args.json:
-        extra = {"notes": list(spec.notes)} if spec.notes else {}
+        extra: dict[str, Any] = {"notes": notes} if notes else {}
         if not have_matplotlib():
             extra["report_without_plots"] = NO_PLOTS
         print(json.dumps({"report": str(index), "summary": rows, **extra}, indent=2))
         return 0
     print(f"{spec.name}\n")
-    for note in spec.notes:
+    for note in notes:
         print(f"Note: {note}.")
-    if spec.notes:
+    if notes:
         print()
     _print_summary(rows)
     if reused:

@@ -776,3 +776,26 @@ def test_run_table_has_delta_and_switches_and_a_failed_run_leaves_nothing(tmp_pa
     assert main(["run", str(spec), "--out", str(bad), "--horizon", "100000"]) == 2
     assert "exceeds the" in capsys.readouterr().err
     assert not bad.exists()
+
+
+def test_the_unit_of_privacy_of_a_stream_of_samples_is_a_sample():
+    """A streaming learner's guarantee covers datasets differing in one sample: its rows say
+    "one sample" (they said "one round"), and a person's k samples, by group privacy."""
+    (task,) = make_tasks(
+        learners=[{"name": "noisy-sgd"}],
+        environment="regression_stream",
+        environment_options={"dim": 2},
+        epsilons=[1.0],
+        seeds=2,
+        horizon=20,
+    )
+    assert set(run_task(task)["unit"]) == {"one sample"}
+    (person,) = make_tasks(
+        learners=[{"name": "noisy-sgd", "options": {"participations": 2}}],
+        environment="regression_stream",
+        environment_options={"dim": 2},
+        epsilons=[1.0],
+        seeds=2,
+        horizon=20,
+    )
+    assert set(run_task(person)["unit"]) == {"person: 2 samples, by group privacy"}

@@ -288,3 +288,20 @@ def test_joint_tuning_takes_one_pass_and_gives_the_per_candidate_table(toy, monk
     (alone,) = _tasks(options={"shift": 0.9})
     cols = ["seed", "t", "cumulative_loss", "regret", "final_loss"]
     pd.testing.assert_frame_equal(frame[cols], run_task(alone)[cols])
+
+
+def test_the_choice_is_in_the_summary_and_a_choice_at_the_grids_edge_is_said(toy):
+    """The printed table and summary.csv show which candidate the validation set chose, and
+    `dponline run` says when it is the smallest or largest of three or more."""
+    from dponline.cli import _edge_of_grid, _summary_rows
+    from dponline.experiments.report import summarise
+
+    (task,) = _tasks(tune={"shift": [0.0, 0.5, 1.0]}, options={"jitter": 0.0})
+    rows = _summary_rows(summarise(run_task(task)))
+    assert [r["tuned"] for r in rows] == ['{"shift": 1.0}']
+    (note,) = _edge_of_grid([task], rows)
+    assert note.startswith("jitter") and "chose shift = 1.0, the largest of its candidates" in note
+    (inside,) = _tasks(tune={"shift": [0.0, 1.0, 2.0]}, options={"jitter": 0.0})
+    assert _edge_of_grid([inside], _summary_rows(summarise(run_task(inside)))) == []
+    (untuned,) = _tasks(options={"shift": 1.0})
+    assert "tuned" not in summarise(run_task(untuned))

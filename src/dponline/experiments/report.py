@@ -54,6 +54,8 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
         learner=("learner", "first"),
     ).reset_index()
     out["regret_ci95"] = t95(out["seeds"]) * out["regret_sd"] / np.sqrt(out["seeds"])
+    if "tuned" in final.columns and final["tuned"].fillna("").astype(bool).any():
+        out["tuned"] = grouped["tuned"].first().reset_index(drop=True).to_numpy()  # one a task
     if "switches" in final.columns:  # a spec with count_switches: mean switches at T
         out["switches_mean"] = grouped["switches"].mean().reset_index(drop=True).to_numpy()
     if "final_loss" in final.columns and final["final_loss"].notna().any():

@@ -147,13 +147,16 @@ class Task:
         b = self.learner_options.get("min_separation", 1)
         return "one round" if k == 1 else f"person: {k} rounds >= {b} apart"
 
-    def unit_proven(self, group_privacy: bool) -> str:
+    def unit_proven(self, group_privacy: bool, input_unit: str = "round") -> str:
         """:attr:`unit` as the learner proved it: for a person protected by group privacy, any k
-        rounds ("person: k rounds, by group privacy")."""
-        if not group_privacy:
-            return self.unit
-        k = self.learner_options.get("participations", 1)
-        return f"person: {k} rounds, by group privacy"
+        rounds ("person: k rounds, by group privacy"); in samples for a learner whose input is
+        a sample (``input_unit``, the learner's ``unit``: "one sample", "person: k samples
+        ...")."""
+        text = self.unit
+        if group_privacy:
+            k = self.learner_options.get("participations", 1)
+            text = f"person: {k} rounds, by group privacy"
+        return text if input_unit == "round" else text.replace("round", input_unit)
 
     @property
     def display_label(self) -> str:
@@ -426,6 +429,9 @@ class _Run:
     recorded_switches: np.ndarray | None = None  # (n_recorded, seeds) with count_switches
     #: the person's guarantee is derived by group privacy (any k rounds) from one round's
     group_privacy: bool = False
+    #: what one input of the learner is (its ``unit``: "round", or "sample" for a stream of
+    #: samples), for the table's unit of privacy
+    input_unit: str = "round"
 
     def state(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -612,6 +618,7 @@ def _play(
         delta=math.nan if privacy is None else float(privacy.delta),
         recorded_switches=tally.switch_table(),
         group_privacy=getattr(privacy, "one_input", None) is not None,
+        input_unit=str(getattr(learner, "unit", "round")),
     )
     if done_path is not None:
         save_state(done_path, run.state(), task=key)
@@ -638,7 +645,7 @@ def _rows(task: Task, run: _Run, tuned: str) -> pd.DataFrame:
             "epsilon": np.nan if task.epsilon is None else task.epsilon,
             "proven_epsilon": run.proven_epsilon,
             "delta": run.delta,
-            "unit": task.unit_proven(run.group_privacy),
+            "unit": task.unit_proven(run.group_privacy, run.input_unit),
             "tuned": tuned,
             "seed": np.tile(np.arange(n_s), n_t),
             "t": np.repeat(ts, n_s),
