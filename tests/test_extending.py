@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -317,3 +318,36 @@ def test_the_noisy_leader_resumes_from_every_round(noisy_leader, block):
         fresh.load_state_dict(learner.state_dict())
         assert fresh.t == t + 1 and (fresh.leader == learner.leader).all()
     assert learner.releases == (6 - 1) // block
+
+
+def test_a_tasks_key_does_not_depend_on_what_the_process_has_imported(tmp_path, monkeypatch):
+    """The key of a task whose spec names a module is the same in a fresh process (a worker,
+    a script reading stored results) as in one that has imported the module (as reading the
+    spec does): they differed when the module was given by name to a built-in learner's task."""
+    import importlib
+
+    (tmp_path / "mine_for_the_key.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    task = Task(
+        "kl-ucb", "bernoulli_bandit", None, "none", 2, 0, 0, 50, modules=("mine_for_the_key",)
+    )
+    code = (
+        "import json, sys\n"
+        "from dponline.experiments.runner import Task\n"
+        "fields = json.loads(sys.argv[1])\n"
+        "print(Task(**{**fields, 'modules': tuple(fields['modules'])}).key)\n"
+    )
+    fields = {**task.__dict__, "modules": list(task.modules)}
+    try:
+        importlib.import_module("mine_for_the_key")  # this process has read the spec
+        here = task.key
+        fresh = subprocess.run(
+            [sys.executable, "-c", code, json.dumps(fields)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        ).stdout.strip()
+    finally:
+        sys.modules.pop("mine_for_the_key", None)
+    assert fresh == here

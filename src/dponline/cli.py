@@ -745,20 +745,34 @@ def _print_summary(rows: list[dict[str, Any]]) -> None:
 def _edge_of_grid(tasks: Sequence[Any], rows: list[dict[str, Any]]) -> list[str]:
     """A sentence for each tuned row whose chosen value is the smallest or largest of three or
     more numeric candidates: the best may lie beyond the grid."""
-    grids = {(t.environment_label or t.environment, t.display_label): t.tune for t in tasks}
+
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and v == v  # not NaN
+
+    def key(environment: str, label: str, calibration: str, epsilon: Any) -> tuple:
+        return environment, label, calibration, None if epsilon is None else float(epsilon)
+
+    grids = {
+        key(t.environment_label or t.environment, t.display_label, t.calibration, t.epsilon): t.tune
+        for t in tasks
+    }
     notes = []
     for row in rows:
         chosen = json.loads(row.get("tuned") or "{}")
-        grid = grids.get((row["environment"], row["label"]), {})
+        grid = grids.get(
+            key(row["environment"], row["label"], row["calibration"], row.get("epsilon")), {}
+        )
+        where = "" if row.get("epsilon") is None else f" ({row['calibration']}, epsilon "
+        where += "" if row.get("epsilon") is None else f"{row['epsilon']:g})"
         for option, value in chosen.items():
-            values = [v for v in grid.get(option, []) if isinstance(v, int | float)]
-            if len(values) >= 3 and value in (min(values), max(values)):
+            values = [v for v in grid.get(option, []) if number(v)]
+            if len(values) >= 3 and number(value) and value in (min(values), max(values)):
                 end = "smallest" if value == min(values) else "largest"
                 notes.append(
-                    f"{row['label']} on {row['environment']} chose {option} = {value}, the "
-                    f"{end} of its candidates: the best value may lie beyond them"
+                    f"{row['label']}{where} on {row['environment']} chose {option} = {value}, "
+                    f"the {end} of its candidates: the best value may lie beyond them"
                 )
-    return list(dict.fromkeys(notes))
+    return notes
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

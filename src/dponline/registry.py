@@ -479,7 +479,7 @@ def _importing(module: str, load: Callable[[], Any]) -> None:
     error chained."""
     try:
         _registering(load)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module that exits must not stop dponline
         raise ImportError(f"importing {module!r} raised {type(exc).__name__}: {exc}") from exc
 
 

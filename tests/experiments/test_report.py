@@ -222,3 +222,17 @@ def test_intervals_use_student_t_and_held_out_losses_are_summarised(tmp_path, ca
     _print_summary(_summary_rows(held))
     out = capsys.readouterr().out
     assert "held-out" in out.splitlines()[0] and "0.6 " in out.splitlines()[2] + " "
+
+
+def test_a_person_held_out_table_keeps_its_unit_and_shows_the_tuned_choice(tmp_path):
+    """The report's table of a streaming environment (held-out losses) showed neither the unit
+    of privacy of a person's rows, overwritten by the held-out columns, nor what tuning chose."""
+    results = _results([("noisy-sgd", "noisy-sgd", "tight", 1.0, 1.0)])
+    results["unit"] = "person: 2 samples, by group privacy"
+    results["tuned"] = '{"step_scale": 0.3}'
+    last = results["t"] == results["t"].max()
+    results.loc[last, "final_loss"] = 0.5
+    page = write_report(results, tmp_path, title="t").read_text()
+    header = page[page.index("<th>") : page.index("</tr>", page.index("<th>"))]
+    assert "unit of privacy" in header and "tuned" in header and "held-out loss" in header
+    assert "person: 2 samples, by group privacy" in page and "step_scale" in page

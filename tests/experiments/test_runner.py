@@ -799,3 +799,16 @@ def test_the_unit_of_privacy_of_a_stream_of_samples_is_a_sample():
         horizon=20,
     )
     assert set(run_task(person)["unit"]) == {"person: 2 samples, by group privacy"}
+
+
+def test_the_unit_of_privacy_follows_the_guarantees_relation():
+    """The joint-DP GLM bandit protects one user's context and rewards: "one user"."""
+    (task,) = make_tasks(
+        learners=[{"name": "dp-glm-bandit"}],
+        environment="glm_bandit",
+        environment_options={"dim": 3},
+        epsilons=[1.0],
+        seeds=2,
+        horizon=20,
+    )
+    assert set(run_task(task)["unit"]) == {"one user"}

@@ -14,7 +14,7 @@ import pytest
 from dponline.environments import catalogue
 from dponline.environments.catalogue import EnvironmentEntry
 from dponline.experiments.checkpoints import RESULT_SUFFIX
-from dponline.experiments.runner import make_tasks, run_sweep, run_task, tuning_candidates
+from dponline.experiments.runner import Task, make_tasks, run_sweep, run_task, tuning_candidates
 from dponline.experiments.spec import SpecError, parse_spec
 from dponline.protocol import FeedbackKind, SampleFeedback, checked_count
 from dponline.registry import LearnerEntry, LearnerTestCase, register_learner, unregister_learner
@@ -305,3 +305,25 @@ def test_the_choice_is_in_the_summary_and_a_choice_at_the_grids_edge_is_said(toy
     assert _edge_of_grid([inside], _summary_rows(summarise(run_task(inside)))) == []
     (untuned,) = _tasks(options={"shift": 1.0})
     assert "tuned" not in summarise(run_task(untuned))
+
+
+def test_the_edge_of_a_grid_is_the_tasks_own_and_counts_numbers_only():
+    """Two tasks of one label (paper and tight) may tune over different grids: each row is
+    judged against its own; a boolean or NaN candidate is no number."""
+    from dponline.cli import _edge_of_grid
+
+    def task(cal, grid, index):
+        return Task("noisy-sgd", "lp_regression", 1.0, cal, 2, 0, index, 10, tune={"s": grid})
+
+    tasks = [task("tight", [0.3, 1.0, 3.0], 0), task("paper", [0.01, 0.3, 1.0, 3.0], 1)]
+    row = {"environment": "lp_regression", "label": "noisy-sgd", "epsilon": 1.0}
+    rows = [
+        {**row, "calibration": "tight", "tuned": '{"s": 0.3}'},
+        {**row, "calibration": "paper", "tuned": '{"s": 0.3}'},
+    ]
+    assert _edge_of_grid(tasks, rows) == [
+        "noisy-sgd (tight, epsilon 1) on lp_regression chose s = 0.3, the smallest of its "
+        "candidates: the best value may lie beyond them"
+    ]
+    odd = [task("tight", [False, 0.5, 1.0, float("nan")], 0)]
+    assert _edge_of_grid(odd, [{**row, "calibration": "tight", "tuned": '{"s": false}'}]) == []

@@ -493,8 +493,10 @@ def write_report(
         shown = cols
         if has_person_unit(part):  # an epsilon per person beside one per round: say which
             shown = [*cols[:5], ("unit", "unit of privacy"), *cols[5:]]
+        if "tuned" in part and part["tuned"].fillna("").astype(bool).any():
+            shown = [*shown, ("tuned", "tuned")]  # the candidate the validation set chose
         if "final_loss_mean" in part and part["final_loss_mean"].notna().any():
-            shown = cols + held_out  # streaming optimisation: the test loss after the last sample
+            shown = [*shown, *held_out]  # streaming optimisation: the test loss after the last
         rows = "\n".join(
             "<tr>" + "".join(f"<td>{_fmt(r[c])}</td>" for c, _ in shown) + "</tr>"
             for _, r in part.iterrows()

@@ -64,7 +64,7 @@ from dponline.experiments.progress import Interrupted, Progress
 from dponline.experiments.rounds import Tally, play
 from dponline.privacy.arguments import checked_count
 from dponline.privacy.budget import WeakerGuaranteeError
-from dponline.privacy.guarantee import PrivacyWarning
+from dponline.privacy.guarantee import Neighbouring, PrivacyWarning
 from dponline.threads import WorkerLimits, apply_worker_limits, cpu_count, worker_limits
 
 __all__ = [
@@ -149,9 +149,8 @@ class Task:
 
     def unit_proven(self, group_privacy: bool, input_unit: str = "round") -> str:
         """:attr:`unit` as the learner proved it: for a person protected by group privacy, any k
-        rounds ("person: k rounds, by group privacy"); in samples for a learner whose input is
-        a sample (``input_unit``, the learner's ``unit``: "one sample", "person: k samples
-        ...")."""
+        rounds ("person: k rounds, by group privacy"); ``input_unit`` names one input where it
+        is not a round ("sample": "one sample", "person: k samples, by group privacy")."""
         text = self.unit
         if group_privacy:
             k = self.learner_options.get("participations", 1)
@@ -461,10 +460,12 @@ def _learner_code(task: Task) -> str:
     results of a learner of the user's are rerun, not read back, once one of those files has
     changed. Not covered: modules they import in turn, and a learner defined where there is
     no file (``__main__`` of ``python -c``, a notebook, a zip archive)."""
+    if task.modules:  # a process that has not imported them yet (imported once: cheap again)
+        try:
+            registry.load_modules(task.modules)
+        except (ValueError, ImportError):
+            pass  # the run itself says what is wrong with them
     entry = registry.learners().get(task.learner)
-    if entry is None and task.modules:  # a worker that has not imported them yet
-        registry.load_modules(task.modules)
-        entry = registry.learners().get(task.learner)
     files = [_module_file(m) for m in task.modules]
     if entry is not None:
         module = sys.modules.get(getattr(entry.factory, "__module__", "") or "")
@@ -475,6 +476,13 @@ def _learner_code(task: Task) -> str:
         if path.is_file() and not path.resolve().is_relative_to(_PACKAGE):
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def _input_unit(privacy: Any) -> str:
+    """What one input is under the guarantee's neighbouring relation: a sample (datasets
+    differing in one sample), a user (one user's stream), else a round."""
+    relation = getattr(privacy, "neighbouring", None)
+    return {Neighbouring.ONE_SAMPLE: "sample", Neighbouring.ONE_USER: "user"}.get(relation, "round")
 
 
 def _module_file(module: str) -> str | None:
@@ -618,7 +626,7 @@ def _play(
         delta=math.nan if privacy is None else float(privacy.delta),
         recorded_switches=tally.switch_table(),
         group_privacy=getattr(privacy, "one_input", None) is not None,
-        input_unit=str(getattr(learner, "unit", "round")),
+        input_unit=_input_unit(privacy),
     )
     if done_path is not None:
         save_state(done_path, run.state(), task=key)
