@@ -518,7 +518,9 @@ def test_audit_a_configuration_of_ones_own(capsys):
     (row,) = json.loads(capsys.readouterr().out)["learners"]
     assert row["claimed_epsilon"] == 0.5 and row["options"] == "epsilon=0.5"
     assert row["participations"] == 1 and row["refuted_at_claim"] is False  # chance <= 1e-3
-    assert main([*args, "--option", "participations=3", "min_separation=5"]) == 0
+    # the options given in one --option or in several: all of them (a second --option
+    # replaced the first, so min_separation came without participations and was refused)
+    assert main([*args, "--option", "participations=3", "--option", "min_separation=5"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["learners"]
     # DP-IMED proves one round; group privacy covers any 3 rounds (separation 1, not 5)
     assert (row["participations"], row["min_separation"], row["claimed_epsilon"]) == (3, 1, 1)
@@ -533,6 +535,7 @@ def test_audit_a_configuration_of_ones_own(capsys):
     for wrong, says in (
         (["audit", "--option", "epsilon=0.5"], "name them with --learners"),
         ([*many, "--option", "epsilon=0.5", "epsilon=0.2"], "given twice for epsilon"),
+        ([*many, "--option", "epsilon=0.5", "--option", "epsilon=0.2"], "given twice for"),
         ([*many, "--option", "calibration=paper"], "--calibration"),
         ([*many, "--option", "epsilonn=0.5"], "did you mean 'epsilon'"),
         ([*many, "--option", "epsilon=none"], "epsilon must be a number > 0, got None"),

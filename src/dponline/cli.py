@@ -1192,6 +1192,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--option",
         nargs="+",
+        action="extend",  # --option a=1 --option b=2 keeps both (a second one replaced the first)
         type=_learner_option,
         default=None,
         metavar="KEY=VALUE",
