@@ -1169,6 +1169,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--learners",
         nargs="+",
+        action="extend",  # --learners a --learners b audits both
         default=None,
         metavar="NAME",
         help="only these learners (default: every private learner; without --one-run also "

@@ -451,7 +451,7 @@ def _import_learner_modules() -> None:
         for plugin in importlib.metadata.entry_points(group=PLUGIN_GROUP):
             try:
                 _registering(plugin.load)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # a plugin that exits must not stop dponline
                 raise ImportError(
                     f"the learner plugin {plugin.name!r} ({plugin.value}, entry point group "
                     f"{PLUGIN_GROUP!r}) failed to import: {type(exc).__name__}: {exc}"
