@@ -64,12 +64,14 @@ __all__ = [
     "LearnerEntry",
     "LearnerTestCase",
     "build_learner",
+    "check_options",
     "learner_budget",
     "learners",
     "load_modules",
     "non_private",
     "non_private_entry",
     "one_over_horizon",
+    "option_names",
     "register_learner",
     "resolved_epsilon",
     "unregister_learner",
@@ -444,10 +446,9 @@ def _import_learner_modules() -> None:
     try:
         for package_name in LEARNER_PACKAGES:
             package = importlib.import_module(package_name)
+            # every module of the package, subpackages too
             for info in pkgutil.walk_packages(package.__path__, f"{package_name}."):
-                _registering(
-                    functools.partial(importlib.import_module, info.name)
-                )  # and subpackages
+                _registering(functools.partial(importlib.import_module, info.name))
         for plugin in importlib.metadata.entry_points(group=PLUGIN_GROUP):
             try:
                 _registering(plugin.load)
