@@ -132,8 +132,8 @@ class Task:
     seeding: str = "sweep"
     #: Modules to import before the learner is built, where its entry is registered (module
     #: names, or absolute paths of .py files: :func:`~dponline.registry.load_modules`); a
-    #: spec's ``modules`` field. A worker process imports them again. Not part of the
-    #: :attr:`key`, which holds the source of the learner's module instead.
+    #: spec's ``modules`` field. A worker process imports them again. Their paths are not part
+    #: of the :attr:`key`, which holds their content instead (and the learner's module's).
     modules: tuple[str, ...] = ()
 
     @property
@@ -428,8 +428,8 @@ class _Run:
     recorded_switches: np.ndarray | None = None  # (n_recorded, seeds) with count_switches
     #: the person's guarantee is derived by group privacy (any k rounds) from one round's
     group_privacy: bool = False
-    #: what one input of the learner is (its ``unit``: "round", or "sample" for a stream of
-    #: samples), for the table's unit of privacy
+    #: what one input is under the learner's guarantee ("round"; "sample" for datasets
+    #: differing in one sample, "user" for one user's stream), for the table's unit of privacy
     input_unit: str = "round"
 
     def state(self) -> dict[str, Any]:
