@@ -45,7 +45,7 @@ import numpy as np
 from dponline.privacy.arguments import (
     ArgumentError,
     checked_count,
-    checked_generator,
+    checked_generators,
     checked_int_array,
     checked_real_array,
     saved_field,
@@ -215,10 +215,7 @@ class NoisyLeader(NoiseHandle, RoundDiscipline):
         t, acted = self._checked_rounds(state)
         multiplier = self._saved_multiplier(state)
         r, n = self.replicas, self.dim
-        saved = saved_field(state, "generators")
-        if not isinstance(saved, list | tuple) or len(saved) != r:
-            raise ArgumentError(f"saved generators must be a list of {r} generator states")
-        generators = [checked_generator(f"saved generator {i}", g) for i, g in enumerate(saved)]
+        generators = checked_generators("saved generators", saved_field(state, "generators"), r)
         cumulative = np.array(
             checked_real_array("saved cumulative", saved_field(state, "cumulative"), (r, n))
         )

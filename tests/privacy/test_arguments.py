@@ -18,6 +18,7 @@ from dponline.privacy.arguments import (
     checked_count,
     checked_flag,
     checked_generator,
+    checked_generators,
     checked_int_array,
     checked_nonnegative,
     checked_nonnegative_int,
@@ -27,7 +28,7 @@ from dponline.privacy.arguments import (
     checked_round,
     saved_field,
 )
-from dponline.rng import generator_state
+from dponline.rng import generator_state, replica_generators
 
 
 def _one_line_naming(err: pytest.ExceptionInfo, name: str) -> None:
@@ -190,3 +191,18 @@ def test_saved_generators_resume_the_stream_or_are_refused_in_one_line():
         ) as err:
             checked_generator("saved rng", bad)
         _one_line_naming(err, "saved rng")
+
+
+def test_saved_replica_generators_are_a_list_of_the_replicas_states():
+    gens = replica_generators(3, 2)
+    states = [generator_state(g) for g in gens]
+    again = checked_generators("saved generators", states, 2)
+    assert [g.random() for g in again] == [g.random() for g in gens]
+    for bad, says in (
+        (states[:1], "a list of 2"),
+        ("x", "a list of 2"),
+        ([states[0], None], r"\[1\]"),
+    ):
+        with pytest.raises(ArgumentError, match=f"^saved generators.*{says}") as err:
+            checked_generators("saved generators", bad, 2)
+        _one_line_naming(err, "saved generators")

@@ -75,7 +75,7 @@ import numpy as np
 from dponline.privacy.arguments import (
     ArgumentError,
     checked_flag,
-    checked_generator,
+    checked_generators,
     checked_int_array,
     checked_nonnegative_int,
     checked_real_array,
@@ -477,10 +477,7 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         t, acted = self._checked_rounds(state)
         multiplier = self._saved_multiplier(state)
         r, k = self.replicas, self.n_arms
-        saved_gens = saved_field(state, "generators")
-        if not isinstance(saved_gens, list | tuple) or len(saved_gens) != r:
-            raise ArgumentError(f"saved generators must be a list of {r} generator states")
-        gens = [checked_generator(f"saved generator {i}", g) for i, g in enumerate(saved_gens)]
+        gens = checked_generators("saved generators", saved_field(state, "generators"), r)
         pulls = checked_int_array("saved pulls", saved_field(state, "pulls"), (r, k), 0)
         sums = np.array(checked_real_array("saved sums", saved_field(state, "sums"), (r, k)))
         if not np.all(pulls.sum(axis=1) == t):

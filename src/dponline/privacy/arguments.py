@@ -37,6 +37,7 @@ __all__ = [
     "checked_count",
     "checked_flag",
     "checked_generator",
+    "checked_generators",
     "checked_int_array",
     "checked_nonnegative",
     "checked_nonnegative_int",
@@ -215,3 +216,11 @@ def checked_generator(name: str, state: Any) -> np.random.Generator:
         return generator_from_state(state)
     except (KeyError, TypeError, ValueError) as err:
         raise ArgumentError(f"{name} is not a saved generator state: {err}") from None
+
+
+def checked_generators(name: str, states: Any, replicas: int) -> list[np.random.Generator]:
+    """The per-replica generators of a saved state (``states``: a list of ``replicas``
+    generator states, as :func:`dponline.rng.replica_generators` made them), each checked."""
+    if not isinstance(states, list | tuple) or len(states) != replicas:
+        raise ArgumentError(f"{name} must be a list of {replicas} generator states")
+    return [checked_generator(f"{name}[{i}]", s) for i, s in enumerate(states)]
