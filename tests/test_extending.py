@@ -4,6 +4,7 @@ installed package's entry point into every command, and the guide's code is the 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dponline.experiments import runner
 from dponline.experiments.runner import Task, run_task
 from dponline.experiments.spec import SpecError, load_spec, parse_spec
 from dponline.registry import build_learner, learners, load_modules, unregister_learner
@@ -180,6 +182,31 @@ def test_the_spec_modules_count_by_content_and_a_learner_without_a_file_has_a_ke
     finally:
         unregister_learner("kl-ucb-copy")
         del sys.modules["_no_file_here"]
+
+
+def test_the_user_modules_a_spec_module_imports_in_turn_count_by_content(tmp_path, monkeypatch):
+    """A helper the spec's module imports (as a module, or a name from it, two levels deep)
+    is part of the key; the standard library and installed packages (numpy) are not."""
+    (tmp_path / "deep_helper.py").write_text("SCALE = 1.0\n")
+    (tmp_path / "mid_helper.py").write_text("import deep_helper\n\ndef prior():\n    return 1\n")
+    (tmp_path / "spec_module.py").write_text(
+        "import json\nimport numpy as np\nfrom mid_helper import prior\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def key():
+        task = Task("kl-ucb", "bernoulli_bandit", None, "none", 2, 0, 0, 50)
+        return dataclasses.replace(task, modules=(str(tmp_path / "spec_module.py"),)).key
+
+    try:
+        first = key()
+        files = runner._user_modules([str(tmp_path / "spec_module.py")])
+        assert [Path(f).name for f in files] == ["mid_helper.py", "deep_helper.py"]
+        (tmp_path / "deep_helper.py").write_text("SCALE = 2.0\n")
+        assert key() != first
+    finally:
+        for name in [n for n in sys.modules if "helper" in n or "spec_module" in n]:
+            del sys.modules[name]
 
 
 def test_a_bad_modules_field_is_a_spec_error(tmp_path):

@@ -37,11 +37,14 @@ import json
 import math
 import multiprocessing
 import signal
+import site
 import sys
+import sysconfig
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -454,28 +457,72 @@ class _Run:
 
 
 def _learner_code(task: Task) -> str:
-    """A digest of the user's code behind the task: the files of the spec's ``modules`` and
-    the file of the module that defines the learner's factory (a plugin's), by their content,
-    not where they lie; dponline's own files are :func:`code_fingerprint`'s. So the stored
-    results of a learner of the user's are rerun, not read back, once one of those files has
-    changed. Not covered: modules they import in turn, and a learner defined where there is
-    no file (``__main__`` of ``python -c``, a notebook, a zip archive)."""
+    """A digest of the user's code behind the task: the files of the spec's ``modules``, of
+    the module that defines the learner's factory (a plugin's), and of the user's modules
+    those import in turn (:func:`_user_modules`), by their content, not where they lie;
+    dponline's own files are :func:`code_fingerprint`'s. So the stored results of a learner
+    of the user's are rerun, not read back, once one of those files has changed. Not covered:
+    installed packages (their version is theirs to keep) and a learner defined
+    where there is no file (``__main__`` of ``python -c``, a notebook, a zip archive)."""
     if task.modules:  # a process that has not imported them yet (imported once: cheap again)
         try:
             registry.load_modules(task.modules)
         except (ValueError, ImportError):
             pass  # the run itself says what is wrong with them
     entry = registry.learners().get(task.learner)
-    files = [_module_file(m) for m in task.modules]
+    roots = [_module_file(m) for m in task.modules]
     if entry is not None:
         module = sys.modules.get(getattr(entry.factory, "__module__", "") or "")
-        files.append(getattr(module, "__file__", None))
+        roots.append(getattr(module, "__file__", None))
+    files = [*roots, *_user_modules([f for f in roots if f and _is_users(Path(f))])]
     digest = hashlib.sha256()
     for file in dict.fromkeys(f for f in files if f):  # once each, in order
         path = Path(file)
         if path.is_file() and not path.resolve().is_relative_to(_PACKAGE):
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def _user_modules(files: Sequence[str]) -> list[str]:
+    """The files of the user's modules that the modules at ``files`` import, directly or in
+    turn (``import helpers``, ``from helpers import prior``: a module object, or an object
+    whose ``__module__`` is one, among a module's globals), in the order met. A user's module
+    is one with a ``.py`` file outside dponline, the standard library and the folders of
+    installed packages."""
+    queue = [m for m in (_module_at(Path(f).resolve()) for f in files) if m is not None]
+    seen = {id(m) for m in queue}
+    found = []
+    while queue:
+        for value in list(vars(queue.pop(0)).values()):
+            try:
+                name = value.__name__ if isinstance(value, ModuleType) else value.__module__
+            except Exception:  # an object without one (or one that raises on reading it)
+                continue
+            module = sys.modules.get(name) if isinstance(name, str) else None
+            if module is None or id(module) in seen:
+                continue
+            seen.add(id(module))
+            file = getattr(module, "__file__", None)
+            if isinstance(file, str) and file.endswith(".py") and _is_users(Path(file)):
+                found.append(file)
+                queue.append(module)
+    return found
+
+
+def _module_at(path: Path) -> ModuleType | None:
+    """The imported module whose file is ``path`` (resolved), if any."""
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and file.endswith(path.name) and Path(file).resolve() == path:
+            return module
+    return None
+
+
+def _is_users(path: Path) -> bool:
+    """Whether ``path`` is a file of the user's: outside dponline, the standard library and
+    the folders of installed packages."""
+    path = path.resolve()
+    return not any(path.is_relative_to(root) for root in (_PACKAGE, *_PREFIXES))
 
 
 def _input_unit(privacy: Any) -> str:
@@ -494,6 +541,17 @@ def _module_file(module: str) -> str | None:
 
 #: the installed dponline package's folder (its files are the code fingerprint's)
 _PACKAGE = Path(registry.__file__).resolve().parent
+#: where the standard library and installed packages lie (not the user's code)
+_PREFIXES = tuple(
+    dict.fromkeys(
+        Path(p).resolve()
+        for p in (
+            *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")),
+            *site.getsitepackages(),
+            site.getusersitepackages(),
+        )
+    )
+)
 
 
 def _build(task: Task, override: Mapping[str, Any]) -> tuple[Environment, Any]:
