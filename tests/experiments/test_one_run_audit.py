@@ -330,3 +330,37 @@ def test_the_plans_keep_the_loss_between_canaries_where_the_audit_case_moved_it(
     for name, rest in (("adap-ucb", 0.5), ("dp-imed", 0.5), ("dp-klucb", 1.0)):
         entry = learners()[name]
         assert long_run_case(entry, entry.test_case).audit.rest == rest
+
+
+def test_noise_fraction_plays_less_noise_against_the_full_noises_claim():
+    """``noise_fraction=0.1`` is the claim saved before ``scale_noise(0.1)``: the same
+    result, a person's unit kept (after scale_noise the learner claims infinity, and a bare
+    pair would be one round's, which a person's canaries exceed)."""
+    plan = CanaryPlan(canaries=60, gap=6, participations=2, separation=2)
+    stream = np.zeros((plan.horizon, 2))
+    canary = ([0.0, 0.0], [1.0, 0.0])
+
+    def person(seed=1):
+        env = build_environment("stochastic", plan.horizon, np.random.default_rng(0), n_experts=2)
+        options = dict(noise="laplace", delta=0.0, participations=2, min_separation=2)
+        return build_learner(
+            "dp-ftrl", env, epsilon=1.0, replicas=1, rng=np.random.default_rng(seed), **options
+        )
+
+    learner = person()
+    claim = learner.privacy
+    learner.scale_noise(0.1)
+    assert learner.privacy.epsilon > 1.0  # the scaled learner's own claim is weaker
+    by_hand = one_run_audit(learner, stream, canary, plan, dim=2, claim=claim)
+    fresh = person()
+    asked = one_run_audit(fresh, stream, canary, plan, dim=2, noise_fraction=0.1)
+    assert asked.result.claimed_epsilon == 1.0 == by_hand.result.claimed_epsilon
+    assert asked.result.epsilon_lower == by_hand.result.epsilon_lower
+    assert asked.result.significance == 1e-3  # the default, as dponline audit's
+    assert fresh.noise_multiplier == 0.1
+    with pytest.raises(ValueError, match="noise_fraction must be a finite positive"):
+        one_run_audit(person(), stream, canary, plan, dim=2, noise_fraction=0.0)
+    env = build_environment("stochastic", plan.horizon, np.random.default_rng(0), n_experts=2)
+    ftrl, one = build_learner("ftrl", env, replicas=1), CanaryPlan(canaries=60, gap=6)
+    with pytest.raises(ValueError, match="non-private: it has no noise"):
+        one_run_audit(ftrl, stream, canary, one, dim=2, claim=(1.0, 0.0), noise_fraction=0.5)

@@ -73,7 +73,7 @@ from dponline.experiments.learner_audit import (
     options_text,
 )
 from dponline.experiments.rounds import play
-from dponline.privacy.arguments import checked_count, checked_nonnegative_int
+from dponline.privacy.arguments import checked_count, checked_nonnegative_int, checked_positive
 from dponline.privacy.guarantee import PrivacyGuarantee, PrivacyNotion, PrivacyWarning
 from dponline.privacy.one_run import METHODS, OneRunResult, audit_canaries
 from dponline.protocol import FeedbackKind
@@ -297,10 +297,11 @@ def one_run_audit(
     score: Callable[[np.ndarray], np.ndarray] | None = None,
     fit: int | None = None,
     claim: PrivacyGuarantee | tuple[float, float] | None = None,
-    significance: float = 0.05,
+    significance: float = 1e-3,
     methods: Sequence[str] = METHODS,
     seed: int | np.random.Generator | None = 0,
     white_box: WhiteBox | None = None,
+    noise_fraction: float = 1.0,
 ) -> OneRunAudit:
     """Audit ``learner`` in one run on the caller's ``stream`` with canaries (module docstring).
 
@@ -312,7 +313,12 @@ def one_run_audit(
     guesser's score of each canary (higher: ``canary[1]`` more likely) from
     :func:`canary_features`; by default Fisher's discriminant fitted on the first ``fit``
     canaries (default a third), which are then not audited. ``claim``: the guarantee to test,
-    default ``learner.privacy``; its delta is the bound's. ``seed`` draws the coins (and breaks
+    default ``learner.privacy`` as built (a person's unit included); its delta is the bound's.
+    ``noise_fraction``: play with the learner's noise multiplied by this (``scale_noise``)
+    and test the claim of its full noise: 0.1 asks whether the audit catches a tenth of the
+    noise, the check that the audit can see this learner on this stream at all.
+    ``significance``: the chance that the bound exceeds the true epsilon (1e-3, as
+    ``dponline audit``'s). ``seed`` draws the coins (and breaks
     ties of scores): an int from a stream of the coins' own (:func:`coin_generator`), never
     the one ``np.random.default_rng(seed)`` would give a learner seeded alike (the bound needs
     coins independent of the learner's noise); a Generator as given (not the learner's);
@@ -334,7 +340,8 @@ def one_run_audit(
     row_b = np.broadcast_to(np.asarray(canary[1], dtype=float), rows.shape[1:])
     if np.array_equal(row_a, row_b):
         raise ValueError("the two inputs of a canary round must differ")
-    claim = learner.privacy if claim is None else claim
+    claim = learner.privacy if claim is None else claim  # before any scale_noise below
+    fraction = checked_positive("noise_fraction", noise_fraction)
     joint = False
     if isinstance(claim, PrivacyGuarantee):
         claimed, delta = claim.epsilon, claim.delta
@@ -348,8 +355,9 @@ def one_run_audit(
     if plan.participations > unit[0] or (plan.participations > 1 and plan.separation < unit[1]):
         raise ValueError(
             f"a canary sets {plan.participations} rounds {plan.separation} apart, but the claim "
-            f"protects at most {unit[0]} rounds at least {unit[1]} apart: the audit would test "
-            "a larger change than the claim covers (give a PrivacyGuarantee with that unit)"
+            f"protects {_rounds(*unit)}: the audit would test a larger change than the claim "
+            "covers (a bare (epsilon, delta) is one round's: give the PrivacyGuarantee of a "
+            "person, or the learner's own, saved before scale_noise, or noise_fraction)"
         )
     if white_box is not None and plan.participations != 1 and not _reads_persons(white_box):
         raise ValueError(
@@ -375,6 +383,8 @@ def one_run_audit(
             f"the learner was built for {horizon} rounds and the stream has {rows.shape[0]}: "
             "build it for the stream's length (or pass the first rows)"
         )
+    if fraction != 1.0:
+        learner.scale_noise(fraction)
     if isinstance(seed, np.random.Generator) and any(seed is g for g in _generators_of(learner)):
         raise ValueError(
             "seed is the learner's own generator: the coins must be independent of its noise; "
@@ -426,6 +436,11 @@ def one_run_audit(
         fitted=fit,
         seconds=time.perf_counter() - started,
     )
+
+
+def _rounds(k: int, b: int) -> str:
+    """A claim's unit in words."""
+    return "one round" if k == 1 else f"a person's {k} rounds at least {b} apart"
 
 
 def _reads_persons(white_box: Any) -> bool:

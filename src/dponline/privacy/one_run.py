@@ -369,7 +369,7 @@ def audit_canaries(
     scores: Sequence[float],
     included: Sequence[bool],
     *,
-    significance: float = 0.05,
+    significance: float = 1e-3,
     delta: float = 0.0,
     claimed_epsilon: float | None = None,
     guesses: Sequence[int] | None = None,
