@@ -48,6 +48,7 @@ bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/bench_anytime.py --json bench-results/anytime.json
 	$(BIN)/python benchmarks/bench_design_horizon.py --json bench-results/design_horizon.json
 	$(BIN)/python benchmarks/bench_person_bandits.py --json bench-results/person_bandits.json
+	$(BIN)/python benchmarks/bench_rare_clicks.py --json bench-results/rare_clicks.json
 	$(BIN)/python benchmarks/bench_long_horizons.py --json bench-results/long_horizons.json
 	$(BIN)/python benchmarks/bench_speed.py
 	$(BIN)/python benchmarks/bench_frank_wolfe.py
