@@ -100,10 +100,10 @@ def test_anytime_dp_ucb_widens_by_its_counters_variance(noise: str) -> None:
 
 def test_anytime_dp_ucb_follows_the_memory_rule() -> None:
     """DP-UCB took the tapered factorisation at any K, its noise state growing as t K (80 MiB
-    at K = 40 after 2^18 rounds) where the other anytime learners take doubling blocks past 31
-    coordinates; now it follows the same rule, and refuses a person's budget on the blocks
-    saying why; Gaussian noise on more arms takes the BLT without a horizon (O(K) state), for
-    one round or one person."""
+    at K = 40 after 2^18 rounds) where the other anytime learners left the factorisation past
+    the memory rule's dimension; now it follows the same rule, and refuses a person's budget on
+    the blocks saying why; Gaussian noise on more arms takes the BLT without a horizon (O(K)
+    state), for one round or one person."""
     from dponline.continual.anytime_blt import AnytimeBLTCounter
     from dponline.continual.anytime_factorization import AnytimeFactorizationCounter
     from dponline.continual.factory import ANYTIME_MAX_DIM

@@ -211,3 +211,25 @@ def test_the_counter_says_once_when_its_noise_state_outgrows_the_memory_budget(m
     said = [str(w.message) for w in caught]
     assert len(said) == 1, said
     assert "keeps every noise draw" in said[0] and "mechanism='anytime_blt'" in said[0]
+
+
+def test_the_memory_model_is_the_counters_arrays_and_sets_the_dimension_rule():
+    """The selection sized the tapered factorisation as a square root's state over t rounds,
+    a third of what it keeps (two chunks' draws and the current chunk's correlated terms):
+    20 coordinates held 120 MiB at 2^18 rounds under a 64 MiB rule. The model is exact
+    at every t, and the rule's dimension follows from it."""
+    from dponline.continual import make_counter
+    from dponline.continual.factory import ANYTIME_MAX_DIM, ANYTIME_MEMORY_ROUNDS
+    from dponline.continual.selection import MEMORY_BUDGET, state_bytes
+
+    counter = make_counter(
+        horizon=None, bounds=Box(0.0, 1.0, dim=3), budget=PrivacyBudget(1.0, 1e-6), rng=0
+    )
+    assert type(counter).__name__ == "AnytimeFactorizationCounter"
+    for t in range(1, 140):
+        counter.step([0.5, 0.5, 0.5])
+        kept = counter._noise.nbytes + counter._correlated.nbytes + counter._prefix.nbytes
+        assert state_bytes("anytime_factorization", t, 3) == kept, t
+    per_coordinate = state_bytes("anytime_factorization", ANYTIME_MEMORY_ROUNDS, 1)
+    assert per_coordinate == 3 * 2**18 * 8  # 6 MiB
+    assert ANYTIME_MAX_DIM == MEMORY_BUDGET // per_coordinate == 10

@@ -209,18 +209,18 @@ def test_doubling_blocks_refuse_a_person_and_say_what_to_do(kwargs, why):
         make_counter(name, horizon=None, bounds=Box(0.0, 1.0, dim=dim), budget=person, **kwargs)
     assert why in str(err.value)
     assert "give a horizon" in str(err.value) and "group privacy" in str(err.value)
-    assert "in at most 31 coordinates" in str(err.value) and "proof" not in str(err.value)
+    assert "in at most 10 coordinates" in str(err.value) and "proof" not in str(err.value)
     assert "mechanism='anytime_blt'" in str(err.value)
 
 
 def test_past_the_factorisations_memory_a_person_gets_the_blt_without_a_horizon():
-    """32 coordinates: the tapered factorisation's noise over 262,144 rounds would hold
-    67,109,120 bytes, over the 64 MiB budget, and doubling blocks would add up a person's
+    """11 coordinates: the tapered factorisation's noise after 262,144 rounds would hold
+    69,206,016 bytes, over the 64 MiB budget, and doubling blocks would add up a person's
     rounds (this was refused): the BLT without a horizon, whose state is O(d)."""
     person = PrivacyBudget(1.0, 1e-6, participations=4, min_separation=16)
-    wide = make_counter(horizon=None, bounds=Box(0.0, 1.0, dim=32), budget=person)
+    wide = make_counter(horizon=None, bounds=Box(0.0, 1.0, dim=11), budget=person)
     assert wide.name == "anytime_blt" and wide.privacy.participations == 4
-    narrow = make_counter(horizon=None, bounds=Box(0.0, 1.0, dim=31), budget=person)
+    narrow = make_counter(horizon=None, bounds=Box(0.0, 1.0, dim=10), budget=person)
     assert isinstance(narrow, AnytimeFactorizationCounter)
 
 

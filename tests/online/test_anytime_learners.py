@@ -60,7 +60,8 @@ def test_resumes_bit_for_bit_past_the_environments_horizon(name: str) -> None:
     env, learner = fresh()
     assert learner.horizon is None and learner.anytime
     if entry.private:
-        assert "anytime" in learner.privacy.derivation
+        derivation = learner.privacy.derivation  # the tapered factorisation's, or the BLT's
+        assert "anytime" in derivation or "every prefix length" in derivation
         assert learner.privacy.meets_request
     play(env, learner, range(70), keep=False)
     saved, env_saved = learner.state_dict(), env.state_dict()
@@ -237,12 +238,34 @@ def test_eta_constant_is_refused_where_it_would_be_ignored() -> None:
     assert hedge.rate(9) == pytest.approx(0.2)
 
 
+def test_the_linearised_learner_takes_a_rate_without_a_horizon() -> None:
+    """LinearisedFTRL without a horizon passed its default c beside a given eta, which DPFTRL
+    refused ("give one of eta and eta_constant", a parameter it did not take): eta is now a
+    rate fixed for every round, eta_constant the anytime rate's c, through the registry too."""
+    from dponline.domains.lp_ball import LpBall
+
+    ball = LpBall(3, 2.0, 2.0)  # D_R = 4: the default c = sqrt(4) / G = 1 for G = 2
+    fixed = LinearisedFTRL(ball, None, lipschitz=2.0, budget=GAUSS, eta=0.1)
+    assert fixed.inner.rate(1) == fixed.inner.rate(100) == pytest.approx(0.1)
+    default = LinearisedFTRL(ball, None, lipschitz=2.0, budget=GAUSS)
+    assert default.inner.rate(4) == pytest.approx(0.5)
+    mine = LinearisedFTRL(ball, None, lipschitz=2.0, budget=GAUSS, eta_constant=3.0)
+    assert mine.inner.rate(9) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="eta_constant sets the anytime rate"):
+        LinearisedFTRL(ball, 100, lipschitz=2.0, budget=GAUSS, eta_constant=3.0)
+    env = build_environment("smooth_convex", 50, np.random.default_rng(0), dim=3)
+    built = build_learner("dp-ftrl-oco", env, anytime=True, eta=0.1)
+    assert built.horizon is None and built.inner.rate(50) == pytest.approx(0.1)
+    built = build_learner("ftrl-oco", env, anytime=True, eta_constant=3.0)
+    assert built.inner.rate(9) == pytest.approx(1.0)
+
+
 @pytest.mark.parametrize(
     "name,options",
     [
         ("dp-ftrl", {"noise": "gaussian"}),
         ("dp-ftrl-oco", {}),
-        ("dp-dyadic-hedge", {"levels": 4}),
+        ("dp-dyadic-hedge", {"levels": 3}),  # 9 experts: the tapered factorisation's
         ("dp-ucb", {"noise": "gaussian"}),
     ],
 )

@@ -37,7 +37,7 @@ alpha = 4.
 
 **Without a horizon** (``horizon=None``, ``tight`` only: the ``paper`` trees and v read T) the
 counter is an anytime one, calibrated for the same sensitivity and valid for the releases up to
-every t: the tapered square-root factorisation for Gaussian noise on at most 31 arms (its noise
+every t: the tapered square-root factorisation for Gaussian noise on at most 10 arms (its noise
 state grows as t K), doubling blocks of the ``tight`` counter of each block's length otherwise;
 u_t reads its exact variance at t as above (ours).
 
@@ -204,7 +204,7 @@ class DPUCB(KArmedLearner):
     mechanism:
         ``tight`` only: the continual counter by name (:data:`~dponline.continual.registry.
         MECHANISMS`); by default the lowest-variance one whose noise state fits the memory
-        budget, and without a horizon the tapered factorisation (Gaussian noise, at most 31
+        budget, and without a horizon the tapered factorisation (Gaussian noise, at most 10
         arms), the BLT without a horizon (Gaussian noise, more arms) or doubling blocks
         (Laplace noise). ``"blt"`` keeps O(K) numbers of noise state at any horizon (Gaussian noise;
         without a horizon in doubling blocks, one round as the unit); without a horizon
@@ -477,7 +477,7 @@ def _anytime_counter(
 ) -> Any:
     """The tight DP-UCB's counter without a horizon, for inputs r_t e_(a_t) of sensitivity 1
     in l1 and l2 (so calibrated on [0, 1], dimension K): the tapered square-root factorisation
-    for Gaussian noise on at most 31 arms (its guarantee holds for the releases up to every
+    for Gaussian noise on at most 10 arms (its guarantee holds for the releases up to every
     t), else doubling blocks of the ``tight`` counter of each block's length (Laplace noise,
     more arms; event-level only: the blocks refuse a person, whose rounds may fall in several
     of them). A person's rounds
@@ -485,7 +485,7 @@ def _anytime_counter(
     columns of R, so the factorisation's person-level factor applies as for a counter on
     [0, 1]. Like every learner on :func:`~dponline.continual.factory.anytime_counter`, DP-UCB
     takes the factorisation only where its noise state over 2^18 rounds fits the memory budget
-    (:func:`~dponline.continual.factory.factorisation_misfit`: at most 31 arms; it grows as
+    (:func:`~dponline.continual.factory.factorisation_misfit`: at most 10 arms; it grows as
     t K). Past that, tight Gaussian noise takes one BLT without a horizon instead
     (:mod:`dponline.continual.anytime_blt`: O(K) state, nonnegative columns too, so the same
     argument for a person), as ``mechanism="anytime_blt"`` does at any K; Laplace noise and

@@ -432,13 +432,14 @@ def anytime_counter(
     )
 
 
-#: the stream length for which the anytime factorisation's noise state (O(t d), like a square
-#: root's over t rounds) must fit the memory budget of one run for ``tight`` to take it
+#: the stream length for which the anytime factorisation's noise state (O(t d): after t rounds,
+#: 2^m <= t < 2^(m+1), the draws of two chunks and the current chunk's correlated terms, about
+#: 3 x 2^m numbers a coordinate) must fit the memory budget of one run for ``tight`` to take it
 ANYTIME_MEMORY_ROUNDS = 2**18
 
 
-#: the most coordinates whose anytime factorisation fits the memory budget (31 for 64 MiB)
-ANYTIME_MAX_DIM = MEMORY_BUDGET // state_bytes("sqrt_factorization", ANYTIME_MEMORY_ROUNDS, 1)
+#: the most coordinates whose anytime factorisation fits the memory budget (10 for 64 MiB)
+ANYTIME_MAX_DIM = MEMORY_BUDGET // state_bytes("anytime_factorization", ANYTIME_MEMORY_ROUNDS, 1)
 
 
 def factorisation_misfit(
@@ -459,7 +460,7 @@ def factorisation_misfit(
         return f"the noise is {noise}"
     if budget.calibration != "tight":
         return f"the calibration is {budget.calibration!r}"
-    need = state_bytes("sqrt_factorization", ANYTIME_MEMORY_ROUNDS, dim)
+    need = state_bytes("anytime_factorization", ANYTIME_MEMORY_ROUNDS, dim)
     if need <= MEMORY_BUDGET:
         return None
     return (

@@ -102,6 +102,9 @@ def state_bytes(mechanism: str, horizon: int, dim: int, replicas: int = 1) -> in
         return (2 * tree_levels(int(horizon)) + 1) * per
     if mechanism == "smooth_binary":  # a noise per bit of the current leaf, the running sum
         return (smooth_binary_depth(int(horizon)) + 1) * per
+    if mechanism == "anytime_factorization":  # after t rounds, 2^m <= t < 2^(m+1): the draws
+        chunk = 1 << (max(int(horizon), 1).bit_length() - 1)  # z_1..z_(2^(m+1)-1), the current
+        return 3 * chunk * per  # chunk's 2^m correlated terms and the running sum
     raise ValueError(f"no memory model for mechanism {mechanism!r}")
 
 

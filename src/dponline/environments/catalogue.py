@@ -275,7 +275,8 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             FeedbackKind.LOSS_FUNCTION,
             "barrier set",
             "real data: online logistic regression on the shipped handwritten digits (64 "
-            "pixels, digits 0-4 against 5-9; `pool` = 4 | 2 averages them into 16 | 4 features), "
+            "pixels, digits 0-4 against 5-9; `pool` = 8 keeps the 64 pixels, 4 | 2 | 1 averages "
+            "them into 16 | 4 | 1 features), "
             "decisions in a Euclidean ball; full information",
         ),
         EnvironmentEntry(

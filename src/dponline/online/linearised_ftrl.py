@@ -93,7 +93,11 @@ class LinearisedFTRL(NoiseHandle, RoundDiscipline):
         The learning rate of R(x) = ||x||^2; default sqrt(D_R / T) / G, the minimiser of
         Theorem 3.1's explicit bound D_R / eta + 2 eta sum_t ||g_t||^2_* with the local dual
         norm ||g||^2_* = ||g||^2 / 2 of R (the noise term does not depend on eta). Without a
-        horizon, the anytime rate eta_t = sqrt(D_R / t) / G.
+        horizon, eta is a rate fixed for every round; by default the anytime rate
+        eta_t = c / sqrt(t).
+    eta_constant:
+        c of the anytime rate c / sqrt(t) (``horizon=None`` and no ``eta`` only; default
+        sqrt(D_R) / G).
     """
 
     feedback_kind: ClassVar[FeedbackKind] = FeedbackKind.LOSS_FUNCTION
@@ -109,6 +113,7 @@ class LinearisedFTRL(NoiseHandle, RoundDiscipline):
         noise: str | None = None,
         mechanism: str | None = None,
         eta: float | None = None,
+        eta_constant: float | None = None,
         replicas: int = 1,
         rng: RngLike = None,
         clip: bool = False,
@@ -117,6 +122,8 @@ class LinearisedFTRL(NoiseHandle, RoundDiscipline):
         d_r = max(make_regulariser("euclidean", domain).range_of_regulariser(domain), 1e-12)
         if eta is None and horizon is not None:
             eta = math.sqrt(d_r / checked_count("horizon", horizon)) / g
+        if eta_constant is None and eta is None:  # the anytime rate's c (DPFTRL refuses c and T)
+            eta_constant = math.sqrt(d_r) / g
         inner = DPFTRL(
             domain.dim,
             horizon,
@@ -127,7 +134,7 @@ class LinearisedFTRL(NoiseHandle, RoundDiscipline):
             regulariser="euclidean",
             loss_bounds=NormBall(g, 2, domain.dim),
             eta=eta,
-            eta_constant=math.sqrt(d_r) / g if horizon is None else None,
+            eta_constant=eta_constant,
             replicas=replicas,
             rng=rng,
             clip=clip,
@@ -262,7 +269,9 @@ _OPTIONS = {
     "noise": "gaussian (default, delta 1e-6) or laplace (pure DP)",
     "mechanism": "the continual counter (default padded_tree for paper; for tight the "
     "lowest-variance one whose noise fits 64 MiB)",
-    "eta": "learning rate (default sqrt(D_R / T) / G)",
+    "eta": "learning rate (default sqrt(D_R / T) / G; with anytime, fixed for every round "
+    "instead of c / sqrt(t))",
+    "eta_constant": "c of the anytime rate c / sqrt(t) (anytime only; default sqrt(D_R) / G)",
     "delta": "the budget's delta (default 1e-6 for Gaussian noise)",
     "anytime": ANYTIME_OPTION,
 }
@@ -311,6 +320,6 @@ register_learner(
         test_cases=(
             LearnerTestCase("smooth_convex", environment_options={"dim": 2, "losses": "huber"}),
         ),
-        options={"eta": _OPTIONS["eta"], "anytime": ANYTIME_OPTION},
+        options={k: _OPTIONS[k] for k in ("eta", "eta_constant", "anytime")},
     )
 )
