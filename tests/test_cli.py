@@ -11,6 +11,7 @@ import pytest
 
 from dponline import __version__
 from dponline.cli import main
+from dponline.continual.anytime_factorization import make_anytime_counter
 from dponline.continual.factory import make_counter
 from dponline.continual.registry import MECHANISMS
 from dponline.privacy.bounds import Box
@@ -411,10 +412,14 @@ def test_mechanisms_anytime_for_a_person(capsys):
     assert blt["ratio_to_fixed_horizon_sqrt"]["4096"] == pytest.approx(expected, rel=1e-9)
     budget = PrivacyBudget(1.0, 1e-6, participations=4, min_separation=256)
     bounds = Box(0.0, 1.0, dim=1)
-    anytime = make_counter(None, horizon=None, bounds=bounds, budget=budget)
+    tapered = make_anytime_counter(bounds, budget)
     fixed = make_counter("sqrt_factorization", horizon=1024, bounds=bounds, budget=budget)
-    expected = anytime.variances(1024).max() / fixed.release_variances(1024, fixed.noise, 1).max()
+    expected = tapered.variances(1024).max() / fixed.release_variances(1024, fixed.noise, 1).max()
     assert person["ratio_to_fixed_horizon_sqrt"]["1024"] == pytest.approx(expected, rel=1e-9)
+    # tight without a horizon takes the one whose worst ratio is smaller: here the BLT
+    assert blt["worst_ratio"] < person["worst_ratio"]
+    default = make_counter(None, horizon=None, bounds=bounds, budget=budget)
+    assert default.name == "anytime_blt"
     assert (
         main(["mechanisms", "--anytime", "--participations", "4", "--min-separation", "256"]) == 0
     )

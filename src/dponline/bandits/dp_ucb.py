@@ -92,6 +92,7 @@ import numpy as np
 
 from dponline.bandits.k_armed import KArmedLearner, arms_of, horizon_for
 from dponline.continual.anytime_blt import AnytimeBLTCounter, calibrate_anytime_blt
+from dponline.continual.anytime_choice import anytime_choice
 from dponline.continual.anytime_factorization import (
     AnytimeFactorizationCounter,
     TaperedSqrt,
@@ -486,15 +487,24 @@ def _anytime_counter(
     [0, 1]. Like every learner on :func:`~dponline.continual.factory.anytime_counter`, DP-UCB
     takes the factorisation only where its noise state over 2^18 rounds fits the memory budget
     (:func:`~dponline.continual.factory.factorisation_misfit`: at most 10 arms; it grows as
-    t K). Past that, tight Gaussian noise takes one BLT without a horizon instead
+    t K), and not for a person whose pattern the BLT without a horizon serves with less noise
+    (:func:`~dponline.continual.anytime_choice.anytime_choice`, as every learner's counter).
+    Past that, tight Gaussian noise takes one BLT without a horizon instead
     (:mod:`dponline.continual.anytime_blt`: O(K) state, nonnegative columns too, so the same
     argument for a person), as ``mechanism="anytime_blt"`` does at any K; Laplace noise and
     another named ``mechanism`` run in doubling blocks, which refuse a person, saying why."""
     unit, arms = Box(0.0, 1.0, dim=1), Box(0.0, 1.0, dim=k)
     misfit = factorisation_misfit(budget, k, noise, mechanism)
     too_many_arms = mechanism is None and misfit is not None
-    if mechanism == AnytimeBLTCounter.name or (
-        too_many_arms and noise == "gaussian" and budget.calibration == "tight"
+    blt_for_person = (  # the person's pattern is served with less noise by the BLT
+        misfit is None
+        and budget.is_user_level
+        and anytime_choice(budget.participations, budget.min_separation) == AnytimeBLTCounter.name
+    )
+    if (
+        mechanism == AnytimeBLTCounter.name
+        or blt_for_person
+        or (too_many_arms and noise == "gaussian" and budget.calibration == "tight")
     ):
         # one BLT for as long as the stream lasts: O(K) state, a guarantee for one round or one
         # person at every t (calibrated on the unit interval: sensitivity 1, as above)

@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from dponline.continual.anytime_blt import AnytimeBLTCounter, make_anytime_blt
+from dponline.continual.anytime_choice import anytime_choice
 from dponline.continual.anytime_factorization import (
     AnytimeFactorizationCounter,
     make_anytime_counter,
@@ -331,11 +332,13 @@ def anytime_counter(
     where that mechanism is chosen (``build_counter(budget, horizon=None, ...)`` calls it).
 
     The tapered square-root factorisation (:func:`factorisation_misfit` says when: ``tight``
-    Gaussian noise for one round or one person, state within the memory budget); past the
-    memory budget with ``tight`` Gaussian noise and no mechanism named, the BLT without a horizon
-    (:mod:`~dponline.continual.anytime_blt`, ours: O(d) state, for one round or one person;
-    ``mechanism="anytime_blt"`` names it at any dimension); else doubling blocks
-    (:func:`doubling_counter`) whose block of length n is what
+    Gaussian noise for one round or one person, state within the memory budget), but for a
+    person whose pattern the BLT without a horizon serves with less noise
+    (:func:`~dponline.continual.anytime_choice.anytime_choice`: 50 rounds 10 apart, say), that
+    BLT; past the memory budget with ``tight`` Gaussian noise and no mechanism named, the BLT
+    without a horizon (:mod:`~dponline.continual.anytime_blt`, ours: O(d) state, for one round
+    or one person; ``mechanism="anytime_blt"`` names it at any dimension); else doubling
+    blocks (:func:`doubling_counter`) whose block of length n is what
     :func:`build_counter` would build for a horizon of n: ``mechanism``, else
     :func:`~dponline.continual.selection.choose_mechanism` of n (so a block's noise state fits
     the memory budget however long the stream runs), calibrated for n at the full budget, or
@@ -379,6 +382,20 @@ def anytime_counter(
         # horizon, O(d) state (within 1.72x of a square root built for t from 2^10 to 2^20
         # rounds, where doubling blocks are 4.6x to 7.9x; and blocks would add up a person's
         # rounds)
+        return make_anytime_blt(
+            bounds, budget, replicas=replicas, rng=rng, clip=clip, **blt_options
+        )
+    if (
+        budget is not None
+        and misfit is None
+        and budget.is_user_level
+        and calibrator is None
+        and bounds is not None
+        and anytime_choice(budget.participations, budget.min_separation) == AnytimeBLTCounter.name
+    ):
+        # for this person's pattern the BLT without a horizon has the smaller worst variance
+        # over a square root's (dponline.continual.anytime_choice): tight takes the counter of
+        # least variance, as with a horizon
         return make_anytime_blt(
             bounds, budget, replicas=replicas, rng=rng, clip=clip, **blt_options
         )

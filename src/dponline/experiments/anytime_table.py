@@ -30,6 +30,7 @@ from dponline.continual.anytime_blt import (
     anytime_blt_parameters,
     anytime_blt_sensitivity,
 )
+from dponline.continual.anytime_choice import BLT, FACTORISATION, PersonVariances, person_variances
 from dponline.continual.anytime_factorization import (
     AnytimeStrategy,
     JacobsenFawaz,
@@ -179,41 +180,29 @@ def anytime_person_table(
       :mod:`dponline.continual.anytime_blt`).
 
     Every variance is exact up to the bound's gap (``upper``, which the noise uses)."""
-    from dponline.continual.anytime_factorization import person_sq_bounds
-    from dponline.continual.participation import check_pattern, toeplitz_participation_sq
-
     ts = [2 ** int(e) for e in exponents]
     if not ts:
         return []
-    _, k, b = check_pattern(max(ts), participations, min_separation)
-    total = max(ts)
-    c = sqrt_coefficients(total)
-    cum = np.cumsum(c**2)
+    v = person_variances(participations, min_separation, ts)
+    k = int(participations)
     scale = 1.0 / (2.0 * float(rho))
-    fixed = {t: toeplitz_participation_sq(c[:t], k, b)[0] * cum[t - 1] for t in ts}
-    tapered = TaperedSqrt()
-    factors = tapered.release_factors(total)  # increasing in t: the last is the largest
-    person = person_sq_bounds(tapered, k, b).upper
-    group = k * k * strategy_sensitivity(tapered) ** 2
-    blt = anytime_blt_parameters(k, b)
-    blt_factors = blt.release_factors(total)
+    factors = v.counters[FACTORISATION][1]
+    group = PersonVariances(
+        v.rounds, v.fixed, {"group": (k * k * strategy_sensitivity(TaperedSqrt()) ** 2, factors)}
+    )
     rows = []
-    for name, sens_sq, release in (
-        ("tapered_sqrt, for the person (ours)", person, factors),
-        (f"tapered_sqrt, group privacy (rho / {k}^2)", group, factors),
-        (
-            "anytime_blt, for the person (ours, O(d) memory)",
-            anytime_blt_sensitivity(blt, k, b) ** 2,
-            blt_factors,
-        ),
+    for name, source, key in (
+        ("tapered_sqrt, for the person (ours)", v, FACTORISATION),
+        (f"tapered_sqrt, group privacy (rho / {k}^2)", group, "group"),
+        ("anytime_blt, for the person (ours, O(d) memory)", v, BLT),
     ):
-        ratios = {t: float(sens_sq * release[t - 1] / fixed[t]) for t in ts}
+        ratios = source.ratios(key)
         rows.append(
             {
                 "mechanism": name,
-                "sensitivity_sq": float(sens_sq),
-                "max_variance": {t: float(sens_sq * release[t - 1]) * scale for t in ts},
-                "fixed_horizon_sqrt_variance": {t: float(fixed[t]) * scale for t in ts},
+                "sensitivity_sq": source.counters[key][0],
+                "max_variance": {t: source.variance(key, t) * scale for t in v.rounds},
+                "fixed_horizon_sqrt_variance": {t: v.fixed[t] * scale for t in v.rounds},
                 "ratio_to_fixed_horizon_sqrt": ratios,
                 "worst_ratio": max(ratios.values()),
             }

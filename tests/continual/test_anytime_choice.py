@@ -1,0 +1,73 @@
+"""Which counter without a horizon tight takes for a person (dponline.continual.anytime_choice):
+the one whose largest variance over a square root's is smaller at its worst."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dponline.bandits import DPUCB
+from dponline.continual.anytime_choice import (
+    BLT,
+    CHOICE_ROUNDS,
+    FACTORISATION,
+    anytime_choice,
+    person_variances,
+)
+from dponline.continual.factory import make_counter
+from dponline.experiments.anytime_table import anytime_person_table
+from dponline.privacy.bounds import Box
+from dponline.privacy.budget import PrivacyBudget
+
+
+@pytest.mark.parametrize(
+    "k,b,chosen",
+    [(1, 1, FACTORISATION), (4, 1, FACTORISATION), (50, 10, BLT), (4, 256, BLT)],
+)
+def test_the_choice_is_the_smaller_worst_ratio_of_the_table(k, b, chosen):
+    """The choice agrees with ``dponline mechanisms --anytime``'s worst column (50 rounds 10
+    apart: 2.194 for the factorisation, 1.540 for the BLT, which a user had to find there)."""
+    assert anytime_choice(k, b) == chosen
+    v = person_variances(k, b)
+    assert v.worst(chosen) == min(v.worst(FACTORISATION), v.worst(BLT))
+    if k > 1:
+        rows = {r["mechanism"]: r["worst_ratio"] for r in anytime_person_table(k, b)}
+        factorisation = rows["tapered_sqrt, for the person (ours)"]
+        blt = rows["anytime_blt, for the person (ours, O(d) memory)"]
+        assert (factorisation, blt) == pytest.approx((v.worst(FACTORISATION), v.worst(BLT)))
+
+
+def test_the_ratios_are_the_counters_own_variances():
+    """At each compared t, the ratio is the built counters' largest variance up to t over a
+    square root's built for t, both calibrated for the person (exact, same budget)."""
+    budget = PrivacyBudget(1.0, 1e-6, participations=50, min_separation=10)
+    bounds = Box(0.0, 1.0, dim=1)
+    v = person_variances(50, 10)
+    counter = make_counter(None, horizon=None, bounds=bounds, budget=budget)
+    assert counter.name == BLT
+    for t in CHOICE_ROUNDS[:2]:
+        root = make_counter("sqrt_factorization", horizon=t, bounds=bounds, budget=budget)
+        want = counter.variances(t).max() / root.release_variances(t, root.noise, 1).max()
+        assert v.ratios(BLT)[t] == pytest.approx(want, rel=1e-9)
+
+
+def test_a_learner_without_a_horizon_takes_the_choice_for_its_person():
+    """DP-UCB over 5 arms for 50 rounds 10 apart ran the tapered factorisation (2.19x a square
+    root's variance at 2^10 rounds); it runs the BLT now, with the person's guarantee; for one
+    round, and for 4 consecutive rounds, the factorisation stays."""
+    person = PrivacyBudget(1.0, 1e-6, participations=50, min_separation=10)
+    learner = DPUCB(5, None, budget=person, noise="gaussian", rng=0)
+    assert learner.counter.name == BLT
+    assert (learner.privacy.participations, learner.privacy.min_separation) == (50, 10)
+    assert learner.privacy.epsilon <= 1.0 + 1e-9
+    near = PrivacyBudget(1.0, 1e-6, participations=4, min_separation=1)
+    assert DPUCB(5, None, budget=near, noise="gaussian", rng=0).counter.name == FACTORISATION
+    one = PrivacyBudget(1.0, 1e-6)
+    assert DPUCB(5, None, budget=one, noise="gaussian", rng=0).counter.name == FACTORISATION
+    # the BLT chosen takes its design horizon (refused where the factorisation runs)
+    bounds = Box(0.0, 1.0, dim=2)
+    chosen = make_counter(None, horizon=None, bounds=bounds, budget=person, design_horizon=2**16)
+    assert chosen.name == BLT
+    with pytest.raises(ValueError, match="design_horizon"):
+        make_counter(None, horizon=None, bounds=bounds, budget=near, design_horizon=2**16)
+    np.testing.assert_array_equal(chosen.step([0.0, 0.0]).shape, (1, 2))
