@@ -209,6 +209,27 @@ def test_the_user_modules_a_spec_module_imports_in_turn_count_by_content(tmp_pat
             del sys.modules[name]
 
 
+def test_imported_constants_and_modules_through_a_link_count_too(tmp_path, monkeypatch):
+    """``from helpers import PRIOR`` (a number: no ``__module__`` to follow) and a spec module
+    named by import whose file is a link with another name: their helpers are in the key."""
+    (tmp_path / "const_helper.py").write_text("PRIOR = 1.0\n")
+    (tmp_path / "real_module.py").write_text("from const_helper import PRIOR\n")
+    (tmp_path / "linked_module.py").symlink_to(tmp_path / "real_module.py")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def key():
+        task = Task("kl-ucb", "bernoulli_bandit", None, "none", 2, 0, 0, 50)
+        return dataclasses.replace(task, modules=("linked_module",)).key
+
+    try:
+        first = key()
+        (tmp_path / "const_helper.py").write_text("PRIOR = 2.0\n")
+        assert key() != first
+    finally:
+        for name in ("const_helper", "real_module", "linked_module"):
+            sys.modules.pop(name, None)
+
+
 def test_a_bad_modules_field_is_a_spec_error(tmp_path):
     base = {"environments": [{"name": "bernoulli_bandit"}], "horizon": 10}
     learner = [{"name": "kl-ucb"}]

@@ -238,7 +238,8 @@ class LearnerEntry:
     #: Whether the learner takes a budget over a person (``participations`` k > 1 rounds at
     #: least ``min_separation`` apart: :class:`~dponline.privacy.budget.PrivacyBudget`), its
     #: calibration proving the guarantee for the person's rounds (with a horizon, or without
-    #: one on the tapered factorisation: ``tight`` Gaussian noise, no mechanism named). The
+    #: one on ``tight`` Gaussian noise: the tapered factorisation or the BLT without a
+    #: horizon). The
     #: others protect a person by group privacy (:func:`learner_budget`: one round at about
     #: epsilon / k, the guarantee stated for any k rounds).
     person_level: bool = False

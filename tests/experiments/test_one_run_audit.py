@@ -340,11 +340,11 @@ def test_noise_fraction_plays_less_noise_against_the_full_noises_claim():
     stream = np.zeros((plan.horizon, 2))
     canary = ([0.0, 0.0], [1.0, 0.0])
 
-    def person(seed=1):
+    def person(rng=1):
         env = build_environment("stochastic", plan.horizon, np.random.default_rng(0), n_experts=2)
         options = dict(noise="laplace", delta=0.0, participations=2, min_separation=2)
         return build_learner(
-            "dp-ftrl", env, epsilon=1.0, replicas=1, rng=np.random.default_rng(seed), **options
+            "dp-ftrl", env, epsilon=1.0, replicas=1, rng=np.random.default_rng(rng), **options
         )
 
     learner = person()
@@ -358,6 +358,13 @@ def test_noise_fraction_plays_less_noise_against_the_full_noises_claim():
     assert asked.result.epsilon_lower == by_hand.result.epsilon_lower
     assert asked.result.significance == 1e-3  # the default, as dponline audit's
     assert fresh.noise_multiplier == 0.1
+    shared = np.random.default_rng(4)
+    refused = person(rng=shared)  # a refused audit leaves the learner as it was
+    with pytest.raises(ValueError, match="seed is the learner's own generator"):
+        one_run_audit(refused, stream, canary, plan, dim=2, noise_fraction=0.1, seed=shared)
+    assert refused.noise_multiplier == 1.0 and refused.privacy.epsilon == pytest.approx(1.0)
+    with pytest.raises(ValueError, match=r"already multiplied by 0\.1"):
+        one_run_audit(learner, stream, canary, plan, dim=2, noise_fraction=0.1)
     with pytest.raises(ValueError, match="noise_fraction must be a finite positive"):
         one_run_audit(person(), stream, canary, plan, dim=2, noise_fraction=0.0)
     env = build_environment("stochastic", plan.horizon, np.random.default_rng(0), n_experts=2)

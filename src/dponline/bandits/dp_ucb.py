@@ -38,7 +38,9 @@ alpha = 4.
 **Without a horizon** (``horizon=None``, ``tight`` only: the ``paper`` trees and v read T) the
 counter is an anytime one, calibrated for the same sensitivity and valid for the releases up to
 every t: the tapered square-root factorisation for Gaussian noise on at most 10 arms (its noise
-state grows as t K), doubling blocks of the ``tight`` counter of each block's length otherwise;
+state grows as t K; the BLT without a horizon on more arms, and for a person whose pattern it
+serves with less noise), doubling blocks of the ``tight`` counter of each block's length
+otherwise;
 u_t reads its exact variance at t as above (ours).
 
 *The Laplace tail (ours).* Z = sum_j c_j Y_j with Y_j i.i.d. Laplace(b) (every tree- or
@@ -206,7 +208,8 @@ class DPUCB(KArmedLearner):
         ``tight`` only: the continual counter by name (:data:`~dponline.continual.registry.
         MECHANISMS`); by default the lowest-variance one whose noise state fits the memory
         budget, and without a horizon the tapered factorisation (Gaussian noise, at most 10
-        arms), the BLT without a horizon (Gaussian noise, more arms) or doubling blocks
+        arms), the BLT without a horizon (Gaussian noise, more arms, or a person it serves
+        with less noise: :mod:`dponline.continual.anytime_choice`) or doubling blocks
         (Laplace noise). ``"blt"`` keeps O(K) numbers of noise state at any horizon (Gaussian noise;
         without a horizon in doubling blocks, one round as the unit); without a horizon
         ``"anytime_blt"`` runs one BLT for as long as the stream lasts, O(K) state, for one

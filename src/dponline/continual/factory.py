@@ -10,7 +10,8 @@
 * ``build_counter(budget, horizon=None, ...)``: the *anytime* counter of a learner built without
   a horizon: it never refuses a step and its guarantee holds for the releases up to every t.
   Which horizon-free mechanism that is is decided in one place, :func:`anytime_counter`
-  (the tapered square-root factorisation for ``tight`` Gaussian noise, else
+  (for ``tight`` Gaussian noise the tapered square-root factorisation, or the BLT without a
+  horizon past the memory budget or for a person it serves with less noise; else
   :func:`doubling_counter`, Chan, Shi & Song's doubling blocks, each block the counter
   :func:`build_counter` chooses for that block's length).
 """
@@ -251,7 +252,8 @@ def make_counter(
     (or clipped with ``clip=True``). With ``horizon=None`` the counter never refuses a step and
     its guarantee holds for the releases up to every t (:func:`anytime_counter`): ``mechanism``
     over doubling blocks, each calibrated for its own length at the full budget, or, without a
-    mechanism, the best anytime counter (the tapered square root for ``tight`` Gaussian noise).
+    mechanism, the best anytime counter (for ``tight`` Gaussian noise the tapered square root
+    or the BLT without a horizon, :func:`anytime_counter`).
     ``design_horizon``: with ``mechanism="anytime_blt"``, the rounds its buffers are optimised
     for (:func:`anytime_counter`).
 

@@ -342,6 +342,12 @@ def one_run_audit(
         raise ValueError("the two inputs of a canary round must differ")
     claim = learner.privacy if claim is None else claim  # before any scale_noise below
     fraction = checked_positive("noise_fraction", noise_fraction)
+    if fraction != 1.0 and getattr(learner, "noise_multiplier", 1.0) != 1.0:
+        raise ValueError(
+            f"noise_fraction scales a learner's full noise, but this one's is already multiplied "
+            f"by {learner.noise_multiplier!r} (its claim is no longer its full noise's): build a "
+            "fresh learner"
+        )
     joint = False
     if isinstance(claim, PrivacyGuarantee):
         claimed, delta = claim.epsilon, claim.delta
@@ -383,13 +389,13 @@ def one_run_audit(
             f"the learner was built for {horizon} rounds and the stream has {rows.shape[0]}: "
             "build it for the stream's length (or pass the first rows)"
         )
-    if fraction != 1.0:
-        learner.scale_noise(fraction)
     if isinstance(seed, np.random.Generator) and any(seed is g for g in _generators_of(learner)):
         raise ValueError(
             "seed is the learner's own generator: the coins must be independent of its noise; "
             "pass an int or a Generator of their own"
         )
+    if fraction != 1.0:  # after every check: a refused audit leaves the learner as it was
+        learner.scale_noise(fraction)
     gen = coin_generator(seed)
     coins = gen.random(plan.canaries) < 0.5
     rounds = plan.rounds

@@ -29,6 +29,7 @@ versions are ignored with a warning.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import hashlib
@@ -485,36 +486,74 @@ def _learner_code(task: Task) -> str:
 
 def _user_modules(files: Sequence[str]) -> list[str]:
     """The files of the user's modules that the modules at ``files`` import, directly or in
-    turn (``import helpers``, ``from helpers import prior``: a module object, or an object
-    whose ``__module__`` is one, among a module's globals), in the order met. A user's module
-    is one with a ``.py`` file outside dponline, the standard library and the folders of
-    installed packages."""
+    turn, in the order met: those named by their ``import`` statements (``import helpers``,
+    ``from helpers import PRIOR``, relative ones too) and those of the module objects and
+    functions or classes among their globals. A user's module is one with a ``.py`` file
+    outside dponline, the standard library and the folders of installed packages."""
     queue = [m for m in (_module_at(Path(f).resolve()) for f in files) if m is not None]
     seen = {id(m) for m in queue}
     found = []
     while queue:
-        for value in list(vars(queue.pop(0)).values()):
-            try:
-                name = value.__name__ if isinstance(value, ModuleType) else value.__module__
-            except Exception:  # an object without one (or one that raises on reading it)
+        module = queue.pop(0)
+        for name in (*_imported_names(module), *_global_modules(module)):
+            other = sys.modules.get(name)
+            if other is None or id(other) in seen:
                 continue
-            module = sys.modules.get(name) if isinstance(name, str) else None
-            if module is None or id(module) in seen:
-                continue
-            seen.add(id(module))
-            file = getattr(module, "__file__", None)
+            seen.add(id(other))
+            file = getattr(other, "__file__", None)
             if isinstance(file, str) and file.endswith(".py") and _is_users(Path(file)):
                 found.append(file)
-                queue.append(module)
+                queue.append(other)
     return found
 
 
+def _imported_names(module: ModuleType) -> list[str]:
+    """The modules a module's source imports (its ``import`` and ``from ... import``
+    statements, wherever they stand; for ``from a import b`` both ``a`` and ``a.b``)."""
+    file = getattr(module, "__file__", None)
+    try:
+        tree = ast.parse(Path(file).read_text(encoding="utf-8"))  # type: ignore[arg-type]
+    except (OSError, SyntaxError, TypeError, ValueError):
+        return []
+    package = getattr(module, "__package__", None) or ""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package up level - 1 parents
+                parts = package.split(".") if package else []
+                parts = parts[: len(parts) - node.level + 1] if node.level > 1 else parts
+                base = ".".join([*parts, base] if base else parts)
+            names += [base, *(f"{base}.{alias.name}" for alias in node.names)]
+    return [n for n in names if n]
+
+
+def _global_modules(module: ModuleType) -> list[str]:
+    """The modules of a module's globals: module objects, and objects with a ``__module__``
+    (a module imported by ``importlib`` or set from outside shows only there)."""
+    names = []
+    for value in list(vars(module).values()):
+        try:
+            name = value.__name__ if isinstance(value, ModuleType) else value.__module__
+        except Exception:  # an object without one (or one that raises on reading it)
+            continue
+        if isinstance(name, str):
+            names.append(name)
+    return names
+
+
 def _module_at(path: Path) -> ModuleType | None:
-    """The imported module whose file is ``path`` (resolved), if any."""
+    """The imported module whose file is ``path`` (resolved: a module imported through a
+    link is found by its target), if any."""
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
-        if isinstance(file, str) and file.endswith(path.name) and Path(file).resolve() == path:
-            return module
+        if not isinstance(file, str):
+            continue
+        if file.endswith(path.name) or Path(file).is_symlink():
+            if Path(file).resolve() == path:
+                return module
     return None
 
 
