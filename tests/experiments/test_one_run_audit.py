@@ -371,3 +371,20 @@ def test_noise_fraction_plays_less_noise_against_the_full_noises_claim():
     ftrl, one = build_learner("ftrl", env, replicas=1), CanaryPlan(canaries=60, gap=6)
     with pytest.raises(ValueError, match="non-private: it has no noise"):
         one_run_audit(ftrl, stream, canary, one, dim=2, claim=(1.0, 0.0), noise_fraction=0.5)
+
+
+@pytest.mark.slow
+def test_the_own_stream_example_prints_what_the_guide_quotes(capsys):
+    """examples/audit_own_stream.py (6 s): the deployment's 20 rare-click items give the
+    audit no power even at a hundredth of the noise; 1,000 arms at 1/2 refute a tenth."""
+    import runpy
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "audit_own_stream.py"
+    runpy.run_path(str(example), run_name="__main__")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "20 items, default: 0.000 0.000 0.000",
+        "20 items, arm order: 0.000 0.098 0.023",
+        "1,000 arms, arm order: 0.478 3.796 4.323",
+    ]
