@@ -49,10 +49,11 @@ FACTORISATION, BLT = "anytime_factorization", "anytime_blt"
 CHOICE_MARGIN = 0.98
 
 #: the most participations compared: the comparison optimises the person's BLT and sums the
-#: square root's pattern over 2^20 rounds, 2.6 s at 1,024 rounds but 7.8 s at 4,096 and more
-#: than 100 s at 100,000; past it the factorisation stays, and ``mechanism="anytime_blt"``
-#: names the BLT (at 256 and 1,024 consecutive rounds its worst ratio is 1.30 and 1.52, the
-#: factorisation's 1.94 and 3.30: likely the better past the limit too)
+#: square root's pattern over 2^20 rounds, 2.8 s at 1,024 consecutive rounds and 6.5 s at
+#: 4,096 (2026-11-27, 2 shared cores), growing with k; past it the factorisation stays, and
+#: ``mechanism="anytime_blt"`` names the BLT (at 256 and 1,024 consecutive rounds its worst
+#: ratio is 1.30 and 1.52, the factorisation's 1.94 and 3.30: likely the better past the
+#: limit too)
 CHOICE_MAX_PARTICIPATIONS = 1024
 
 
