@@ -109,9 +109,9 @@ def anytime_choice(participations: int, min_separation: int) -> str:
     """The mechanism name of the counter without a horizon whose largest release variance, over
     a square root's built for t, is smaller at its worst over :data:`CHOICE_ROUNDS`, for a
     person of ``participations`` rounds ``min_separation`` apart (1, 1: one round): the BLT
-    where it is below :data:`CHOICE_MARGIN` times the factorisation's, else the
-    factorisation; cached.
-    The factorisation past :data:`CHOICE_MAX_PARTICIPATIONS` rounds, without comparing."""
+    where its worst ratio is below :data:`CHOICE_MARGIN` times the factorisation's, else the
+    factorisation, which is also taken without comparing past
+    :data:`CHOICE_MAX_PARTICIPATIONS` rounds; cached."""
     if participations > CHOICE_MAX_PARTICIPATIONS:
         return FACTORISATION
     v = person_variances(participations, min_separation)
