@@ -92,3 +92,30 @@ def test_past_the_limit_the_factorisation_stays_without_comparing(monkeypatch):
 
     monkeypatch.setattr(choice, "person_variances", never)
     assert anytime_choice(CHOICE_MAX_PARTICIPATIONS + 1, 1) == FACTORISATION
+
+
+def test_the_factorisation_can_be_named_as_the_blt_can():
+    """Where the choice or the memory rule takes the BLT, ``mechanism="anytime_factorization"``
+    asks for the tapered factorisation (it could not be named: a user who wanted it, or a
+    state saved by it, had no way back); refused with a horizon, Laplace noise or a design
+    horizon, as the BLT's name is where it does not apply."""
+    from dponline.continual.anytime_factorization import make_anytime_counter
+
+    person = PrivacyBudget(1.0, 1e-6, participations=50, min_separation=10)
+    bounds = Box(0.0, 1.0, dim=12)  # past the memory rule too
+    named = make_counter("anytime_factorization", horizon=None, bounds=bounds, budget=person)
+    direct = make_anytime_counter(bounds, person)
+    assert named.name == FACTORISATION and named.privacy == direct.privacy
+    assert named.noise == direct.noise
+    learner = DPUCB(5, None, budget=person, noise="gaussian", mechanism=FACTORISATION, rng=0)
+    assert learner.counter.name == FACTORISATION and learner.privacy.participations == 50
+    with pytest.raises(ValueError, match=r"runs without a horizon.*'sqrt_factorization'"):
+        make_counter("anytime_factorization", horizon=100, bounds=bounds, budget=person)
+    with pytest.raises(ValueError, match=r"runs without a horizon.*'sqrt_factorization'"):
+        DPUCB(5, 100, budget=person, noise="gaussian", mechanism=FACTORISATION)
+    with pytest.raises(ValueError, match="draws Gaussian noise"):
+        make_counter(FACTORISATION, horizon=None, bounds=bounds, budget=PrivacyBudget(1.0))
+    with pytest.raises(ValueError, match="draws Gaussian noise"):
+        DPUCB(5, None, budget=PrivacyBudget(1.0), noise="laplace", mechanism=FACTORISATION)
+    with pytest.raises(ValueError, match="design_horizon"):
+        make_counter(FACTORISATION, horizon=None, bounds=bounds, budget=person, design_horizon=64)

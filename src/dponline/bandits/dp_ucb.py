@@ -103,6 +103,7 @@ from dponline.continual.anytime_factorization import (
 from dponline.continual.base import ContinualCounter
 from dponline.continual.calibration import CounterCalibrator
 from dponline.continual.factory import (
+    ANYTIME_MECHANISMS,
     anytime_counter,
     build_counter,
     design_horizon_options,
@@ -213,7 +214,8 @@ class DPUCB(KArmedLearner):
         (Laplace noise). ``"blt"`` keeps O(K) numbers of noise state at any horizon (Gaussian noise;
         without a horizon in doubling blocks, one round as the unit); without a horizon
         ``"anytime_blt"`` runs one BLT for as long as the stream lasts, O(K) state, for one
-        round or one person (:mod:`dponline.continual.anytime_blt`).
+        round or one person (:mod:`dponline.continual.anytime_blt`), and
+        ``"anytime_factorization"`` the tapered factorisation at any K (O(t K) state).
     design_horizon:
         With that BLT (no horizon, Gaussian noise): the rounds it is optimised for (default
         2^20; the guarantee holds at every round, the variance past it grows about linearly).
@@ -257,7 +259,7 @@ class DPUCB(KArmedLearner):
         if noise not in ("laplace", "gaussian"):
             raise ArgumentError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")
         self.noise = noise
-        if mechanism is not None and mechanism != AnytimeBLTCounter.name:
+        if mechanism is not None and mechanism not in ANYTIME_MECHANISMS:
             mechanism = get_mechanism(mechanism).name  # a misspelt name is refused here
         if mechanism is not None and paper:
             raise ArgumentError(
@@ -271,10 +273,10 @@ class DPUCB(KArmedLearner):
                 else f"built for a horizon of {horizon} rounds",
                 with_horizon=not paper,
             )
-        if mechanism == AnytimeBLTCounter.name and horizon is not None:
+        if mechanism in ANYTIME_MECHANISMS and horizon is not None:
             raise ArgumentError(
-                "mechanism='anytime_blt' runs without a horizon: give horizon=None, or "
-                "mechanism='blt' for a fixed horizon"
+                f"mechanism={mechanism!r} runs without a horizon: give horizon=None, or "
+                f"mechanism={ANYTIME_MECHANISMS[mechanism]!r} for a fixed horizon"
             )
         self.alpha = checked_positive("alpha", alpha)
         t_big, k, r = self.horizon, self.n_arms, self.replicas
@@ -497,10 +499,16 @@ def _anytime_counter(
     argument for a person), as ``mechanism="anytime_blt"`` does at any K; Laplace noise and
     another named ``mechanism`` run in doubling blocks, which refuse a person, saying why."""
     unit, arms = Box(0.0, 1.0, dim=1), Box(0.0, 1.0, dim=k)
-    misfit = factorisation_misfit(budget, k, noise, mechanism)
+    named_factorisation = mechanism == AnytimeFactorizationCounter.name
+    if named_factorisation and noise != "gaussian":
+        raise ArgumentError(
+            "mechanism='anytime_factorization' draws Gaussian noise: give delta > 0"
+        )
+    misfit = None if named_factorisation else factorisation_misfit(budget, k, noise, mechanism)
     too_many_arms = mechanism is None and misfit is not None
     blt_for_person = (  # the person's pattern is served with less noise by the BLT
         misfit is None
+        and not named_factorisation
         and budget.is_user_level
         and anytime_choice(budget.participations, budget.min_separation) == AnytimeBLTCounter.name
     )
@@ -625,7 +633,8 @@ register_learner(
             "(delta > 0, default 1e-6)",
             "mechanism": "tight: the counter by name (default: the best that fits 64 MiB; "
             "'blt' keeps O(K) noise state at any horizon, Gaussian noise; without a horizon "
-            "'anytime_blt' runs one BLT, for one round or one person)",
+            "'anytime_blt' runs one BLT and 'anytime_factorization' the tapered "
+            "factorisation, for one round or one person)",
             "gamma": "paper: gamma of the widening v (default T^-4)",
             "alpha": "tight: confidence exponent of the widening (default 4)",
             "design_horizon": DESIGN_HORIZON_OPTION,

@@ -266,11 +266,11 @@ def make_counter(
     >>> make_counter(horizon=None, bounds=Box(0, 1, dim=2), budget=PrivacyBudget(1.0, 1e-6)).name
     'anytime_factorization'
     """
-    if mechanism == AnytimeBLTCounter.name:
+    if mechanism in ANYTIME_MECHANISMS:
         if horizon is not None:
             raise ValueError(
-                "mechanism='anytime_blt' runs without a horizon: give horizon=None, or "
-                "mechanism='blt' for a fixed horizon"
+                f"mechanism={mechanism!r} runs without a horizon: give horizon=None, or "
+                f"mechanism={ANYTIME_MECHANISMS[mechanism]!r} for a fixed horizon"
             )
         name: str | None = mechanism
     else:
@@ -339,8 +339,9 @@ def anytime_counter(
     (:func:`~dponline.continual.anytime_choice.anytime_choice`: 50 rounds 10 apart, say), that
     BLT; past the memory budget with ``tight`` Gaussian noise and no mechanism named, the BLT
     without a horizon (:mod:`~dponline.continual.anytime_blt`, ours: O(d) state, for one round
-    or one person; ``mechanism="anytime_blt"`` names it at any dimension); else doubling
-    blocks (:func:`doubling_counter`) whose block of length n is what
+    or one person; ``mechanism="anytime_blt"`` names it at any dimension, as
+    ``mechanism="anytime_factorization"`` names the factorisation for any dimension and
+    pattern); else doubling blocks (:func:`doubling_counter`) whose block of length n is what
     :func:`build_counter` would build for a horizon of n: ``mechanism``, else
     :func:`~dponline.continual.selection.choose_mechanism` of n (so a block's noise state fits
     the memory budget however long the stream runs), calibrated for n at the full budget, or
@@ -370,6 +371,23 @@ def anytime_counter(
         return make_anytime_blt(
             bounds, budget, replicas=replicas, rng=rng, clip=clip, **blt_options
         )
+    if mechanism == AnytimeFactorizationCounter.name and calibrator is not None:
+        raise ValueError(f"give mechanism or calibrator, not both (got mechanism={mechanism!r})")
+    if mechanism == AnytimeFactorizationCounter.name and budget is not None:
+        if bounds is None:
+            raise ValueError(
+                "the tapered factorisation is calibrated to its input set: give bounds"
+            )
+        if noise != "gaussian":
+            raise ValueError(
+                f"the tapered factorisation draws Gaussian noise, not {noise}: give the budget "
+                "a delta > 0"
+            )
+        if blt_options:
+            raise design_horizon_refusal("the tapered square-root factorisation")
+        # named: taken at any dimension and for any pattern (its state grows as t d; the
+        # counter says once when it passes the memory budget)
+        return make_anytime_counter(bounds, budget, replicas=replicas, rng=rng, clip=clip)
     misfit = None if budget is None else factorisation_misfit(budget, dim, noise, mechanism)
     if (
         budget is not None
@@ -449,6 +467,14 @@ def anytime_counter(
         name=mechanism or "per-block choice",
         caller_checks_inputs=caller_checks_inputs,
     )
+
+
+#: the counters without a horizon that a name asks for, and the fixed-horizon counter each
+#: corresponds to (suggested when a horizon is given)
+ANYTIME_MECHANISMS = {
+    AnytimeBLTCounter.name: "blt",
+    AnytimeFactorizationCounter.name: "sqrt_factorization",
+}
 
 
 #: the stream length for which the anytime factorisation's noise state (O(t d): after t rounds,

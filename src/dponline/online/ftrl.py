@@ -262,9 +262,10 @@ class DPFTRL(CounterLearner):
         built by :func:`~dponline.continual.factory.build_counter`; without a budget it is
         exact (``mechanism`` unused).
     design_horizon:
-        With ``mechanism="anytime_blt"`` (no horizon, Gaussian noise): the rounds the BLT
-        without a horizon is optimised for (default 2^20; the guarantee holds at every round,
-        the variance past it grows about linearly). Refused with another counter.
+        With the BLT without a horizon (``mechanism="anytime_blt"``, or the counter chosen
+        for the budget; no horizon, Gaussian noise): the rounds it is optimised for (default
+        2^20; the guarantee holds at every round, the variance past it grows about linearly).
+        Refused with another counter.
     domain:
         The decision set X, a :class:`~dponline.domains.base.ConvexDomain` in R^N (default
         :class:`~dponline.domains.simplex.Simplex`: experts).
