@@ -356,32 +356,19 @@ def anytime_counter(
     _check_bounds_type(bounds)
     _check_someone_checks_inputs(budget, calibrator, bounds, caller_checks_inputs)
     blt_options = design_horizon_options(design_horizon)
-    if mechanism == AnytimeBLTCounter.name and calibrator is not None:
+    if mechanism in ANYTIME_MECHANISMS and calibrator is not None:
         raise ValueError(f"give mechanism or calibrator, not both (got mechanism={mechanism!r})")
-    if mechanism == AnytimeBLTCounter.name and budget is not None:
+    if mechanism in ANYTIME_MECHANISMS and budget is not None:
+        what = _ANYTIME_WORDS[mechanism]
         if bounds is None:
-            raise ValueError(
-                "the BLT without a horizon is calibrated to its input set: give bounds"
-            )
+            raise ValueError(f"{what} is calibrated to its input set: give bounds")
         if noise != "gaussian":
             raise ValueError(
-                f"the BLT without a horizon draws Gaussian noise, not {noise}: give the budget "
-                "a delta > 0"
+                f"{what} draws Gaussian noise, not {noise}: give the budget a delta > 0"
             )
-        return make_anytime_blt(
-            bounds, budget, replicas=replicas, rng=rng, clip=clip, **blt_options
-        )
-    if mechanism == AnytimeFactorizationCounter.name and calibrator is not None:
-        raise ValueError(f"give mechanism or calibrator, not both (got mechanism={mechanism!r})")
-    if mechanism == AnytimeFactorizationCounter.name and budget is not None:
-        if bounds is None:
-            raise ValueError(
-                "the tapered factorisation is calibrated to its input set: give bounds"
-            )
-        if noise != "gaussian":
-            raise ValueError(
-                f"the tapered factorisation draws Gaussian noise, not {noise}: give the budget "
-                "a delta > 0"
+        if mechanism == AnytimeBLTCounter.name:
+            return make_anytime_blt(
+                bounds, budget, replicas=replicas, rng=rng, clip=clip, **blt_options
             )
         if blt_options:
             raise design_horizon_refusal("the tapered square-root factorisation")
@@ -474,6 +461,10 @@ def anytime_counter(
 ANYTIME_MECHANISMS = {
     AnytimeBLTCounter.name: "blt",
     AnytimeFactorizationCounter.name: "sqrt_factorization",
+}
+_ANYTIME_WORDS = {
+    AnytimeBLTCounter.name: "the BLT without a horizon",
+    AnytimeFactorizationCounter.name: "the tapered factorisation",
 }
 
 
