@@ -16,7 +16,7 @@ from dponline.continual.anytime_choice import (
     anytime_choice,
     person_variances,
 )
-from dponline.continual.factory import make_counter
+from dponline.continual.factory import build_counter, make_counter
 from dponline.experiments.anytime_table import anytime_person_table
 from dponline.privacy.bounds import Box
 from dponline.privacy.budget import PrivacyBudget
@@ -113,6 +113,9 @@ def test_the_factorisation_can_be_named_as_the_blt_can():
         make_counter("anytime_factorization", horizon=100, bounds=bounds, budget=person)
     with pytest.raises(ValueError, match=r"runs without a horizon.*'sqrt_factorization'"):
         DPUCB(5, 100, budget=person, noise="gaussian", mechanism=FACTORISATION)
+    for name, fixed in ((FACTORISATION, "sqrt_factorization"), (BLT, "blt")):
+        with pytest.raises(ValueError, match=rf"runs without a horizon.*'{fixed}'"):
+            build_counter(person, horizon=100, bounds=bounds, mechanism=name)  # said "unknown"
     with pytest.raises(ValueError, match="draws Gaussian noise"):
         make_counter(FACTORISATION, horizon=None, bounds=bounds, budget=PrivacyBudget(1.0))
     with pytest.raises(ValueError, match="draws Gaussian noise"):

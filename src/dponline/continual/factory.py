@@ -183,6 +183,11 @@ def build_counter(
             caller_checks_inputs=caller_checks_inputs,
             design_horizon=design_horizon,
         )
+    if mechanism in ANYTIME_MECHANISMS:
+        raise ValueError(
+            f"mechanism={mechanism!r} runs without a horizon: give horizon=None, or "
+            f"mechanism={ANYTIME_MECHANISMS[mechanism]!r} for a fixed horizon"
+        )
     if design_horizon is not None and budget is not None:
         raise design_horizon_refusal(f"built for a horizon of {horizon} rounds", with_horizon=True)
     if budget is None:
