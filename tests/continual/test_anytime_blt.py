@@ -268,9 +268,9 @@ def test_learners_take_a_design_horizon_for_the_blt():
         (lambda b: _dpucb(40, 100, PrivacyBudget(1.0, calibration="paper")), "per-arm trees"),
         (
             lambda b: make_counter(
-                horizon=None, bounds=Box(0, 1, dim=2), budget=b, design_horizon=8
+                horizon=None, bounds=Box(0, 1, dim=2), budget=b, design_horizon=2**24
             ),
-            "tapered square-root factorisation",
+            "tapered square-root factorisation, whose largest variance .* is smaller",
         ),
         (
             lambda b: make_counter(

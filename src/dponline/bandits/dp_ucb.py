@@ -506,11 +506,16 @@ def _anytime_counter(
         )
     misfit = None if named_factorisation else factorisation_misfit(budget, k, noise, mechanism)
     too_many_arms = mechanism is None and misfit is not None
-    blt_for_person = (  # the person's pattern is served with less noise by the BLT
+    # the person's pattern, or one round up to a design horizon given, is served with less
+    # noise by the BLT
+    blt_for_person = (
         misfit is None
         and not named_factorisation
-        and budget.is_user_level
-        and anytime_choice(budget.participations, budget.min_separation) == AnytimeBLTCounter.name
+        and (budget.is_user_level or design_horizon is not None)
+        and anytime_choice(
+            budget.participations, budget.min_separation, **design_horizon_options(design_horizon)
+        )
+        == AnytimeBLTCounter.name
     )
     if (
         mechanism == AnytimeBLTCounter.name
@@ -533,7 +538,8 @@ def _anytime_counter(
         )
     if design_horizon is not None:
         raise design_horizon_refusal(
-            "the tapered square-root factorisation" if misfit is None else "doubling blocks"
+            "the tapered square-root factorisation" if misfit is None else "doubling blocks",
+            factorisation_less_noise=misfit is None and not named_factorisation,
         )
     if misfit is None:
         cal = calibrate_anytime(TaperedSqrt(), unit, budget)

@@ -11,8 +11,10 @@ from t = 2^10 to 2^20 and the BLT's within 1.71x; for 50 rounds 10 apart the fac
 reaches 2.19x and the BLT's 1.54x (``dponline mechanisms --anytime --participations 50
 --min-separation 10``). :func:`anytime_choice` takes, for a pattern, the one whose worst ratio
 over those prefix lengths is smaller (by 2% at least for the BLT), as ``tight`` takes the
-counter of least variance when the horizon is known. Every number is exact up to the person
-bound's gap (its upper end, which the noise uses).
+counter of least variance when the horizon is known. A BLT optimised for a shorter design
+horizon n is compared at the prefix lengths up to n (and at n), one for a longer one at those up
+to 2^20. Every number is exact up to the person bound's gap (its upper end, which the noise
+uses).
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dponline.continual.anytime_blt import anytime_blt_parameters, anytime_blt_sensitivity
+from dponline.continual.anytime_blt import (
+    DESIGN_HORIZON,
+    anytime_blt_parameters,
+    anytime_blt_sensitivity,
+)
 from dponline.continual.anytime_factorization import TaperedSqrt, person_sq_bounds
 from dponline.continual.matrix_factorization import sqrt_coefficients
 from dponline.continual.participation import check_pattern, toeplitz_participation_sq
@@ -34,6 +40,7 @@ __all__ = [
     "CHOICE_ROUNDS",
     "PersonVariances",
     "anytime_choice",
+    "choice_rounds",
     "person_variances",
 ]
 
@@ -82,11 +89,25 @@ class PersonVariances:
         return max(self.ratios(name).values())
 
 
+def choice_rounds(design_horizon: int = DESIGN_HORIZON) -> tuple[int, ...]:
+    """The prefix lengths the choice compares for a BLT optimised for ``design_horizon``
+    rounds: those of :data:`CHOICE_ROUNDS` up to it, and the design horizon itself where it is
+    shorter than their last (a longer one is compared up to 2^20: the square root's pattern
+    sums grow with the rounds compared)."""
+    if design_horizon >= CHOICE_ROUNDS[-1]:
+        return CHOICE_ROUNDS
+    return (*(t for t in CHOICE_ROUNDS if t < design_horizon), design_horizon)
+
+
 def person_variances(
-    participations: int, min_separation: int, rounds: Iterable[int] = CHOICE_ROUNDS
+    participations: int,
+    min_separation: int,
+    rounds: Iterable[int] = CHOICE_ROUNDS,
+    design_horizon: int = DESIGN_HORIZON,
 ) -> PersonVariances:
     """The variances behind :func:`anytime_choice` for a person of ``participations`` rounds
-    at least ``min_separation`` apart, at the prefix lengths ``rounds``."""
+    at least ``min_separation`` apart, at the prefix lengths ``rounds``, the BLT optimised for
+    ``design_horizon`` rounds."""
     ts = tuple(sorted({int(t) for t in rounds}))
     if not ts or ts[0] < 1:
         raise ValueError(f"rounds must be positive prefix lengths, got {ts!r}")
@@ -96,7 +117,7 @@ def person_variances(
     cum = np.cumsum(c**2)
     fixed = {t: float(toeplitz_participation_sq(c[:t], k, b)[0] * cum[t - 1]) for t in ts}
     taper = TaperedSqrt()
-    blt = anytime_blt_parameters(k, b)
+    blt = anytime_blt_parameters(k, b, design_horizon)
     counters = {
         FACTORISATION: (float(person_sq_bounds(taper, k, b).upper), taper.release_factors(total)),
         BLT: (float(anytime_blt_sensitivity(blt, k, b) ** 2), blt.release_factors(total)),
@@ -105,14 +126,19 @@ def person_variances(
 
 
 @functools.lru_cache(maxsize=64)
-def anytime_choice(participations: int, min_separation: int) -> str:
+def anytime_choice(
+    participations: int, min_separation: int, design_horizon: int = DESIGN_HORIZON
+) -> str:
     """The mechanism name of the counter without a horizon whose largest release variance, over
-    a square root's built for t, is smaller at its worst over :data:`CHOICE_ROUNDS`, for a
-    person of ``participations`` rounds ``min_separation`` apart (1, 1: one round): the BLT
-    where its worst ratio is below :data:`CHOICE_MARGIN` times the factorisation's, else the
-    factorisation, which is also taken without comparing past
-    :data:`CHOICE_MAX_PARTICIPATIONS` rounds; cached."""
+    a square root's built for t, is smaller at its worst over :func:`choice_rounds` (those of
+    :data:`CHOICE_ROUNDS` for the default design horizon), for a person of ``participations``
+    rounds ``min_separation`` apart (1, 1: one round), the BLT optimised for
+    ``design_horizon`` rounds: the BLT where its worst ratio is below :data:`CHOICE_MARGIN`
+    times the factorisation's, else the factorisation, which is also taken without comparing
+    past :data:`CHOICE_MAX_PARTICIPATIONS` rounds; cached."""
     if participations > CHOICE_MAX_PARTICIPATIONS:
         return FACTORISATION
-    v = person_variances(participations, min_separation)
+    v = person_variances(
+        participations, min_separation, choice_rounds(design_horizon), design_horizon
+    )
     return BLT if v.worst(BLT) < CHOICE_MARGIN * v.worst(FACTORISATION) else FACTORISATION

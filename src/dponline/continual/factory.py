@@ -400,20 +400,23 @@ def anytime_counter(
     if (
         budget is not None
         and misfit is None
-        and budget.is_user_level
+        and (budget.is_user_level or blt_options)
         and calibrator is None
         and bounds is not None
-        and anytime_choice(budget.participations, budget.min_separation) == AnytimeBLTCounter.name
+        and anytime_choice(budget.participations, budget.min_separation, **blt_options)
+        == AnytimeBLTCounter.name
     ):
-        # for this person's pattern the BLT without a horizon has the smaller worst variance
-        # over a square root's (dponline.continual.anytime_choice): tight takes the counter of
-        # least variance, as with a horizon
+        # for this person's pattern, or for one round up to a design horizon given, the BLT
+        # without a horizon (optimised for that horizon) has the smaller worst variance over a
+        # square root's (dponline.continual.anytime_choice): tight takes the counter of least
+        # variance, as with a horizon
         return make_anytime_blt(
             bounds, budget, replicas=replicas, rng=rng, clip=clip, **blt_options
         )
     if budget is not None and blt_options:
         raise design_horizon_refusal(
-            "the tapered square-root factorisation" if misfit is None else "doubling blocks"
+            "the tapered square-root factorisation" if misfit is None else "doubling blocks",
+            factorisation_less_noise=misfit is None and calibrator is None and bounds is not None,
         )
     if budget is not None and budget.is_user_level and (calibrator is not None or misfit):
         raise person_blocks_refusal(budget, misfit or "a calibrator of blocks was given")
@@ -518,9 +521,17 @@ def design_horizon_options(design_horizon: int | None) -> dict[str, int]:
     return {"design_horizon": checked_count("design_horizon", design_horizon)}
 
 
-def design_horizon_refusal(counter: str, *, with_horizon: bool = False) -> ArgumentError:
+def design_horizon_refusal(
+    counter: str, *, with_horizon: bool = False, factorisation_less_noise: bool = False
+) -> ArgumentError:
     """The error for ``design_horizon`` given where ``counter`` runs instead of the BLT without
-    a horizon (``with_horizon``: because a horizon was given)."""
+    a horizon (``with_horizon``: because a horizon was given; ``factorisation_less_noise``:
+    because the factorisation has the smaller worst variance up to that design horizon)."""
+    if factorisation_less_noise:
+        counter += (
+            ", whose largest variance over a square root's is smaller than that BLT's "
+            "(dponline.continual.anytime_choice)"
+        )
     fix = (
         "the BLT without a horizon runs with horizon=None (anytime=True for build_learner, "
         "anytime = true in a spec)"
