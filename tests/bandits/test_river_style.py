@@ -302,3 +302,22 @@ def test_round_past_the_horizon_is_refused_before_an_arm_is_shown():
     anytime = RiverPolicy.from_registry("dp-imed", ARMS, None, seed=0)
     for _ in range(7):
         anytime.update(anytime.pull(ARMS), 1.0)
+
+
+def test_a_state_saved_for_another_unit_is_refused_naming_the_unit():
+    """A policy saved for a person of 3 rounds loaded into one for one round was refused for
+    'epsilon, first_phase, unit_scale' (its per-round epsilon is a third of the budget's),
+    which named settings the user had given alike; the refusal names the unit and the fix."""
+    arms = list("ABCD")
+    person = RiverPolicy.from_registry("dp-imed", arms, None, epsilon=1.0, participations=3)
+    one = RiverPolicy.from_registry("dp-imed", arms, None, epsilon=1.0)
+    with pytest.raises(
+        ValueError,
+        match=r"protecting one person \(at most 3 rounds, at least 1 apart\), this one protects "
+        r"one round: build it with participations=3, min_separation=1",
+    ):
+        one.load_state_dict(person.state_dict())
+    with pytest.raises(ValueError, match=r"protecting one round, this one protects one person"):
+        person.load_state_dict(one.state_dict())
+    again = RiverPolicy.from_registry("dp-imed", arms, None, epsilon=1.0, participations=3)
+    again.load_state_dict(person.state_dict())

@@ -202,9 +202,11 @@ class RewardSumCalibrator:
 
 def calibrate_reward_sums(learner: KArmedLearner, budget: Any, what: str, source: str) -> None:
     """Calibrate ``learner`` (a K-armed learner releasing Laplace-noised reward sums) from
-    ``budget`` through :class:`RewardSumCalibrator`: sets its ``privacy``, ``epsilon``,
-    ``unit_scale`` (the Laplace scale of a released sum) and ``calibration_name``; ``None``
-    runs the non-private counterpart (no noise, epsilon = inf)."""
+    ``budget`` through :class:`RewardSumCalibrator`: sets its ``privacy``, ``epsilon`` (one
+    round's, which the noise is calibrated for: for a person's budget of k rounds, by group
+    privacy, the budget's epsilon / k; ``privacy.epsilon`` is the person's), ``unit_scale``
+    (the Laplace scale of a released sum) and ``calibration_name``; ``None`` runs the
+    non-private counterpart (no noise, epsilon = inf)."""
     budget = checked_budget(budget)
     if budget is None:
         learner.privacy = None

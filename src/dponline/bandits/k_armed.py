@@ -443,6 +443,10 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
             "horizon": self.horizon,
             "replicas": self.replicas,
             "noise_multiplier": self.noise_multiplier,
+            # the unit the noise is calibrated for (a person's budget may reach the same noise
+            # as another unit's: the saved state names whom it protects)
+            "participations": 1 if self.privacy is None else self.privacy.participations,
+            "min_separation": 1 if self.privacy is None else self.privacy.min_separation,
             **self._extra_config(),
         }
 

@@ -123,7 +123,7 @@ def unit_text(
         return f"one person: at most {k} {what} (differing in the person's {what})"
     return (
         f"one person: at most {k} rounds, at least {b} apart (streams differing in the inputs "
-        "of those rounds)"
+        "of those rounds: what the person's rounds hold, not whether they took part)"
     )
 
 
