@@ -29,6 +29,7 @@ from dponline.registry import (
     check_options,
     learner_budget,
     learners,
+    load_modules,
     non_private,
     non_private_entry,
     option_names,
@@ -134,6 +135,42 @@ def test_a_module_that_fails_to_import_can_be_retried(tmp_path, monkeypatch):
         registry._CATALOGUE.clear()
         registry._CATALOGUE.update(saved)
         for name in [m for m in sys.modules if m.startswith("flaky_learners")]:
+            del sys.modules[name]
+
+
+@pytest.mark.parametrize("order", [("mine_a.py", "mine_b.py"), ("mine_b.py", "mine_a.py")])
+def test_module_files_import_the_files_beside_them_once(tmp_path, monkeypatch, order):
+    """A file given by its path that imports another file beside it (a broken copy of a
+    learner importing the learner, a helper's constant) needed PYTHONPATH, and in one order
+    ran the imported file twice ("a learner named ... is already registered"): the folder
+    joins the import path, and a file loaded by its path is the module of its name."""
+    import dponline.registry as registry
+
+    saved = dict(learners())
+    (tmp_path / "mine_helpers.py").write_text("SUFFIX = '-a'\n")
+    (tmp_path / "mine_a.py").write_text(
+        "import dataclasses\n"
+        "from dponline.registry import learners, register_learner\n"
+        "from mine_helpers import SUFFIX\n"
+        "register_learner(dataclasses.replace(learners()['dp-exp2'], name='mine' + SUFFIX))\n"
+    )
+    (tmp_path / "mine_b.py").write_text(
+        "import dataclasses\n"
+        "from dponline.registry import learners, register_learner\n"
+        "import mine_a\n"
+        "register_learner(dataclasses.replace(learners()['dp-exp2'], name='mine-b'))\n"
+    )
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        load_modules(list(order), base=tmp_path)
+        assert {"mine-a", "mine-b"} <= set(registry.learners())
+        assert sys.modules["mine_a"].__file__ == str(tmp_path / "mine_a.py")
+        assert str(tmp_path) == sys.path[-1]
+        load_modules(list(order), base=tmp_path)  # again: nothing runs twice
+    finally:
+        registry._CATALOGUE.clear()
+        registry._CATALOGUE.update(saved)
+        for name in [m for m in sys.modules if "mine_" in m]:
             del sys.modules[name]
 
 

@@ -499,13 +499,46 @@ def _imported_from(path: Path) -> bool:
     return False
 
 
+def _search_folder(folder: Path) -> None:
+    """Put the folder of a module file given by its path on the import path (last: never in
+    front of an installed package), so that it imports the files beside it as a script
+    would (``import helpers``)."""
+    entry = str(folder)
+    if entry not in sys.path:
+        sys.path.append(entry)
+
+
+def _own_name(path: Path) -> list[str]:
+    """``[stem]`` when importing the module ``stem`` would load the file ``path`` (nothing of
+    that name imported yet, and the import path finds this file first): the file is then
+    registered under that name too, so a module beside it that imports it by name
+    (``from my_learner import MyLearner``) gets this module instead of running the file a
+    second time, which would register its learners twice."""
+    stem = path.stem
+    if not stem.isidentifier() or stem in sys.modules:
+        return []
+    try:
+        found = importlib.util.find_spec(stem)
+    except (ImportError, ValueError):
+        return []
+    if found is None or not found.origin:
+        return []
+    try:
+        return [stem] if Path(found.origin).resolve() == path else []
+    except OSError:
+        return []
+
+
 def load_modules(modules: Sequence[str], base: str | Path | None = None) -> list[str]:
     """Import each of ``modules`` once per process, so that the learners it registers are in
     the catalogue: the path of a ``.py`` file (relative to ``base``, default the working
     directory), or the name of an importable module (an installed package's, or one on
-    ``PYTHONPATH``: the ``dponline`` command does not look in the working directory). A file
-    already imported under another name (an installed plugin's) is not imported again, which
-    would register its learners twice. Returns what a worker process imports again: the
+    ``PYTHONPATH``: the ``dponline`` command does not look in the working directory). A file's
+    folder joins the import path (at its end), so it imports the files beside it by name, and
+    the file is registered under its own name too where that name finds it (a file beside it
+    importing it gets it, not a second run). A file already imported under another name (an
+    installed plugin's, or a file beside one listed earlier that imported it) is not imported
+    again, which would register its learners twice. Returns what a worker process imports again: the
     names, and the files' absolute paths. A spec's ``modules`` field and the runner's workers
     call it; an installed package registers its learners for every command through the entry
     point group ``dponline.learners`` instead (docs/extending.md)."""
@@ -521,16 +554,20 @@ def load_modules(modules: Sequence[str], base: str | Path | None = None) -> list
                 raise ValueError(f"module file {str(path)!r} {what}")
             digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
             name = f"_dponline_module_{path.stem}_{digest}"
+            _search_folder(path.parent)
             if name not in sys.modules and not _imported_from(path):
                 spec = importlib.util.spec_from_file_location(name, path)
                 if spec is None or spec.loader is None:
                     raise ValueError(f"module file {str(path)!r} cannot be imported")
                 loaded = importlib.util.module_from_spec(spec)
-                sys.modules[name] = loaded
+                names = [name, *_own_name(path)]
+                for key in names:
+                    sys.modules[key] = loaded
                 try:
                     _importing(module, functools.partial(spec.loader.exec_module, loaded))
                 except BaseException:
-                    del sys.modules[name]
+                    for key in names:
+                        del sys.modules[key]
                     raise
             resolved.append(str(path))
         else:
