@@ -93,6 +93,20 @@ LEARNERS: Mapping[str, LearnerEntry]
 DefaultDelta = float | Callable[[Any, Mapping[str, Any]], float]
 
 
+#: the keys of :attr:`AuditCase.one_run_plan`
+ONE_RUN_PLAN_KEYS = (
+    "gap",
+    "window",
+    "first",
+    "canaries",
+    "filler",
+    "arms",
+    "rest",
+    "coordinates",
+    "horizon",
+)
+
+
 @dataclass(frozen=True)
 class AuditCase:
     """How to audit a private learner empirically (:mod:`dponline.experiments.learner_audit`).
@@ -126,6 +140,15 @@ class AuditCase:
     ``one_run_options``: learner options merged over ``learner_options`` when the one-run audit
     (:mod:`dponline.experiments.one_run_audit`) runs the learner over thousands of rounds, where
     a parameter chosen to sharpen a short audit (a huge step) would lock the run.
+    ``one_run_plan``: that audit's plan for this case, over its defaults (keys of
+    :data:`ONE_RUN_PLAN_KEYS`: ``gap``, ``window``, ``first``, ``canaries``, ``filler``, and
+    over the case's environment ``arms``, ``rest``, ``coordinates`` and ``horizon``; the
+    library's learners' plans are in ``one_run_audit._PLANS``). ``one_run_white_box``: a
+    function ``(learner, make_loss) -> WhiteBox | None`` giving the guesser that scores the
+    canaries from the actions (a K-armed learner's
+    :class:`~dponline.experiments.one_run_audit.ArmOrderModel` with its release schedule, say);
+    ``None``: the fitted discriminant, which sees little of a learner whose decisions change
+    only at its releases.
     """
 
     horizon: int
@@ -142,9 +165,21 @@ class AuditCase:
     seed: int = 0
     refute_fraction: float = 0.1
     one_run_options: Mapping[str, Any] = field(default_factory=dict)
+    one_run_plan: Mapping[str, Any] = field(default_factory=dict)
+    one_run_white_box: Callable[[Any, Any], Any] | None = None
 
     def __post_init__(self) -> None:
         checked_count("horizon", self.horizon)
+        unknown = sorted(set(self.one_run_plan) - set(ONE_RUN_PLAN_KEYS))
+        if unknown:
+            raise ValueError(
+                f"one_run_plan takes the keys {list(ONE_RUN_PLAN_KEYS)}, got {unknown}"
+            )
+        if self.one_run_white_box is not None and not callable(self.one_run_white_box):
+            raise ValueError(
+                "one_run_white_box is a function (learner, make_loss) -> a guesser, got "
+                f"{self.one_run_white_box!r}"
+            )
         if not 0 <= self.changed_round < self.horizon:
             raise ValueError(
                 f"changed_round must lie in [0, {self.horizon}), got {self.changed_round!r}"

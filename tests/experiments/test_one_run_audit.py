@@ -388,3 +388,46 @@ def test_the_own_stream_example_prints_what_the_guide_quotes(capsys):
         "20 items, arm order: 0.000 0.098 0.023",
         "1,000 arms, arm order: 0.478 3.796 4.323",
     ]
+
+
+def test_a_learner_of_yours_brings_its_plan_and_guesser_in_its_audit_case():
+    """A learner registered by a user could not be given the one-run audit's plan or white box
+    (both were looked up by the library's learner names): DP-IMED's entry under another name
+    saw nothing at a tenth of its noise (0.000; dp-imed itself 3.39 there). Its AuditCase now
+    carries ``one_run_plan`` and ``one_run_white_box``, and the audit equals dp-imed's; an
+    unknown plan key is refused; ``arm_order_model`` warns on a K-armed learner whose
+    schedule it does not know instead of returning None silently."""
+    import dataclasses
+
+    from dponline.bandits import DPIMED
+    from dponline.bandits.k_armed import KArmedLearner
+    from dponline.experiments.one_run_audit import _PLANS, arm_order_model
+    from dponline.privacy.budget import PrivacyBudget
+    from dponline.registry import AuditCase
+
+    entry = learners()["dp-imed"]
+    at_tenth = audit_registered(entry, noise_fraction=0.1).epsilon_lower
+    renamed = dataclasses.replace(entry, name="my-imed")
+    assert audit_registered(renamed, noise_fraction=0.1).epsilon_lower == 0.0
+    case = entry.test_case
+    assert case.audit is not None
+    audit = dataclasses.replace(
+        case.audit, one_run_plan=_PLANS["dp-imed"], one_run_white_box=arm_order_model
+    )
+    mine = dataclasses.replace(
+        renamed, test_cases=(dataclasses.replace(case, audit=audit), *entry.test_cases[1:])
+    )
+    assert audit_registered(mine, noise_fraction=0.1).epsilon_lower == at_tenth > 3.0
+    with pytest.raises(ValueError, match=r"one_run_plan takes the keys .*\['spacing'\]"):
+        AuditCase(horizon=3, one_run_plan={"spacing": 4})
+
+    class MyBandit(KArmedLearner):
+        def _commit(self, rows, t):  # type: ignore[no-untyped-def]
+            return np.zeros(rows.size, dtype=np.int64), np.ones(rows.size, dtype=np.int64)
+
+    mine_learner = MyBandit(3, 100)
+    mine_learner.privacy = None
+    assert arm_order_model(mine_learner) is None  # non-private: nothing to guess, no warning
+    mine_learner.privacy = DPIMED(3, 100, budget=PrivacyBudget(1.0)).privacy
+    with pytest.warns(UserWarning, match="does not know the release schedule of MyBandit"):
+        assert arm_order_model(mine_learner) is None

@@ -91,10 +91,14 @@ __all__ = [
     "audit_registered",
     "canary_features",
     "coin_generator",
+    "doubling_release",
     "ftrl_release_model",
+    "lazy_epoch_release",
     "long_run_case",
+    "next_pull",
     "one_run_audit",
     "one_run_table",
+    "phase_release",
     "refuted_learners",
     "release_scores",
 ]
@@ -796,12 +800,15 @@ def arm_order_model(learner: Any, make_loss: Any = None) -> ArmOrderModel | None
     """The :class:`ArmOrderModel` of a private K-armed learner whose statistics are released at
     the end of per-arm episodes (AdaP-UCB, AdaP-KLUCB, AdaC-UCB), phases (DP-KLUCB, DP-IMED),
     epochs (Lazy-DP-TS; DP-SE's first round robin) or after every pull (DP-UCB's running sums,
-    read over :data:`DP_UCB_LEVELS` pull counts); None for any other learner. ``make_loss`` is
-    unused (the signature of the readers of :data:`WHITE_BOX`)."""
+    read over :data:`DP_UCB_LEVELS` pull counts); None for any other learner, with a warning
+    for a private K-armed learner of another class (a learner of yours: build
+    ``ArmOrderModel(release)`` with its schedule). ``make_loss`` is unused (the signature of
+    the readers of :data:`WHITE_BOX`)."""
     from dponline.bandits.adaptive_episodes import AdaptiveEpisodes
     from dponline.bandits.dp_phases import GeometricPhases
     from dponline.bandits.dp_ucb import DPUCB
     from dponline.bandits.elimination import DPSE
+    from dponline.bandits.k_armed import KArmedLearner
     from dponline.bandits.thompson import LazyDPTS
 
     if isinstance(learner, AdaptiveEpisodes):
@@ -814,6 +821,16 @@ def arm_order_model(learner: Any, make_loss: Any = None) -> ArmOrderModel | None
         return ArmOrderModel(first_epoch_release(learner))
     if isinstance(learner, DPUCB) and learner.privacy is not None:
         return ArmOrderModel(next_pull, levels=DP_UCB_LEVELS)
+    if isinstance(learner, KArmedLearner) and learner.privacy is not None:
+        warnings.warn(
+            f"arm_order_model does not know the release schedule of {type(learner).__name__}: "
+            "pass white_box=ArmOrderModel(release), release(pulls) the pull count at which the "
+            "statistic holding an arm's next pull is released (doubling_release, "
+            "phase_release(first, alpha), next_pull are the library's); without one the audit "
+            "guesses with the fitted discriminant, which sees little of such a learner",
+            UserWarning,
+            stacklevel=2,
+        )
     return None
 
 
@@ -928,11 +945,13 @@ CANARIES = 1_200
 
 def _shape_for(entry: LearnerEntry, case: LearnerTestCase) -> dict[str, Any]:
     """The plan's shape for a learner's case: :data:`DEFAULT_PLAN`, then the learner's entry of
-    :data:`_PLANS`, then its case's."""
+    :data:`_PLANS`, then its case's, then the case's own ``AuditCase.one_run_plan`` (a
+    learner of yours)."""
     return {
         **DEFAULT_PLAN,
         **_PLANS.get(entry.name, {}),
         **_PLANS.get(f"{entry.name}/{case.label}", {}),
+        **(case.audit.one_run_plan if case.audit is not None else {}),
     }
 
 
@@ -1124,7 +1143,9 @@ def audit_registered(
             entry, case_t, env, calibration=calibration, noise_fraction=noise_fraction
         )(1, np.random.default_rng([seed, 1]))
     make_loss = getattr(env, "loss_of", None)
-    reader = WHITE_BOX.get(f"{entry.name}/{case.label}", WHITE_BOX.get(entry.name))
+    reader = case.audit.one_run_white_box or WHITE_BOX.get(
+        f"{entry.name}/{case.label}", WHITE_BOX.get(entry.name)
+    )
     model = reader(learner, make_loss) if reader is not None and white_box else None
     if model is not None and plan.participations > 1 and not _reads_persons(model):
         model = None  # it reads one round per canary: a person's canary by the discriminant
