@@ -378,6 +378,9 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
                     "learners_audited": private,
                     "learners_refuted_at_claim": at_claim,
                     "learners_refuted_at_tenth": at_tenth,
+                    "learners_seeing_nothing": sorted(
+                        {row["learner"] for row in rows if row["sees_nothing"]}
+                    ),
                     "learners": rows,
                 },
                 indent=2,
@@ -424,6 +427,14 @@ def _cmd_audit_one_run(args: argparse.Namespace) -> int:
         print(
             f"Cannot be refuted by one run of this size at the claim's delta: "
             f"{', '.join(untestable)}."
+        )
+    blind = sorted({row["learner"] for row in rows if row["sees_nothing"] and row["can_refute"]})
+    if blind:
+        print(
+            f"Saw nothing, not even at a hundredth of the noise: {', '.join(blind)}. The run has "
+            "no power on this configuration, so 'not refuted' at the claim says nothing: "
+            "docs/one-run-audit.md says what gives it power (many arms, an early release), or "
+            "audit by many runs."
         )
     print(_familywise(len(rows), significance))
     print(f"Wall time {wall:.1f} s, CPU {cpu:.1f} s.")

@@ -431,3 +431,20 @@ def test_a_learner_of_yours_brings_its_plan_and_guesser_in_its_audit_case():
     mine_learner.privacy = DPIMED(3, 100, budget=PrivacyBudget(1.0)).privacy
     with pytest.warns(UserWarning, match="does not know the release schedule of MyBandit"):
         assert arm_order_model(mine_learner) is None
+
+
+def test_a_run_that_sees_nothing_says_so_and_warns_once():
+    """DP-IMED for a person's 3 rounds: its first phases fill the audit's run, so the bound is
+    0 at the claim, a tenth and a hundredth; the row says so (the command line printed
+    "refuted at a tenth: 0 of 1" and nothing else), and the learner's warning about its first
+    phases came nine times, once a build: once per message now."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (row,) = one_run_table(names=["dp-imed"], options={"participations": 3})
+    assert row["sees_nothing"] and row["can_refute"]
+    messages = [str(w.message) for w in caught if "first phases" in str(w.message)]
+    assert messages and len(messages) == len(set(messages))
+    (seen,) = one_run_table(names=["dp-imed"])  # 3.39 at a tenth
+    assert not seen["sees_nothing"]

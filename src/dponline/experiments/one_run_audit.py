@@ -1180,12 +1180,20 @@ def one_run_table(
     learner, default each learner's plan's, :func:`audit_registered`): the one-run
     lower bound at the claim, at a tenth of the noise (the case's ``refute_fraction``) and at a
     hundredth, one run each (``seconds``: the three runs and their bounds); ``ceiling``: the
-    bound guesses all right would give at the claim's delta (``can_refute``: above the claim)."""
+    bound guesses all right would give at the claim's delta (``can_refute``: above the claim);
+    ``sees_nothing``: no bound above 0 at a tenth nor at a hundredth (the run has no power on
+    the configuration). A warning the learners raise is passed on once, not once a build."""
     from dponline.experiments.progress import Progress
 
     cases = audited_cases(names, options)
     rows = []
-    with Progress(len(cases), unit="learners", enabled=progress) as bar:
+    with (
+        Progress(len(cases), unit="learners", enabled=progress) as bar,
+        warnings.catch_warnings(record=True) as caught,
+    ):
+        # each audit builds its learners afresh (and resets the filters): a learner's warning
+        # about its configuration came once per build, nine times a row; kept once below
+        warnings.simplefilter("always")
         for name, entry, case in cases:
             assert case.audit is not None
             fraction = case.audit.refute_fraction
@@ -1224,9 +1232,17 @@ def one_run_table(
                     "method_at_tenth": under.result.method,
                     "significance": significance,
                     "seconds": full.seconds + under.seconds + gross.seconds,
+                    # no bound above 0 even at a hundredth of the noise: the run has no power
+                    # on this configuration, and "not refuted" at the claim says nothing
+                    "sees_nothing": under.epsilon_lower == 0.0 and gross.epsilon_lower == 0.0,
                 }
             )
             bar.update()
+    shown = set()
+    for w in caught:
+        if (w.category, str(w.message)) not in shown:
+            shown.add((w.category, str(w.message)))
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return rows
 
 
