@@ -726,6 +726,7 @@ _SUMMARY_COLUMNS = [
     ("seeds", "seeds", "d"),
     ("regret_mean", "regret", ".1f"),
     ("regret_ci95", "+-95%", ".1f"),
+    ("regret_median", "median", ".1f"),
 ]
 
 
@@ -805,6 +806,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from dponline.experiments.lower_bound_curves import lower_bound_references
     from dponline.experiments.report import NO_PLOTS, have_matplotlib, summarise, write_report
     from dponline.experiments.runner import run_sweep, stored_results
     from dponline.experiments.spec import load_spec
@@ -831,7 +833,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
         raise
-    index = write_report(results, out, title=spec.name, captions=spec.captions())
+    index = write_report(
+        results,
+        out,
+        title=spec.name,
+        captions=spec.captions(),
+        references=lower_bound_references(spec),
+    )
     rows = _summary_rows(summarise(results))
     notes = [*spec.notes, *_edge_of_grid(tasks, rows)]
     if args.json:

@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from dponline.experiments.lower_bound_curves import lower_bound_references
 from dponline.experiments.report import summarise, write_report
 from dponline.experiments.runner import run_sweep
 from dponline.experiments.spec import parse_spec
@@ -125,31 +125,6 @@ _MORE_K_ARMED = (
     "thompson",
     "successive-elimination",
 )
-
-
-def _lower_bounds(spec: Any) -> dict[str, list[dict[str, Any]]]:
-    """The asymptotic regret lower bounds drawn beside the K-armed Bernoulli bandit's runs:
-    Lai & Robbins' for every learner, and the private bound (the largest of the coefficients
-    of :func:`~dponline.bandits.lower_bounds.lower_bound_coefficients`) at each epsilon."""
-    from dponline.bandits.lower_bounds import lai_robbins_coefficient, regret_lower_bound_curve
-    from dponline.environments.catalogue import build_environment
-
-    out: dict[str, list[dict[str, Any]]] = {}
-    for env in spec.environments:
-        if env["name"] != "k_armed":
-            continue
-        horizon = env.get("horizon", spec.horizon)
-        options = env.get("options", {})
-        means = build_environment("k_armed", horizon, np.random.default_rng(0), **options).means
-        t = np.unique(np.geomspace(1, horizon, 200).astype(int))
-        curves = [{"label": "Lai-Robbins bound", "epsilon": None, "t": t.tolist(),
-                   "regret": (lai_robbins_coefficient(means) * np.log(t)).tolist()}]  # fmt: skip
-        for eps in spec.epsilons:
-            regret = regret_lower_bound_curve(means, eps, t)
-            curves.append({"label": "private bound (its epsilon)", "epsilon": eps,
-                           "t": t.tolist(), "regret": np.asarray(regret).tolist()})  # fmt: skip
-        out[env.get("label") or env["name"]] = curves
-    return out
 
 
 def _replay_section(out_dir: str | Path, seeds: int = 5) -> tuple[str, str, pd.DataFrame]:
@@ -327,7 +302,7 @@ def run_demo(
             )
         ),
         captions=spec.captions(),
-        references=_lower_bounds(spec),
+        references=lower_bound_references(spec),
         extra_sections=[_replay_section(out_dir, 5 if seeds is None else seeds)],
     )
     return results, summarise(results), index

@@ -32,7 +32,9 @@ def t95(n: Any) -> Any:
 
 def summarise(results: pd.DataFrame) -> pd.DataFrame:
     """Final regret per learner, environment, calibration and epsilon: mean, sd, 95% CI
-    (Student's t over the seeds); where the table has a held-out loss after the last round
+    (Student's t over the seeds), and the median and quartiles over the seeds (a private
+    bandit's regret is heavy-tailed: a few seeds that lose the best arm for the whole run move
+    the mean, not the median); where the table has a held-out loss after the last round
     (``final_loss``: streaming optimisation's test SubOpt), its mean and 95% CI as well."""
     final = results[
         results["t"]
@@ -48,6 +50,9 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
         seeds=("seed", "nunique"),
         regret_mean=("regret", "mean"),
         regret_sd=("regret", "std"),
+        regret_median=("regret", "median"),
+        regret_q25=("regret", lambda r: r.quantile(0.25)),
+        regret_q75=("regret", lambda r: r.quantile(0.75)),
         proven_epsilon=("proven_epsilon", "first"),
         delta=("delta", "first"),
         **unit,
@@ -468,6 +473,7 @@ def write_report(
         ("seeds", "seeds"),
         ("regret_mean", "regret"),
         ("regret_ci95", "&plusmn; 95%"),
+        ("regret_median", "median"),
     ]
     held_out = [("final_loss_mean", "held-out loss"), ("final_loss_ci95", "&plusmn; 95%")]
     sections = []
@@ -538,7 +544,9 @@ td,th{{border:1px solid #ccc;padding:3px 6px}}img{{max-width:100%;display:block;
 </style></head>
 <body><h1>{html.escape(title)}</h1>
 <p>{html.escape(notes)}</p>{no_plots}
-<p>Regret is against the best fixed decision in hindsight, mean over seeds with 95% bands.
+<p>Regret is against the best fixed decision in hindsight (for stochastic bandits, the
+pseudo-regret: against the best arm's mean), mean over seeds with 95% bands; the tables add
+the median over seeds.
 In each regret panel a private learner's curves are coloured by epsilon (tight calibration
 solid, the paper's dashed) against its own non-private counterpart in black. The
 privacy-utility plots place each point at the epsilon its noise <em>proves</em>; a hollow
