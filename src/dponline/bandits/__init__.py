@@ -4,10 +4,12 @@ stochastic K-armed suite (the base :class:`KArmedLearner`, UCB1, KL-UCB, IMED, A
 AdaP-KLUCB, AdaC-UCB, DP-KLUCB, DP-IMED, DP-UCB, successive elimination, DP-SE, Thompson
 sampling, Lazy-DP-TS) with the Bernoulli KL divergences and the regret lower bounds they are
 measured against; the batched private conversion of Asi, Raman & Talwar (2025) around EXP3,
-HTINF, EXP2 and EXP4; and the river-style interface (:class:`RiverPolicy`)."""
+HTINF, EXP2 and EXP4; and the river-style interface (:class:`RiverPolicy`, and
+:class:`DelayedPolicy` for rewards that arrive later)."""
 
 from dponline.bandits.adaptive_episodes import AdaCUCB, AdaPKLUCB, AdaPUCB, EpisodeCalibrator
 from dponline.bandits.batched import BatchedEXP2, BatchedEXP3, BatchedHTINF, BatchedPrivateBandit
+from dponline.bandits.delayed import DelayedPolicy
 from dponline.bandits.dp_phases import DPIMED, DPKLUCB, GeometricPhases, RewardSumCalibrator
 from dponline.bandits.dp_ucb import DPUCB
 from dponline.bandits.elimination import (
@@ -63,6 +65,7 @@ __all__ = [
     "BatchedPrivateBandit",
     "DPGLMBandit",
     "DPSCRiBLe",
+    "DelayedPolicy",
     "EpisodeCalibrator",
     "GeometricPhases",
     "KArmedLearner",

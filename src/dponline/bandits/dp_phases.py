@@ -174,9 +174,10 @@ class RewardSumCalibrator:
     """Lap(1/eps) on a released sum of rewards in [0, 1] that holds each reward it covers
     once, no reward lying in two released sums: eps-DP by the Laplace mechanism (sensitivity
     1) and parallel composition. The Laplace mechanism is exact here, so ``paper`` and
-    ``tight`` coincide. ``what`` names the released sums and ``source`` the paper's privacy
-    statement, for the derivation. A mean of r such rewards gets the same noise divided by r
-    (scale 1/(eps r), sensitivity 1/r)."""
+    ``tight`` coincide. ``what`` names the released sums and ``source`` the statement that
+    each reward enters one of them (a paper's lemma, or for a learner of your own where its
+    sums come from: "one release of the K sums"), for the derivation. A mean of r such
+    rewards gets the same noise divided by r (scale 1/(eps r), sensitivity 1/r)."""
 
     what: str
     source: str

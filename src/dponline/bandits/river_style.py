@@ -20,9 +20,10 @@ What stays the library's, because the guarantee needs it:
   update (replay drops the rounds where the logged arm differs) is not a round: the next pull
   returns the arm already pulled in that round (the learner is asked once a round, so a
   learner that would draw afresh at every ``act()`` cannot change its decision).
-* **The horizon**: the learner was built for T rounds; the update of round T + 1 is refused
-  (a pull after T is post-processing and answered). A replay, whose kept rounds are not known
-  in advance, runs an anytime learner (``horizon=None``) or one built for the log's length.
+* **The horizon**: the learner was built for T rounds; the pull of round T + 1 is refused
+  (before an item is shown, since its update could not follow). A replay, whose kept rounds
+  are not known in advance, and a stream without a known end run an anytime learner
+  (``horizon=None``) or one built for the log's length.
 * ``ranking`` orders the arms by how often the policy pulled them, a function of its private
   decisions alone; river's ranking by empirical means would publish the rewards' means without
   noise.
@@ -78,6 +79,33 @@ class _Default:
 
 
 _DEFAULT = _Default()
+
+
+def checked_reward(reward: Any, learner: Learner) -> float:
+    """A reward in [0, 1] as a float: a boolean (a click) is 1 or 0, a learner built with
+    ``clip=True`` clips a finite number into [0, 1]; anything else outside it, NaN or not a
+    number is refused."""
+    if isinstance(reward, np.ndarray) and reward.ndim == 0:  # a numpy scalar in an array
+        reward = reward[()]
+    if isinstance(reward, (bool, np.bool_)):  # a click
+        reward = float(reward)
+    if (
+        isinstance(reward, (int, float, np.integer, np.floating))
+        and math.isfinite(float(reward))
+        and getattr(learner, "clip", False) is True
+    ):  # a learner built with clip=True clips its losses: the policy passes rewards on
+        reward = min(max(float(reward), 0.0), 1.0)
+    if (
+        not isinstance(reward, (int, float, np.integer, np.floating))
+        or not math.isfinite(float(reward))
+        or not 0.0 <= float(reward) <= 1.0
+    ):
+        raise ValueError(
+            f"reward must be a number in [0, 1], got {reward!r}: rescale the rewards with "
+            "bounds fixed in advance, (r - low) / (high - low), clipped to [0, 1] (bounds "
+            "read from the data would leak it)"
+        )
+    return float(reward)
 
 
 class RiverPolicy:
@@ -238,28 +266,8 @@ class RiverPolicy:
                 f"update() for arm {arm_id!r}, but the arm pulled is {self._pulled!r}: a "
                 "private learner learns only from the arms it plays"
             )
-        reward = reward_args[0]
-        if isinstance(reward, np.ndarray) and reward.ndim == 0:  # a numpy scalar in an array
-            reward = reward[()]
-        if isinstance(reward, (bool, np.bool_)):  # a click
-            reward = float(reward)
-        if (
-            isinstance(reward, (int, float, np.integer, np.floating))
-            and math.isfinite(float(reward))
-            and getattr(self.learner, "clip", False) is True
-        ):  # a learner built with clip=True clips its losses: the policy passes rewards on
-            reward = min(max(float(reward), 0.0), 1.0)
-        if (
-            not isinstance(reward, (int, float, np.integer, np.floating))
-            or not math.isfinite(float(reward))
-            or not 0.0 <= float(reward) <= 1.0
-        ):
-            raise ValueError(
-                f"reward must be a number in [0, 1], got {reward!r}: rescale the rewards with "
-                "bounds fixed in advance, (r - low) / (high - low), clipped to [0, 1] (bounds "
-                "read from the data would leak it)"
-            )
-        self.learner.observe(BanditFeedback(np.array([1.0 - float(reward)])))
+        reward = checked_reward(reward_args[0], self.learner)
+        self.learner.observe(BanditFeedback(np.array([1.0 - reward])))
         self._counts[self._index[arm_id]] += 1
         self._pulled = None
         self._n += 1
