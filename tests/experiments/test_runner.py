@@ -163,7 +163,7 @@ def test_a_person_s_rows_say_so_and_never_share_a_label_with_one_round_s(tmp_pat
     tables = [run_task(task) for task in make_tasks(**spec)]
     units = [table["unit"].unique().tolist() for table in tables]
     labels = [table["label"].unique().tolist() for table in tables]
-    assert units == [["one round"], ["person: 2 rounds >= 10 apart"], [""]]
+    assert units == [["one round"], ["person: 2 rounds >= 10 apart"], ["non-private"]]
     assert len({label for (label,) in labels}) == 3  # the spec's labels name the options
     assert len(summarise(pd.concat(tables))) == 3
     # a task without a label takes the learner's name, with the unit when it is a person

@@ -312,8 +312,9 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             FeedbackKind.BANDIT,
             "arms",
             "stochastic K-armed bandit: family = bernoulli | beta | gaussian (clipped to [0, 1]); "
-            "means, or instance = two_level | unequal_gaps | azize_basu (arms = K); feedback "
-            "1 - reward, regret = exact pseudo-regret",
+            "means, or instance = two_level (the default: best arm 0.9, the others 0.8) | "
+            "unequal_gaps (0.5 up to 0.9) (both over arms = K, default 10, the best arm last) | "
+            "azize_basu (its five arms); feedback 1 - reward, regret = exact pseudo-regret",
         ),
         EnvironmentEntry(
             "switching_bandit",

@@ -750,7 +750,9 @@ def _rows(task: Task, run: _Run, tuned: str) -> pd.DataFrame:
             "epsilon": np.nan if task.epsilon is None else task.epsilon,
             "proven_epsilon": run.proven_epsilon,
             "delta": run.delta,
-            "unit": task.unit_proven(run.group_privacy, run.input_unit),
+            # never empty: a column of text throughout reads back as text (a non-private
+            # task's "" was NaN in results.csv, and pandas warned of mixed types)
+            "unit": task.unit_proven(run.group_privacy, run.input_unit) or "non-private",
             "tuned": tuned,
             "seed": np.tile(np.arange(n_s), n_t),
             "t": np.repeat(ts, n_s),
