@@ -301,6 +301,10 @@ class AdaptiveEpisodes(KArmedLearner):
         log_t = np.log(t_l.astype(float))[:, None]
         return self._index(self.private_mean[rows], n, log_t, t_l.astype(float)[:, None])
 
+    def _released_means(self) -> np.ndarray:
+        """Each arm's noisy mean of its last episode (the statistic its index reads)."""
+        return np.where(self.last_count > 0, self.private_mean, np.nan)
+
     @abstractmethod
     def _index(
         self, mean: np.ndarray, n: np.ndarray, log_t: np.ndarray, t_l: np.ndarray

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from dponline.bandits.river_style import RiverPolicy, checked_reward
+from dponline.bandits.river_style import RiverPolicy, checked_reward, released_means_by_arm
 from dponline.privacy.arguments import (
     ArgumentError,
     checked_int_array,
@@ -200,6 +200,11 @@ class DelayedPolicy:
         policy's private decisions and the arrival times only."""
         order = sorted(range(len(self._ids)), key=lambda i: (-self._counts[i], i))
         return [self._ids[i] for i in order]
+
+    def released_means(self) -> dict[Hashable, float]:
+        """Each arm's mean as the learner last released it under its guarantee (NaN before
+        any): publishable at no further cost (a non-private learner's exact means)."""
+        return released_means_by_arm(self.learner, self._ids)
 
     @property
     def privacy(self) -> Any:

@@ -297,6 +297,11 @@ class GeometricPhases(KArmedLearner):
         every arm has a completed phase."""
         return np.clip(self.noisy_sum[rows] / self.phase_end[rows], 0.0, 1.0)
 
+    def _released_means(self) -> np.ndarray:
+        """S~_i / n_{m_i}: each arm's noisy sum of its completed phases over their pulls."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.phases > 0, self.noisy_sum / self.phase_end, np.nan)
+
     @abstractmethod
     def index(self, rows: np.ndarray, tau: np.ndarray) -> np.ndarray:
         """The indices of the replicas ``rows`` at the start of rounds ``tau`` (1-based),

@@ -360,6 +360,12 @@ class DPUCB(KArmedLearner):
             u = laplace_sum_tail(sigma, level)
         return np.asarray(u, dtype=float)[:, None]
 
+    def _released_means(self) -> np.ndarray:
+        """Each arm's private running sum (the counter's or its tree's last release) over its
+        pulls (public: the decisions')."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.pulls > 0, self.private_sum / self.pulls, np.nan)
+
     def index(self, rows: np.ndarray, t: np.ndarray) -> np.ndarray:
         """The indices of the replicas ``rows`` after ``t`` rounds (all at the same round),
         shape (rows, K); every arm pulled at least once."""

@@ -202,6 +202,26 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
     ) -> None:
         """A commitment is complete (default: nothing to release)."""
 
+    def released_means(self) -> np.ndarray:
+        """Each arm's mean reward as the learner last released it under its guarantee, shape
+        (replicas, K), NaN for an arm with nothing released yet: the private statistics its
+        decisions are computed from, so publishing them (a trial's final estimates, say) costs
+        nothing beyond the guarantee. Raw: a noisy mean may lie outside [0, 1]. A non-private
+        learner's are its exact means (it has no guarantee to keep). A private learner that
+        keeps no per-arm means refuses, saying why (:meth:`_released_means`)."""
+        if self.privacy is None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(self.pulls > 0, self.sums / self.pulls, np.nan)
+        return self._released_means()
+
+    def _released_means(self) -> np.ndarray:
+        """A private learner's released means (:meth:`released_means`)."""
+        raise ArgumentError(
+            f"{type(self).__name__} keeps no released per-arm means: its decisions use private "
+            "statistics it does not store, and publishing its exact sums would void its "
+            "guarantee; a final estimate costs budget of its own"
+        )
+
     def _extra_config(self) -> dict[str, Any]:
         return {}
 

@@ -108,6 +108,19 @@ def checked_reward(reward: Any, learner: Learner) -> float:
     return float(reward)
 
 
+def released_means_by_arm(learner: Learner, arm_ids: Sequence[Hashable]) -> dict[Hashable, float]:
+    """The learner's :meth:`~dponline.bandits.k_armed.KArmedLearner.released_means` of its one
+    replica, by arm identifier (NaN for an arm with nothing released yet)."""
+    get = getattr(learner, "released_means", None)
+    if get is None:
+        raise TypeError(
+            f"{type(learner).__name__} keeps no per-arm means (a K-armed learner of the "
+            "library's stochastic suite does)"
+        )
+    row = np.asarray(get(), dtype=float).reshape(-1)
+    return {a: float(row[i]) for i, a in enumerate(arm_ids)}
+
+
 class RiverPolicy:
     """river's ``pull`` / ``update`` around ``learner`` (module docstring).
 
@@ -335,6 +348,11 @@ class RiverPolicy:
     def privacy(self) -> Any:
         """The learner's guarantee (``None`` for a non-private learner)."""
         return self.learner.privacy
+
+    def released_means(self) -> dict[Hashable, float]:
+        """Each arm's mean as the learner last released it under its guarantee (NaN before
+        any): publishable at no further cost (a non-private learner's exact means)."""
+        return released_means_by_arm(self.learner, self._ids)
 
     def clone(self) -> RiverPolicy:
         """A fresh policy of the same configuration (river's evaluators start each episode

@@ -246,6 +246,10 @@ class LazyDPTS(_PosteriorDraws):
         self.private_mean = np.zeros((r, k))
         self.observed = np.zeros((r, k), dtype=np.int64)
 
+    def _released_means(self) -> np.ndarray:
+        """mu~_j: each arm's noisy mean of its last epoch (before the shift the draws add)."""
+        return np.where(self.observed > 0, self.private_mean, np.nan)
+
     def shifted_means(self, rows: np.ndarray, tau: np.ndarray) -> np.ndarray:
         """mu_j = clip(mu~_j + c log(tau) / (eps O_j), 0, 1) of the replicas ``rows`` at
         rounds ``tau`` (1-based), shape (rows, K); every arm has a release."""
