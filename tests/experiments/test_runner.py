@@ -226,7 +226,7 @@ def test_recorded_rounds_switches_and_spawn_seeding():
         np.random.SeedSequence(task.seed_entropy).generate_state(4).tolist()
     )
     assert learner_seq.generate_state(4).tolist() == child.generate_state(4).tolist()
-    with pytest.raises(ValueError, match="seeding must be 'sweep' or 'spawn', got 'other'"):
+    with pytest.raises(ValueError, match="seeding must be 'sweep', 'spawn' or 'stable', got 'o"):
         dataclasses.replace(task, seeding="other").seed_sequences()
     with pytest.raises(ValueError, match=r"rounds to record must lie in \[1, 300\], got \[301\]"):
         run_task(dataclasses.replace(task, record_rounds=(301,)))
@@ -459,6 +459,35 @@ def test_spec_seeding_and_switches_reach_every_task():
     assert {(t.seeding, t.count_switches) for t in plain} == {("sweep", False)}
     spawned = parse_spec({**base, "seeding": "spawn", "count_switches": True}).tasks()
     assert {(t.seeding, t.count_switches) for t in spawned} == {("spawn", True)}
+
+
+def test_stable_seeding_keeps_a_learner_s_numbers_when_others_join_the_spec():
+    """With the default, DP-IMED's row changed when a learner was added before it (its seed is
+    its position); with seeding = "stable" it is the same, and a learner's seed still differs
+    from another's on the same environment."""
+
+    def rows(names: list[str], seeding: str) -> dict[str, list[float]]:
+        spec = parse_spec(
+            {
+                "environment": {"name": "k_armed"},
+                "horizon": 300,
+                "seeds": 4,
+                "seeding": seeding,
+                "learners": [{"name": n} for n in names],
+            }
+        )
+        table = run_sweep(spec.tasks(), backend="serial")
+        final = table[table["t"] == 300].sort_values("seed")
+        return {n: final[final["label"] == n]["regret"].tolist() for n in names}
+
+    for seeding, same in (("sweep", False), ("stable", True)):
+        alone = rows(["dp-imed", "kl-ucb"], seeding)
+        joined = rows(["dp-klucb", "dp-imed", "kl-ucb"], seeding)
+        assert (alone["dp-imed"] == joined["dp-imed"]) is same  # every seed's final regret
+        assert alone["kl-ucb"] == joined["kl-ucb"]  # deterministic given the data
+    with pytest.raises(SpecError, match="'sweep', 'spawn' or 'stable'"):
+        parse_spec({"environment": {"name": "stocks"}, "learners": [{"name": "ftrl"}],
+                    "seeding": "fixed"})  # fmt: skip
 
 
 def test_a_learner_may_run_some_of_the_calibrations():

@@ -193,24 +193,46 @@ class Task:
         environments that are two views of one stream (a loss function and its sample) hold the
         same data, and the task at position i draws from ``seed.spawn(n)[i]``. The side-by-side
         comparison runs so (:mod:`dponline.experiments.side_by_side`).
+
+        ``seeding = "stable"``: the environment's stream as with ``"sweep"``, the learner's
+        from the task itself (learner, options, label, tuning, epsilon, calibration and the
+        environment) instead of its position, so a task's numbers stay the same when learners
+        are added to the spec, removed or reordered.
         """
         if self.seeding == "spawn":
             return (
                 np.random.SeedSequence(self.seed_entropy),
                 np.random.SeedSequence(self.seed_entropy, spawn_key=(self.task_index,)),
             )
-        if self.seeding != "sweep":
-            raise ValueError(f"seeding must be 'sweep' or 'spawn', got {self.seeding!r}")
-        env_blob = json.dumps(
-            [self.environment, self.environment_options, self.horizon], sort_keys=True, default=str
-        ).encode()
-        env_key = tuple(
-            int.from_bytes(hashlib.sha256(env_blob).digest()[i : i + 4], "little")
-            for i in range(0, 16, 4)
-        )
-        env_seq = np.random.SeedSequence(self.seed_entropy, spawn_key=(0, *env_key))
-        learner_seq = np.random.SeedSequence(self.seed_entropy, spawn_key=(1, self.task_index))
-        return env_seq, learner_seq
+        if self.seeding not in SEEDINGS:
+            raise ValueError(f"seeding must be 'sweep', 'spawn' or 'stable', got {self.seeding!r}")
+        environment = [self.environment, self.environment_options, self.horizon]
+        env_seq = np.random.SeedSequence(self.seed_entropy, spawn_key=(0, *_key(environment)))
+        if self.seeding == "stable":
+            task = [
+                self.learner,
+                self.learner_options,
+                self.label,
+                self.tune,
+                self.epsilon,
+                self.calibration,
+                environment,
+            ]
+            learner_key: tuple[int, ...] = (2, *_key(task))
+        else:
+            learner_key = (1, self.task_index)
+        return env_seq, np.random.SeedSequence(self.seed_entropy, spawn_key=learner_key)
+
+
+#: how a task seeds its streams (:meth:`Task.seed_sequences`)
+SEEDINGS = ("sweep", "spawn", "stable")
+
+
+def _key(fields: Any) -> tuple[int, ...]:
+    """Four 32-bit words of the SHA-256 of ``fields`` in JSON (a spawn key from content)."""
+    blob = json.dumps(fields, sort_keys=True, default=str).encode()
+    digest = hashlib.sha256(blob).digest()
+    return tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
 
 
 def make_tasks(

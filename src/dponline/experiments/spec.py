@@ -45,7 +45,13 @@ from typing import Any
 import numpy as np
 
 from dponline.environments.catalogue import ENVIRONMENTS, check_environment_options
-from dponline.experiments.runner import BACKENDS, Task, check_distinct_rows, make_tasks
+from dponline.experiments.runner import (
+    BACKENDS,
+    SEEDINGS,
+    Task,
+    check_distinct_rows,
+    make_tasks,
+)
 from dponline.registry import check_options, learners, load_modules
 from dponline.spelling import did_you_mean
 
@@ -78,8 +84,9 @@ class ExperimentSpec:
     checkpoint_every: int = 1000
     allow_weaker_paper: bool = False
     #: How tasks seed their environments (:attr:`~dponline.experiments.runner.Task.seeding`):
-    #: "sweep" (each environment from its name and options) or "spawn" (every environment
-    #: from the seed itself, so two views of one stream hold the same data).
+    #: "sweep" (each environment from its name and options), "spawn" (every environment
+    #: from the seed itself, so two views of one stream hold the same data) or "stable" (as
+    #: "sweep", each learner from its task rather than its position in the spec).
     seeding: str = "sweep"
     #: Add the learners' switch counts to the table (a ``switches`` column).
     count_switches: bool = False
@@ -443,7 +450,7 @@ def parse_spec(
     allow_weaker = data.get("allow_weaker_paper", False)
     _expect(isinstance(allow_weaker, bool), "allow_weaker_paper", "true or false", allow_weaker)
     seeding = data.get("seeding", "sweep")
-    _expect(seeding in ("sweep", "spawn"), "seeding", "'sweep' or 'spawn'", seeding)
+    _expect(seeding in SEEDINGS, "seeding", "'sweep', 'spawn' or 'stable'", seeding)
     count_switches = data.get("count_switches", False)
     _expect(isinstance(count_switches, bool), "count_switches", "true or false", count_switches)
     name = data.get("name", default_name)
