@@ -806,7 +806,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dponline.experiments.lower_bound_curves import lower_bound_references
+    from dponline.experiments.lower_bound_curves import (
+        lower_bound_references,
+        uniform_play_regret,
+    )
     from dponline.experiments.report import NO_PLOTS, have_matplotlib, summarise, write_report
     from dponline.experiments.runner import run_sweep, stored_results
     from dponline.experiments.spec import load_spec
@@ -839,6 +842,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         title=spec.name,
         captions=spec.captions(),
         references=lower_bound_references(spec),
+        uniform_regret=uniform_play_regret(spec),
     )
     rows = _summary_rows(summarise(results))
     notes = [*spec.notes, *_edge_of_grid(tasks, rows)]

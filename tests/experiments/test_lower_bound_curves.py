@@ -8,7 +8,7 @@ import pytest
 
 from dponline.bandits.lower_bounds import lai_robbins_coefficient, regret_lower_bound_curve
 from dponline.environments.k_armed import two_level_means
-from dponline.experiments.lower_bound_curves import lower_bound_references
+from dponline.experiments.lower_bound_curves import lower_bound_references, uniform_play_regret
 from dponline.experiments.spec import parse_spec
 
 
@@ -49,8 +49,26 @@ def test_other_laws_and_other_environments_get_none():
         ]
     )
     assert list(lower_bound_references(spec)) == ["bernoulli"]
-    experts = parse_spec({"environments": [{"name": "stochastic"}], "learners": [{"name": "ftrl"}]})
-    assert lower_bound_references(experts) == {}
+    experts = parse_spec(
+        {"environments": [{"name": "stochastic"}], "learners": [{"name": "ftrl"}], "horizon": 50}
+    )
+    assert lower_bound_references(experts) == {} == uniform_play_regret(experts)
+
+
+def test_they_are_keyed_as_the_results_name_the_environments():
+    """Unlabelled environments are named by the runner with their options ("k_armed arms=3"):
+    the curves were keyed "k_armed", so none was drawn, and two such environments overwrote
+    each other. The uniform level is T (max mean - mean of the means), any family."""
+    spec = _spec(
+        [
+            {"name": "k_armed", "options": {"arms": 3}},
+            {"name": "k_armed", "options": {"arms": 5, "family": "beta"}},
+        ]
+    )
+    assert list(lower_bound_references(spec)) == ["k_armed arms=3"]
+    assert uniform_play_regret(spec) == pytest.approx(
+        {"k_armed arms=3": 500 * (0.9 - 2.5 / 3), "k_armed arms=5 family=beta": 500 * 0.08}
+    )
 
 
 def test_dponline_run_draws_them(tmp_path, monkeypatch):

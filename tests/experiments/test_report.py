@@ -144,6 +144,9 @@ def test_notes_say_where_a_private_bandit_is_not_below_uniform_play():
     ]
     without = res[~uniform]
     assert not any("uniform" in n for n in report_notes(summarise(without), "E"))
+    # a stochastic bandit's uniform level is known exactly (uniform_play_regret): the note
+    # needs no uniform-play run there (DP-UCB at uniform's level went unflagged)
+    assert [n for n in report_notes(summarise(without), "E", 51.0) if "uniform" in n] == notes
 
 
 def test_one_section_per_environment_with_its_caption_and_notes(tmp_path):

@@ -1,4 +1,5 @@
-"""The regret lower bounds a report draws beside a stochastic Bernoulli bandit's runs.
+"""The regret lower bounds a report draws beside a stochastic Bernoulli bandit's runs, and
+uniform random play's exact regret there (the level of a learner that has learned nothing).
 
 For each environment of a spec whose arms are Bernoulli (``k_armed`` with its default family,
 ``open_bandit_arms``): Lai & Robbins' bound C log t for every learner, and at each epsilon of
@@ -17,30 +18,42 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["lower_bound_references"]
+__all__ = ["lower_bound_references", "uniform_play_regret"]
 
 #: points of each curve (geometric in t)
 POINTS = 200
+
+
+def _bandits(spec: Any) -> dict[str, Any]:
+    """Environment label (as the results name it) -> the stochastic K-armed bandit it runs, for
+    the tasks of ``spec`` on ``k_armed`` or ``open_bandit_arms``."""
+    from dponline.environments.catalogue import build_environment
+    from dponline.environments.k_armed import KArmedBandit
+
+    out: dict[str, Any] = {}
+    for task in spec.tasks():
+        label = task.environment_label or task.environment
+        if task.environment not in ("k_armed", "open_bandit_arms") or label in out:
+            continue
+        # no horizon given: the environment's own (real data: all of it), as the runner's
+        bandit = build_environment(
+            task.environment, task.horizon, np.random.default_rng(0), **task.environment_options
+        )
+        if isinstance(bandit, KArmedBandit):
+            out[label] = bandit
+    return out
 
 
 def lower_bound_references(spec: Any) -> dict[str, list[dict[str, Any]]]:
     """Environment label -> the curves
     (:func:`~dponline.experiments.report.plot_regret_curves`' ``references``) for the Bernoulli
     bandits of ``spec`` (a parsed :class:`~dponline.experiments.spec.ExperimentSpec`); an
-    environment of another kind has no entry."""
+    environment of another kind or family has no entry."""
     from dponline.bandits.lower_bounds import lai_robbins_coefficient, regret_lower_bound_curve
-    from dponline.environments.catalogue import build_environment
-    from dponline.environments.k_armed import KArmedBandit
 
     out: dict[str, list[dict[str, Any]]] = {}
-    for env in spec.environments:
-        if env["name"] not in ("k_armed", "open_bandit_arms"):
-            continue
-        options = env.get("options", {})
-        # no horizon given: the environment's own (real data: all of it), as the runner's
-        horizon = env.get("horizon", spec.horizon)
-        bandit = build_environment(env["name"], horizon, np.random.default_rng(0), **options)
-        if not isinstance(bandit, KArmedBandit) or bandit.family != "bernoulli":
+    for label, bandit in _bandits(spec).items():
+        if bandit.family != "bernoulli":
             continue
         horizon, means = int(bandit.horizon), bandit.means
         t = np.unique(np.geomspace(1, horizon, POINTS).astype(int))
@@ -61,5 +74,16 @@ def lower_bound_references(spec: Any) -> dict[str, list[dict[str, Any]]]:
                     "regret": np.asarray(regret_lower_bound_curve(means, eps, t)).tolist(),
                 }
             )
-        out[env.get("label") or env["name"]] = curves
+        out[label] = curves
     return out
+
+
+def uniform_play_regret(spec: Any) -> dict[str, float]:
+    """Environment label -> uniform random play's exact expected (pseudo-)regret at the
+    horizon, T (max mean - mean of the means), for the stochastic K-armed bandits of ``spec``
+    (any family): the level a learner that has learned nothing stays at, for the report's
+    notes."""
+    return {
+        label: float(bandit.horizon * (bandit.means.max() - bandit.means.mean()))
+        for label, bandit in _bandits(spec).items()
+    }

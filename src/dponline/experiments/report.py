@@ -365,14 +365,18 @@ def plot_privacy_utility(summary: pd.DataFrame, environment: str, path: Path) ->
 UNIFORM_PLAY = "uniform-play"
 
 
-def report_notes(summary: pd.DataFrame, environment: str) -> list[str]:
+def report_notes(
+    summary: pd.DataFrame, environment: str, uniform_regret: float | None = None
+) -> list[str]:
     """What looks wrong or surprising in one environment's final regrets, in words: a tight
     calibration proving less epsilon than asked; a paper calibration proving more (weaker
     privacy than the paper states); a private learner that does not improve from
     its smallest to its largest epsilon while its non-private counterpart does far better (the
     noise drowns the signal at every budget tried); a private learner whose regret is not below
-    uniform random play's by its interval (when ``uniform-play`` ran); an environment where
-    every learner is within one confidence interval of every other (no visible effect)."""
+    uniform random play's by its interval (when ``uniform-play`` ran, else at
+    ``uniform_regret``, its exact expected regret where known: a stochastic bandit's); an
+    environment where every learner is within one confidence interval of every other (no
+    visible effect)."""
     data = summary[summary["environment"] == environment]
     notes = []
     for _, r in data[(data["calibration"] == "tight") & data["epsilon"].notna()].iterrows():
@@ -408,8 +412,10 @@ def report_notes(summary: pd.DataFrame, environment: str) -> list[str]:
                 f"{best_public:.4g}: at every budget tried its noise drowns what it learns."
             )
     uniform = data[data["learner"] == UNIFORM_PLAY]
-    if len(uniform):
-        level = float(uniform["regret_mean"].iloc[0])
+    if len(uniform) or uniform_regret is not None:
+        level = (
+            float(uniform["regret_mean"].iloc[0]) if len(uniform) else float(uniform_regret)  # type: ignore[arg-type]
+        )
         private = data[data["epsilon"].notna()]
         for (label, cal), g in private.groupby(["label", "calibration"], sort=False):
             above = g[g["regret_mean"] + g["regret_ci95"].fillna(0.0) >= level]
@@ -445,13 +451,16 @@ def write_report(
     captions: dict[str, str] | None = None,
     references: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     extra_sections: Sequence[tuple[str, str, pd.DataFrame]] = (),
+    uniform_regret: Mapping[str, float] | None = None,
 ) -> Path:
     """Write results.csv (and results.parquet when pyarrow is installed), summary.csv, the PNG
     plots and index.html, one section per environment (its caption from ``captions``, label ->
     text, then what looks surprising, :func:`report_notes`); return index.html's path.
     ``references``: environment label -> curves drawn beside its runs
     (:func:`plot_regret_curves`); ``extra_sections``: (title, caption, table) sections after
-    the environments' (results that are not runs of the round loop, such as a replay).
+    the environments' (results that are not runs of the round loop, such as a replay);
+    ``uniform_regret``: environment label -> uniform random play's exact expected regret, for
+    the notes (:func:`report_notes`).
     Without matplotlib the page holds the tables and says that the plots need it."""
     plots = have_matplotlib()
     out = Path(out_dir)
@@ -490,7 +499,7 @@ def write_report(
             plot_privacy_utility(summary, env, out / pu)
             figs.append(pu)
         caption = (captions or {}).get(env, "")
-        flagged = report_notes(summary, env)
+        flagged = report_notes(summary, env, (uniform_regret or {}).get(env))
         flags = (
             "<ul class='notes'>" + "".join(f"<li>{html.escape(n)}</li>" for n in flagged) + "</ul>"
             if flagged
