@@ -74,6 +74,13 @@ def test_what_it_refuses():
         for _ in range(10):
             policy.update(policy.pull(ARMS), 1.0)
     assert policy.learner.t == 4
+    # only the stochastic suite's learners, fresh
+    with pytest.raises(TypeError, match="stochastic K-armed suite"):
+        DelayedPolicy(RiverPolicy.from_registry("dp-exp2", ARMS, 10).learner, ARMS)
+    used = RiverPolicy.from_registry("dp-imed", ARMS, None, first_phase=1)
+    used.update(used.pull(ARMS), 1.0)
+    with pytest.raises(ValueError, match="needs a fresh learner"):
+        DelayedPolicy(used.learner, ARMS)
     # a person's rounds b > 1 apart cannot hold behind the queues
     person = RiverPolicy.from_registry(
         "dp-ucb", ARMS, 100, noise="gaussian", delta=1e-6, participations=4, min_separation=10
@@ -88,7 +95,8 @@ def test_the_guarantee_is_the_learner_s_with_what_the_queues_add():
     stated = policy.privacy
     assert (stated.epsilon, stated.delta, stated.participations) == (1.0, 0.0, 3)
     assert stated.derivation.startswith(learner.derivation)
-    assert "arrival times are not protected" in stated.derivation
+    assert "which rewards arrive, and when, is not protected" in stated.derivation
+    assert "a cancellation or a delay chosen by the outcome leaks it" in stated.derivation
     assert DelayedPolicy.from_registry("kl-ucb", ARMS, None).privacy is None
 
 

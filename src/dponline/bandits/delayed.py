@@ -33,11 +33,19 @@ reads given the releases before), and every allocation is post-processing of its
 of the arrival times: the learner's guarantee holds for the allocations. A person's k rewards
 may reach the learner in any k of its rounds, adjacent ones included, so a person's guarantee
 must hold for any k rounds (``min_separation`` 1); one that needs its rounds b > 1 apart is
-refused. **Not covered**: the arrival times. Outcomes that arrive sooner or later by their
-value (a success reported the same day, a failure a week later) leak through the allocations'
-timing; the guarantee assumes the delays do not depend on the rewards. Audited on a small case
-(``tests/bandits/test_delayed.py``: DP-IMED with delays, not refuted at its claim, refuted at
-a tenth of its noise).
+refused. **Not covered**: which pulls get an outcome, and when. Outcomes that arrive sooner or
+later by their value (a success reported the same day, a failure a week later), or that never
+arrive by their value (a failure lost to follow-up: :meth:`DelayedPolicy.cancel` is an outcome
+that never arrives), leak through the allocations: cancelling participant 1's failure and
+recording a success makes DP-IMED's second allocation tell the two apart every time (epsilon
+infinite; a review's check). The guarantee assumes both the delays and the cancellations are
+independent of the rewards. Audited on a small case (``tests/bandits/test_delayed.py``:
+DP-IMED with delays, not refuted at its claim, refuted at a tenth of its noise: an audit that
+catches an error of about ten times the noise, not two).
+
+Only the stochastic suite's learners (:class:`~dponline.bandits.k_armed.KArmedLearner`) are
+taken, fresh: the reduction is for stochastic arms, and a saved request is checked against the
+learner's own decision, which their states record.
 """
 
 from __future__ import annotations
@@ -64,8 +72,9 @@ __all__ = ["DelayedPolicy"]
 #: what the guarantee's derivation gains behind the queues
 DELAYED_DERIVATION = (
     "; behind DelayedPolicy's queues (rewards arriving later, ours: each reward is one round's "
-    "input of the learner, its rounds chosen from the past releases and the arrival times; the "
-    "arrival times are not protected and are assumed independent of the rewards)"
+    "input of the learner, its rounds chosen from the past releases and the arrival times; "
+    "which rewards arrive, and when, is not protected and is assumed independent of the "
+    "rewards: a cancellation or a delay chosen by the outcome leaks it)"
 )
 
 
@@ -85,9 +94,22 @@ class DelayedPolicy:
         *,
         build: Callable[[], Learner] | None = None,
     ) -> None:
+        from dponline.bandits.k_armed import KArmedLearner
+
         # the checks of a river-style policy (a learner that plays arms, one replica, one arm
         # index per identifier)
         RiverPolicy(learner, arm_ids)
+        if not isinstance(learner, KArmedLearner):
+            raise TypeError(
+                "DelayedPolicy runs a learner of the stochastic K-armed suite (KArmedLearner: "
+                f"dp-imed, dp-klucb, adap-ucb, ...), got {type(learner).__name__}: the queues "
+                "reorder each arm's rewards, which only stochastic arms allow"
+            )
+        if learner.t > 0 or getattr(learner, "_acted", False):
+            raise ValueError(
+                f"DelayedPolicy needs a fresh learner, got one in round {learner.t + 1}: "
+                "continue a saved policy with load_state_dict"
+            )
         privacy = learner.privacy
         if privacy is not None and privacy.min_separation > 1:
             raise ArgumentError(
@@ -265,8 +287,8 @@ class DelayedPolicy:
                 "saved requested arm and the learner's decision disagree: an arm is asked for "
                 "exactly when the learner has acted this round"
             )
-        if requested is not None and "arm" in saved_learner:
-            decided = int(np.asarray(saved_learner["arm"]).reshape(-1)[0])
+        if requested is not None:  # a K-armed learner's state records its decision
+            decided = int(np.asarray(saved_field(saved_learner, "arm")).reshape(-1)[0])
             if decided != requested:
                 raise ArgumentError(
                     f"saved requested arm {requested} is not the learner's decision {decided}"
