@@ -165,12 +165,54 @@ def test_module_files_import_the_files_beside_them_once(tmp_path, monkeypatch, o
         load_modules(list(order), base=tmp_path)
         assert {"mine-a", "mine-b"} <= set(registry.learners())
         assert sys.modules["mine_a"].__file__ == str(tmp_path / "mine_a.py")
-        assert str(tmp_path) == sys.path[-1]
+        assert str(tmp_path) not in sys.path  # first while the file ran, then taken off
         load_modules(list(order), base=tmp_path)  # again: nothing runs twice
     finally:
         registry._CATALOGUE.clear()
         registry._CATALOGUE.update(saved)
         for name in [m for m in sys.modules if "mine_" in m]:
+            del sys.modules[name]
+
+
+def test_a_sibling_s_name_bound_to_another_folder_is_refused_and_a_failure_retried(
+    tmp_path, monkeypatch
+):
+    """Two folders with a helpers.py each: the second folder's file silently got the first's
+    helpers (the name was taken); it is refused, naming both. A file that imports a sibling
+    and then fails left the sibling imported, its learner forgotten: a retry never ran it
+    again. (A review's findings.)"""
+    import dponline.registry as registry
+
+    saved = dict(learners())
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "sib_helpers.py").write_text(f"NAME = {folder!r}\n")
+        (tmp_path / folder / f"sib_{folder}.py").write_text("import sib_helpers\n")
+    (tmp_path / "sib_y.py").write_text(
+        "import dataclasses\n"
+        "from dponline.registry import learners, register_learner\n"
+        "register_learner(dataclasses.replace(learners()['dp-exp2'], name='sib-y'))\n"
+    )
+    (tmp_path / "sib_x.py").write_text(
+        "import os\nimport sib_y\nif os.environ.get('SIB_FAIL'):\n    raise RuntimeError('x')\n"
+    )
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        load_modules(["one/sib_one.py"], base=tmp_path)
+        assert sys.modules["sib_helpers"].NAME == "one"
+        with pytest.raises(ImportError, match=r"imports 'sib_helpers'.*already the module"):
+            load_modules(["two/sib_two.py"], base=tmp_path)
+        monkeypatch.setenv("SIB_FAIL", "1")
+        with pytest.raises(ImportError, match="raised RuntimeError"):
+            load_modules(["sib_x.py"], base=tmp_path)
+        assert "sib-y" not in registry.learners() and "sib_y" not in sys.modules
+        monkeypatch.delenv("SIB_FAIL")
+        load_modules(["sib_x.py"], base=tmp_path)
+        assert "sib-y" in registry.learners()
+    finally:
+        registry._CATALOGUE.clear()
+        registry._CATALOGUE.update(saved)
+        for name in [m for m in sys.modules if "sib_" in m]:
             del sys.modules[name]
 
 

@@ -534,13 +534,51 @@ def _imported_from(path: Path) -> bool:
     return False
 
 
-def _search_folder(folder: Path) -> None:
-    """Put the folder of a module file given by its path on the import path (last: never in
-    front of an installed package), so that it imports the files beside it as a script
-    would (``import helpers``)."""
-    entry = str(folder)
-    if entry not in sys.path:
-        sys.path.append(entry)
+def _top_level_imports(path: Path) -> set[str]:
+    """The top-level names of the modules a file imports (``import a.b`` and ``from a import
+    c`` give ``a``; relative imports none), read from its source."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _beside(module: Any, folder: Path) -> bool:
+    """Whether ``module`` is a file of ``folder`` (``x.py``, or a package's ``x/__init__.py``)."""
+    file = getattr(module, "__file__", None)
+    if not isinstance(file, str):
+        return False
+    at = Path(file).resolve()
+    return at.parent == folder or (at.name == "__init__.py" and at.parent.parent == folder)
+
+
+def _sibling_clash(path: Path) -> str | None:
+    """A module the file imports by a name that a file beside it bears while that name is
+    already bound to another file (a sibling of another module file given earlier: the import
+    would silently get that one), described; ``None`` if there is none."""
+    for name in sorted(_top_level_imports(path)):
+        bound = sys.modules.get(name)
+        sibling = [p for p in (path.parent / f"{name}.py", path.parent / name) if p.exists()]
+        file = getattr(bound, "__file__", None)
+        if bound is None or not sibling or not isinstance(file, str):
+            continue
+        here = Path(file).resolve()
+        if here.parent != path.parent and here.parent.parent != path.parent:
+            return (
+                f"{str(path)!r} imports {name!r}, and {str(sibling[0])!r} lies beside it, but "
+                f"{name!r} is already the module {file!r} (imported from another folder): "
+                "rename one of them"
+            )
+    return None
 
 
 def _own_name(path: Path) -> list[str]:
@@ -568,12 +606,15 @@ def load_modules(modules: Sequence[str], base: str | Path | None = None) -> list
     """Import each of ``modules`` once per process, so that the learners it registers are in
     the catalogue: the path of a ``.py`` file (relative to ``base``, default the working
     directory), or the name of an importable module (an installed package's, or one on
-    ``PYTHONPATH``: the ``dponline`` command does not look in the working directory). A file's
-    folder joins the import path (at its end), so it imports the files beside it by name, and
-    the file is registered under its own name too where that name finds it (a file beside it
-    importing it gets it, not a second run). A file already imported under another name (an
-    installed plugin's, or a file beside one listed earlier that imported it) is not imported
-    again, which would register its learners twice. Returns what a worker process imports again: the
+    ``PYTHONPATH``: the ``dponline`` command does not look in the working directory). While a
+    file runs its folder leads the import path, so it imports the files beside it by name (at
+    its top: not later, from a function), and it is registered under its own name too where
+    that name finds it (a file beside it importing it gets it, not a second run); a name it
+    imports that a file beside it bears but that is already another folder's module is
+    refused; a file that fails leaves none of its folder's modules imported, so a retry runs
+    them again. A file already imported under another name (an installed plugin's, or a file
+    beside one listed earlier that imported it) is not imported again, which would register
+    its learners twice. Returns what a worker process imports again: the
     names, and the files' absolute paths. A spec's ``modules`` field and the runner's workers
     call it; an installed package registers its learners for every command through the entry
     point group ``dponline.learners`` instead (docs/extending.md)."""
@@ -589,21 +630,34 @@ def load_modules(modules: Sequence[str], base: str | Path | None = None) -> list
                 raise ValueError(f"module file {str(path)!r} {what}")
             digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
             name = f"_dponline_module_{path.stem}_{digest}"
-            _search_folder(path.parent)
             if name not in sys.modules and not _imported_from(path):
+                clash = _sibling_clash(path)
+                if clash is not None:
+                    raise ImportError(clash)
                 spec = importlib.util.spec_from_file_location(name, path)
                 if spec is None or spec.loader is None:
                     raise ValueError(f"module file {str(path)!r} cannot be imported")
                 loaded = importlib.util.module_from_spec(spec)
-                names = [name, *_own_name(path)]
-                for key in names:
-                    sys.modules[key] = loaded
+                # the file's folder first on the import path while it runs, as a script's:
+                # it imports the files beside it (``import helpers``), not another folder's
+                folder = str(path.parent)
+                sys.path.insert(0, folder)
+                before = set(sys.modules)
+                names = [name]
                 try:
+                    names += _own_name(path)
+                    for key in names:
+                        sys.modules[key] = loaded
                     _importing(module, functools.partial(spec.loader.exec_module, loaded))
                 except BaseException:
-                    for key in names:
-                        del sys.modules[key]
+                    # forget what the failed run imported from its folder (its siblings'
+                    # learners were forgotten by the catalogue: a retry must run them again)
+                    for key in (set(sys.modules) - before) | set(names):
+                        if key in names or _beside(sys.modules.get(key), path.parent):
+                            sys.modules.pop(key, None)
                     raise
+                finally:
+                    sys.path.remove(folder)
             resolved.append(str(path))
         else:
             if module not in sys.modules:
