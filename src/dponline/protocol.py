@@ -304,18 +304,26 @@ def checked_config(saved: Any, mine: dict[str, Any], who: str, what: str) -> Non
             "continue this one"
         )
     unit_keys = ("participations", "min_separation")
+    missing = sorted(str(k) for k in set(mine) - set(saved))
+    if missing and set(missing) == set(diff):
+        raise ArgumentError(
+            f"state was saved from a {who} by an earlier version of dponline (its config lacks "
+            f"{', '.join(missing)}): a state is read back by the version that wrote it"
+        )
     if any(key in diff for key in unit_keys) and all(
-        isinstance(config.get(key), int) for config in (saved, mine) for key in unit_keys
+        isinstance(config.get(key), (int, np.integer))
+        for config in (saved, mine)
+        for key in unit_keys
     ):  # a person's noise is calibrated for the person: name the unit, not what follows it
 
         def unit(config: dict[str, Any]) -> str:
-            k, b = config["participations"], config["min_separation"]
+            k, b = int(config["participations"]), int(config["min_separation"])
             return "one round" if k == 1 else f"one person (at most {k} rounds, at least {b} apart)"
 
         raise ArgumentError(
             f"state was saved from a {who} protecting {unit(saved)}, this one protects "
-            f"{unit(mine)}: build it with participations={saved['participations']}, "
-            f"min_separation={saved['min_separation']} to continue that state"
+            f"{unit(mine)}: build it with participations={int(saved['participations'])}, "
+            f"min_separation={int(saved['min_separation'])} to continue that state"
         )
     raise ArgumentError(
         f"state was saved from a differently configured {who}: a different {what} (the saved "

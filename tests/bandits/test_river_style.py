@@ -321,3 +321,22 @@ def test_a_state_saved_for_another_unit_is_refused_naming_the_unit():
         person.load_state_dict(one.state_dict())
     again = RiverPolicy.from_registry("dp-imed", arms, None, epsilon=1.0, participations=3)
     again.load_state_dict(person.state_dict())
+
+
+def test_an_older_state_and_numpy_units_are_named_plainly():
+    """A state saved before the unit was recorded said "differs in min_separation,
+    participations" (a review's check): it says it comes from an earlier version; units read
+    back as numpy integers still get the unit's message."""
+    arms = list("ABCD")
+    one = RiverPolicy.from_registry("dp-imed", arms, None, epsilon=1.0)
+    state = one.state_dict()
+    old = {key: value for key, value in state["learner"]["config"].items()}
+    del old["participations"], old["min_separation"]
+    with pytest.raises(ValueError, match="by an earlier version of dponline"):
+        one.load_state_dict({**state, "learner": {**state["learner"], "config": old}})
+    person = RiverPolicy.from_registry("dp-imed", arms, None, epsilon=1.0, participations=3)
+    saved = person.state_dict()
+    config = dict(saved["learner"]["config"])
+    config["participations"], config["min_separation"] = np.int64(3), np.int64(1)
+    with pytest.raises(ValueError, match=r"protecting one person \(at most 3 rounds"):
+        one.load_state_dict({**saved, "learner": {**saved["learner"], "config": config}})
