@@ -95,8 +95,15 @@ def test_the_guarantee_is_the_learner_s_with_what_the_queues_add():
     stated = policy.privacy
     assert (stated.epsilon, stated.delta, stated.participations) == (1.0, 0.0, 3)
     assert stated.derivation.startswith(learner.derivation)
-    assert "which rewards arrive, and when, is not protected" in stated.derivation
-    assert "a cancellation or a delay chosen by the outcome leaks it" in stated.derivation
+    assert "behind DelayedPolicy's queues" in stated.derivation
+    # what it assumes is printed with the numbers, not only in the derivation (a review)
+    assert str(stated).endswith(
+        "; assumes each outcome is recorded, late or never (cancelled), independently of its "
+        "value (DelayedPolicy; hold=D removes the timing from this)"
+    )
+    held = DelayedPolicy.from_registry("dp-imed", ARMS, None, hold=30).privacy
+    assert "assumes whether an outcome is recorded within 30 allocations" in str(held)
+    assert stated.to_dict()["assumes"] == stated.assumes and not learner.assumes
     assert DelayedPolicy.from_registry("kl-ucb", ARMS, None).privacy is None
 
 
@@ -133,16 +140,70 @@ def test_a_saved_policy_resumes_where_it_stopped():
     first = fresh()
     head = _play(first, rewards, 7, 0, 150)
     state = first.state_dict()
-    assert sum(state["pending"]) > 0 and state["requested"] is not None
+    assert state["waiting"] and state["requested"] is not None
     second = fresh()
     second.load_state_dict(state)
     second._saved_arms = list(first._saved_arms)  # type: ignore[attr-defined]
     assert head + _play(second, rewards, 7, 150, 400) == straight
     bad = {**state, "counts": np.zeros(2, dtype=np.int64)}
     untouched = fresh()
-    with pytest.raises(ValueError, match="at least each arm's pulls waiting"):
+    with pytest.raises(ValueError, match="each arm's at least its pulls waiting"):
         untouched.load_state_dict(bad)
     assert untouched.n == 0 and untouched.learner.t == 0
+
+
+def test_a_ticket_takes_one_reward_of_its_own_pull():
+    """update() took no pull: a click log delivered twice was read twice (a review); a ticket
+    names the pull, a second reward for it is refused, and so is one for another arm's."""
+    policy = DelayedPolicy.from_registry("ucb1", ARMS, None)
+    assert policy.pull(ARMS) == "A"
+    first = policy.last_ticket
+    policy.pull(ARMS)
+    policy.update("A", 1.0, ticket=first)
+    with pytest.raises(ValueError, match=r"ticket 0: it no longer waits .*duplicate"):
+        policy.update("A", 1.0, ticket=first)
+    with pytest.raises(ValueError, match="ticket 7, but no pull has it"):
+        policy.update("A", 1.0, ticket=7)
+    assert policy.pull(ARMS) == "B" and policy.last_ticket == 2
+    with pytest.raises(ValueError, match="arm 'A' with ticket 2, the pull of arm 'B'"):
+        policy.update("A", 0.0, ticket=2)
+    policy.cancel("B", ticket=2)
+    assert policy.pending == {"A": 1, "B": 0} and policy.queued == 0
+
+
+def test_a_hold_makes_when_the_learner_reads_independent_of_when_outcomes_come():
+    """With hold=D a reward reaches the queue D allocations after its pull whenever it was
+    recorded within them: recording every outcome at once or at the last moment gives the same
+    allocations; one not recorded by then is dropped (counted, warned once, refused later)."""
+    rewards = (np.random.default_rng(2).random(300) < 0.5).astype(float)
+
+    def run(lag: int) -> list:
+        policy = DelayedPolicy.from_registry("dp-imed", ARMS, None, seed=1, first_phase=2, hold=10)
+        due: deque = deque()
+        out = []
+        for i in range(300):
+            while due and due[0][0] <= i:
+                _, ticket, arm = due.popleft()
+                policy.update(arm, rewards[ticket], ticket=ticket)
+            out.append(policy.pull(ARMS))
+            due.append((i + lag, policy.last_ticket, out[-1]))
+        return out
+
+    assert run(1) == run(10)  # recorded at once or at the last moment: the same allocations
+    policy = DelayedPolicy.from_registry("ucb1", ARMS, None, hold=2)
+    policy.pull(ARMS)
+    policy.pull(ARMS)
+    with pytest.warns(UserWarning, match="not recorded within hold=2 allocations"):
+        policy.pull(ARMS)  # ticket 0 is 2 allocations old, with no reward: dropped
+    assert policy.late == 1
+    with pytest.raises(ValueError, match="dropped, not recorded within hold=2"):
+        policy.update("A", 1.0, ticket=0)
+    state = policy.state_dict()
+    again = DelayedPolicy.from_registry("ucb1", ARMS, None, hold=2)
+    again.load_state_dict(state)
+    assert (again.late, again.pending, again.last_ticket) == (1, policy.pending, 2)
+    with pytest.raises(ValueError, match="saved with hold=2, this policy has hold=None"):
+        DelayedPolicy.from_registry("ucb1", ARMS, None).load_state_dict(state)
 
 
 def _allocations(data: np.ndarray, n: int, rng: np.random.Generator, fraction: float):

@@ -12,9 +12,16 @@ same ``pull(arm_ids)`` / ``update(arm_id, reward)`` with any number of pulls wai
   not yet used, oldest first, for as long as the queue holds one (each answer is a round of
   the learner); the first request its arm's queue cannot answer is the arm pulled, and it is
   pulled again at every ``pull()`` until a reward of that arm arrives;
-* ``update(arm_id, reward)`` gives the reward of one of the arm's pulls still waiting (any:
-  the rewards of one arm are exchangeable in a stochastic bandit) and queues it;
-  ``cancel(arm_id)`` says one of them will never come (a participant lost to follow-up).
+* every pull gets a ticket (:attr:`DelayedPolicy.last_ticket`, the allocation's index);
+  ``update(arm_id, reward, ticket=...)`` records that pull's reward, once (a duplicate log is
+  refused), and without a ticket the reward of the arm's oldest pull still waiting (the
+  rewards of one arm are exchangeable in a stochastic bandit); ``cancel(arm_id, ticket=...)``
+  says it will never come (a participant lost to follow-up);
+* ``hold=D`` makes the timing independent of the outcomes: a pull's reward reaches the queue
+  exactly D allocations after the pull, however early it was recorded, and a reward not
+  recorded by then is dropped (counted in :attr:`DelayedPolicy.late`; refused if it comes
+  later). With D beyond the longest time an outcome takes to be known (a non-click's
+  time-out), what the learner reads and when no longer depends on the outcomes.
 
 Regret: the learner sees each arm's rewards as it would without delays, only later, while the
 allocations made in the meantime repeat the arm it asked for. For stochastic rewards Joulani
@@ -39,7 +46,9 @@ arrive by their value (a failure lost to follow-up: :meth:`DelayedPolicy.cancel`
 that never arrives), leak through the allocations: cancelling participant 1's failure and
 recording a success makes DP-IMED's second allocation tell the two apart every time (epsilon
 infinite; a review's check). The guarantee assumes both the delays and the cancellations are
-independent of the rewards. Audited on a small case (``tests/bandits/test_delayed.py``:
+independent of the rewards, and says so in its ``assumes`` (printed with it); with ``hold=D``
+it assumes only that whether an outcome is later than D allocations, or cancelled, does not
+depend on it. Audited on a small case (``tests/bandits/test_delayed.py``:
 DP-IMED with delays, not refuted at its claim, refuted at a tenth of its noise: an audit that
 catches an error of about ten times the noise, not two).
 
@@ -51,6 +60,7 @@ learner's own decision, which their states record.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
@@ -60,6 +70,7 @@ import numpy as np
 from dponline.bandits.river_style import RiverPolicy, checked_reward, released_means_by_arm
 from dponline.privacy.arguments import (
     ArgumentError,
+    checked_count,
     checked_int_array,
     checked_nonnegative_int,
     checked_real_array,
@@ -72,9 +83,18 @@ __all__ = ["DelayedPolicy"]
 #: what the guarantee's derivation gains behind the queues
 DELAYED_DERIVATION = (
     "; behind DelayedPolicy's queues (rewards arriving later, ours: each reward is one round's "
-    "input of the learner, its rounds chosen from the past releases and the arrival times; "
-    "which rewards arrive, and when, is not protected and is assumed independent of the "
-    "rewards: a cancellation or a delay chosen by the outcome leaks it)"
+    "input of the learner, its rounds chosen from the past releases and the times rewards "
+    "reach the queues)"
+)
+
+#: what the guarantee assumes behind the queues, without a hold and with one
+ASSUMES_ANY = (
+    "each outcome is recorded, late or never (cancelled), independently of its value "
+    "(DelayedPolicy; hold=D removes the timing from this)"
+)
+ASSUMES_HOLD = (
+    "whether an outcome is recorded within {hold} allocations of its pull, or cancelled, does "
+    "not depend on its value (DelayedPolicy, hold={hold})"
 )
 
 
@@ -82,9 +102,11 @@ class DelayedPolicy:
     """``pull`` / ``update`` around ``learner`` for rewards that arrive later, any number of
     pulls waiting (module docstring).
 
-    ``arm_ids``: the arms' identifiers, in the order of the learner's arm indices; ``build``: a
-    function returning a fresh learner of the same configuration, for :meth:`clone`
-    (:meth:`from_registry` sets it).
+    ``arm_ids``: the arms' identifiers, in the order of the learner's arm indices; ``hold``:
+    rewards reach the learner's queues exactly ``hold`` allocations after their pulls (a
+    reward not recorded by then is dropped), or as soon as they are recorded (``None``, the
+    default); ``build``: a function returning a fresh learner of the same configuration, for
+    :meth:`clone` (:meth:`from_registry` sets it).
     """
 
     def __init__(
@@ -92,6 +114,7 @@ class DelayedPolicy:
         learner: Learner,
         arm_ids: Sequence[Hashable],
         *,
+        hold: int | None = None,
         build: Callable[[], Learner] | None = None,
     ) -> None:
         from dponline.bandits.k_armed import KArmedLearner
@@ -118,38 +141,54 @@ class DelayedPolicy:
                 "min_separation=1 (a person's guarantee for any of its rounds)"
             )
         self.learner = learner
+        self.hold = None if hold is None else checked_count("hold", hold)
         self._ids = list(arm_ids)
         self._index = {a: i for i, a in enumerate(self._ids)}
         self._build = build
         k = len(self._ids)
         self._queues: list[deque[float]] = [deque() for _ in range(k)]
-        self._pending = np.zeros(k, dtype=np.int64)
+        #: ticket -> arm of the pulls whose rewards have not reached the queues
+        self._waiting: dict[int, int] = {}
+        #: ticket -> reward recorded and held until its pull is ``hold`` allocations old
+        self._held: dict[int, float] = {}
         self._counts = np.zeros(k, dtype=np.int64)
         #: the arm the learner has asked for and not yet been answered (None between rounds)
         self._requested: int | None = None
         self._n = 0
+        self._allocations = 0
+        self._late = 0
 
     @classmethod
     def from_registry(
-        cls, name: str, arm_ids: Sequence[Hashable], horizon: int | None, **kwargs: Any
+        cls,
+        name: str,
+        arm_ids: Sequence[Hashable],
+        horizon: int | None,
+        *,
+        hold: int | None = None,
+        **kwargs: Any,
     ) -> DelayedPolicy:
         """The registered learner ``name`` built as
         :meth:`RiverPolicy.from_registry <dponline.bandits.river_style.RiverPolicy.from_registry>`
         builds it (``horizon``: the rewards it learns from; ``None``, its anytime version;
-        ``epsilon``, ``calibration``, ``seed`` and the learner's options)."""
+        ``epsilon``, ``calibration``, ``seed`` and the learner's options), behind queues with
+        ``hold``."""
         river = RiverPolicy.from_registry(name, arm_ids, horizon, **kwargs)
-        return cls(river.learner, arm_ids, build=river._build)
+        return cls(river.learner, arm_ids, hold=hold, build=river._build)
 
     # --- the policy ---------------------------------------------------------------------------
 
     def pull(self, arm_ids: Iterable[Hashable]) -> Hashable:
-        """The arm of the next allocation; it waits for its reward (:meth:`update`) or its
-        cancellation (:meth:`cancel`). ``arm_ids`` must be the policy's arms (in any order)."""
+        """The arm of the next allocation (its ticket: :attr:`last_ticket`); it waits for its
+        reward (:meth:`update`) or its cancellation (:meth:`cancel`). ``arm_ids`` must be the
+        policy's arms (in any order)."""
         offered = list(arm_ids)
         if len(offered) != len(self._ids) or set(offered) != set(self._ids):
             raise ValueError(
                 f"this policy plays the arms {self._ids!r}; pull() was offered {offered!r}"
             )
+        if self.hold is not None:
+            self._release_held()
         while True:
             if self._requested is None:
                 horizon = getattr(self.learner, "horizon", None)
@@ -172,32 +211,91 @@ class DelayedPolicy:
             self.learner.observe(BanditFeedback(np.array([1.0 - reward])))
             self._requested = None
             self._n += 1
-        self._pending[arm] += 1
+        self._waiting[self._allocations] = arm
+        self._allocations += 1
         self._counts[arm] += 1
         return self._ids[arm]
 
-    def update(self, arm_id: Hashable, reward: Any) -> None:
-        """The reward (in [0, 1]; a boolean is a click) of one of ``arm_id``'s pulls still
-        waiting; the learner reads it when it next asks for that arm."""
-        arm = self._waiting(arm_id, "update")
+    def _release_held(self) -> None:
+        """Every pull ``hold`` allocations old: its reward into its arm's queue, or, not
+        recorded, dropped (late); in the order of the pulls."""
+        assert self.hold is not None
+        due = self._allocations - self.hold
+        dropped = 0
+        for ticket in sorted(t for t in self._waiting if t <= due):
+            arm = self._waiting.pop(ticket)
+            if ticket in self._held:
+                self._queues[arm].append(self._held.pop(ticket))
+            else:
+                dropped += 1
+        if dropped:
+            if self._late == 0:
+                warnings.warn(
+                    f"DelayedPolicy: {dropped} outcome(s) not recorded within hold={self.hold} "
+                    "allocations of their pulls were dropped (counted in .late); the guarantee "
+                    "assumes lateness does not depend on the outcome: a hold beyond the longest "
+                    "reporting time keeps it so",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            self._late += dropped
+
+    def update(self, arm_id: Hashable, reward: Any, *, ticket: int | None = None) -> None:
+        """The reward (in [0, 1]; a boolean is a click) of the pull ``ticket`` of ``arm_id``
+        (:attr:`last_ticket` at its pull), once; without a ticket, of the arm's oldest pull
+        still waiting. The learner reads it when it next asks for that arm (with ``hold``,
+        not before the pull is ``hold`` allocations old)."""
+        ticket = self._ticket(arm_id, ticket, "update")
         value = checked_reward(reward, self.learner)
-        self._queues[arm].append(value)
-        self._pending[arm] -= 1
+        if self.hold is None:
+            self._queues[self._waiting.pop(ticket)].append(value)
+        else:
+            self._held[ticket] = value
 
-    def cancel(self, arm_id: Hashable) -> None:
-        """One of ``arm_id``'s pulls waiting will have no reward (a participant lost to
-        follow-up): it stops waiting and the learner never reads it."""
-        self._pending[self._waiting(arm_id, "cancel")] -= 1
+    def cancel(self, arm_id: Hashable, *, ticket: int | None = None) -> None:
+        """The pull ``ticket`` of ``arm_id`` (without one, the arm's oldest still waiting) will
+        have no reward (a participant lost to follow-up): the learner never reads one."""
+        self._waiting.pop(self._ticket(arm_id, ticket, "cancel"))
 
-    def _waiting(self, arm_id: Hashable, what: str) -> int:
+    def _ticket(self, arm_id: Hashable, ticket: int | None, what: str) -> int:
+        """The pull an update or a cancellation is for, checked: waiting, of ``arm_id``, its
+        reward not recorded yet."""
         if arm_id not in self._index:
             raise ValueError(f"{what}() for arm {arm_id!r}, not one of {self._ids!r}")
         arm = self._index[arm_id]
-        if self._pending[arm] == 0:
+        if ticket is None:
+            open_ = [t for t, a in self._waiting.items() if a == arm and t not in self._held]
+            if not open_:
+                raise ValueError(
+                    f"{what}() for arm {arm_id!r}, but none of its pulls waits for a reward"
+                )
+            return min(open_)
+        if isinstance(ticket, bool) or not isinstance(ticket, (int, np.integer)):
+            raise ValueError(f"ticket must be a pull's ticket (an int), got {ticket!r}")
+        ticket = int(ticket)
+        if ticket in self._held:
+            raise ValueError(f"{what}() for ticket {ticket}: its reward is already recorded")
+        if ticket not in self._waiting and 0 <= ticket < self._allocations:
             raise ValueError(
-                f"{what}() for arm {arm_id!r}, but none of its pulls waits for a reward"
+                f"{what}() for ticket {ticket}: it no longer waits (its reward was recorded or "
+                "cancelled: a duplicate log?"
+                + (
+                    f"; or it was dropped, not recorded within hold={self.hold}"
+                    if self.hold
+                    else ""
+                )
+                + ")"
             )
-        return arm
+        if ticket not in self._waiting:
+            raise ValueError(
+                f"{what}() for ticket {ticket}, but no pull has it ({self._allocations} so far)"
+            )
+        if self._waiting[ticket] != arm:
+            raise ValueError(
+                f"{what}() for arm {arm_id!r} with ticket {ticket}, the pull of arm "
+                f"{self._ids[self._waiting[ticket]]!r}"
+            )
+        return ticket
 
     # --- what it tells -------------------------------------------------------------------------
 
@@ -207,14 +305,29 @@ class DelayedPolicy:
         return self._n
 
     @property
+    def last_ticket(self) -> int:
+        """The ticket of the last pull (its allocation's index, from 0)."""
+        if self._allocations == 0:
+            raise ValueError("no pull yet: a ticket is given by pull()")
+        return self._allocations - 1
+
+    @property
     def pending(self) -> dict[Hashable, int]:
-        """Pulls of each arm waiting for their rewards."""
-        return {a: int(self._pending[i]) for i, a in enumerate(self._ids)}
+        """Pulls of each arm waiting for their rewards (recorded and held ones included)."""
+        counts = np.bincount(
+            np.fromiter(self._waiting.values(), dtype=np.int64), minlength=len(self._ids)
+        )
+        return {a: int(counts[i]) for i, a in enumerate(self._ids)}
 
     @property
     def queued(self) -> int:
-        """Rewards received and not yet read by the learner."""
+        """Rewards in the queues, not yet read by the learner."""
         return sum(len(q) for q in self._queues)
+
+    @property
+    def late(self) -> int:
+        """Rewards dropped for not being recorded within ``hold`` allocations of their pulls."""
+        return self._late
 
     @property
     def ranking(self) -> list[Hashable]:
@@ -230,36 +343,54 @@ class DelayedPolicy:
 
     @property
     def privacy(self) -> Any:
-        """The learner's guarantee, its derivation saying what the queues add (``None`` for a
-        non-private learner)."""
+        """The learner's guarantee, its derivation saying what the queues add and its
+        ``assumes`` what they need (``None`` for a non-private learner)."""
         privacy = self.learner.privacy
         if privacy is None:
             return None
-        return dataclasses.replace(privacy, derivation=privacy.derivation + DELAYED_DERIVATION)
+        assumes = ASSUMES_ANY if self.hold is None else ASSUMES_HOLD.format(hold=self.hold)
+        return dataclasses.replace(
+            privacy,
+            derivation=privacy.derivation + DELAYED_DERIVATION,
+            assumes="; ".join(a for a in (privacy.assumes, assumes) if a),
+        )
 
     # --- saved state ---------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        """The learner's saved state with the policy's: the rewards queued (as secret as the
-        data), the pulls waiting and made per arm, the arm asked for and ``n``."""
+        """The learner's saved state with the policy's: the rewards queued and held (as secret
+        as the data), the pulls waiting by ticket, the pulls made per arm, the arm asked for,
+        ``n``, the allocations and the late rewards. Resume a state once: two policies loaded
+        from it replay the same noise on different data (:mod:`dponline.rng`); save before
+        each allocation is shown."""
         return {
             "learner": self.learner.state_dict(),
+            "hold": self.hold,
             "queues": [list(q) for q in self._queues],
-            "pending": self._pending.copy(),
+            "waiting": [[t, a] for t, a in self._waiting.items()],
+            "held": [[t, r] for t, r in self._held.items()],
             "counts": self._counts.copy(),
             "requested": self._requested,
             "n": self._n,
+            "allocations": self._allocations,
+            "late": self._late,
         }
 
     def load_state_dict(self, state: Any) -> None:
-        """Continue from a :meth:`state_dict` of a policy over the same arms with an identically
-        built learner. Everything is checked before anything changes: the learner's part by the
-        learner, the rewards in [0, 1], each arm's pulls at least those waiting and queued,
-        ``n`` the learner's rounds, and an arm asked for exactly when the learner has acted
-        (the arm it chose, where its state says)."""
+        """Continue from a :meth:`state_dict` of a policy over the same arms with the same
+        ``hold`` and an identically built learner. Everything is checked before anything
+        changes: the learner's part by the learner, the rewards in [0, 1], the tickets waiting
+        and held among the allocations made, each arm's pulls at least those waiting and
+        queued, ``n`` the learner's rounds, and an arm asked for exactly when the learner has
+        acted, the arm it chose."""
         k = len(self._ids)
         saved_learner = saved_field(state, "learner")
         install = self.learner.prepare_load(saved_learner)
+        if saved_field(state, "hold") != self.hold:
+            raise ArgumentError(
+                f"state was saved with hold={saved_field(state, 'hold')!r}, this policy has "
+                f"hold={self.hold!r}"
+            )
         queues_raw = saved_field(state, "queues")
         if not isinstance(queues_raw, (list, tuple)) or len(queues_raw) != k:
             raise ArgumentError(f"saved queues must be {k} lists of rewards, got {queues_raw!r}")
@@ -269,13 +400,28 @@ class DelayedPolicy:
             if values.ndim != 1 or np.any((values < 0.0) | (values > 1.0)):
                 raise ArgumentError(f"saved queue {i} must hold rewards in [0, 1], got {q!r}")
             queues.append(deque(float(v) for v in values))
-        pending = checked_int_array("saved pending", saved_field(state, "pending"), (k,), 0)
+        allocations = checked_nonnegative_int(
+            "saved allocations", saved_field(state, "allocations")
+        )
+        waiting = {
+            int(t): int(a)
+            for t, a in _pairs(saved_field(state, "waiting"), "waiting", (0, allocations), (0, k))
+        }
+        held = {
+            int(t): float(r)
+            for t, r in _pairs(saved_field(state, "held"), "held", (0, allocations), (0.0, 1.0))
+        }
+        if not set(held) <= set(waiting) or (self.hold is None and held):
+            raise ArgumentError("saved held rewards must be of pulls still waiting, with a hold")
         counts = checked_int_array("saved counts", saved_field(state, "counts"), (k,), 0)
         n = checked_nonnegative_int("saved n", saved_field(state, "n"))
+        late = checked_nonnegative_int("saved late", saved_field(state, "late"))
         lengths = np.array([len(q) for q in queues])
-        if np.any(counts < pending + lengths):
+        per_arm = np.bincount(np.fromiter(waiting.values(), dtype=np.int64), minlength=k)
+        if np.any(counts < per_arm + lengths) or int(counts.sum()) != allocations:
             raise ArgumentError(
-                "saved counts must be at least each arm's pulls waiting plus its rewards queued"
+                "saved counts must add up to the allocations, each arm's at least its pulls "
+                "waiting plus its rewards queued"
             )
         if n != int(saved_learner["t"]):
             raise ArgumentError(f"saved n = {n} is not the learner's rounds {saved_learner['t']}")
@@ -295,10 +441,13 @@ class DelayedPolicy:
                 )
         install()
         self._queues = queues
-        self._pending = pending.copy()
+        self._waiting = dict(sorted(waiting.items()))
+        self._held = held
         self._counts = counts.copy()
         self._requested = requested
         self._n = n
+        self._allocations = allocations
+        self._late = late
 
     def clone(self) -> DelayedPolicy:
         """A fresh policy of the same configuration."""
@@ -307,11 +456,38 @@ class DelayedPolicy:
                 "clone() needs the recipe of the learner: build the policy with "
                 "DelayedPolicy.from_registry(...) or pass build= to the constructor"
             )
-        return DelayedPolicy(self._build(), self._ids, build=self._build)
+        return DelayedPolicy(self._build(), self._ids, hold=self.hold, build=self._build)
 
     def __repr__(self) -> str:
-        waiting = int(self._pending.sum())
         return (
             f"DelayedPolicy({type(self.learner).__name__}, arms={self._ids!r}, n={self._n}, "
-            f"waiting={waiting}, queued={self.queued})"
+            f"waiting={len(self._waiting)}, queued={self.queued}, hold={self.hold})"
         )
+
+
+def _pairs(
+    raw: Any, what: str, first: tuple[float, float], second: tuple[float, float]
+) -> list[tuple[float, float]]:
+    """A saved list of [a, b] pairs, a in [first) (an int range) and b in ``second`` (an int
+    range [lo, hi) for int bounds, a closed interval for float ones); tickets distinct."""
+    if not isinstance(raw, (list, tuple)):
+        raise ArgumentError(f"saved {what} must be a list of pairs, got {raw!r}")
+    out = []
+    for pair in raw:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ArgumentError(f"saved {what} must be a list of pairs, got {pair!r}")
+        a, b = pair
+        ints = isinstance(second[0], int)
+        ok_a = isinstance(a, (int, np.integer)) and first[0] <= a < first[1]
+        if ints:
+            ok_b = isinstance(b, (int, np.integer)) and second[0] <= b < second[1]
+        else:
+            ok_b = isinstance(b, (int, float, np.integer, np.floating)) and (
+                second[0] <= float(b) <= second[1]
+            )
+        if not (ok_a and ok_b):
+            raise ArgumentError(f"saved {what} holds an invalid pair {pair!r}")
+        out.append((a, b))
+    if len({a for a, _ in out}) != len(out):
+        raise ArgumentError(f"saved {what} names a ticket twice")
+    return out

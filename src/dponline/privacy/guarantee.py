@@ -299,6 +299,11 @@ class PrivacyGuarantee:
         For a person's guarantee derived by group privacy (:func:`group_guarantee`), the
         guarantee for one input it was derived from (what a composition over disjoint rounds,
         such as the doubling trick's epochs, combines before lifting once); ``None`` otherwise.
+    assumes:
+        What the guarantee takes for granted of the deployment beyond its inputs' bounds, in
+        words ("" for nothing more): printed by ``str()`` beside the numbers, since a
+        deployment that breaks it has no guarantee (a wrapper's, such as
+        :class:`~dponline.bandits.delayed.DelayedPolicy`'s outcome timing).
     """
 
     epsilon: float
@@ -312,6 +317,7 @@ class PrivacyGuarantee:
     participations: int = 1
     min_separation: int = 1
     one_input: PrivacyGuarantee | None = None
+    assumes: str = ""
 
     def __post_init__(self) -> None:
         k, b = check_participation(self.participations, self.min_separation)
@@ -389,7 +395,8 @@ class PrivacyGuarantee:
         )
         if self.rho is not None:
             core += f", {self.rho:.4g}-zCDP"
-        return f"{core}; {self.notion.value}; neighbours: {self.unit}"
+        text = f"{core}; {self.notion.value}; neighbours: {self.unit}"
+        return f"{text}; assumes {self.assumes}" if self.assumes else text
 
 
 def scaled_guarantee(
