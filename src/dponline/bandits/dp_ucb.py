@@ -629,8 +629,10 @@ register_learner(
             LearnerTestCase(
                 "bernoulli_bandit",
                 environment_options={"n_arms": 3},
+                # named: with delta > 0 given (an audit's --option) the default is Gaussian
+                learner_options={"noise": "laplace"},
                 label="laplace",
-                audit=_audit(41),
+                audit=_audit(41, noise="laplace"),
             ),
             LearnerTestCase(
                 "bernoulli_bandit",
