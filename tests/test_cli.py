@@ -505,6 +505,9 @@ def test_learner_option_values_read_as_toml():
     assert _learner_option("delta=1e-6") == ("delta", 1e-6)
     assert _learner_option("participations=4") == ("participations", 4)
     assert _learner_option("clip=true") == ("clip", True)
+    # Python's spelling: was the string 'True', refused as "must be True or False, got 'True'"
+    assert _learner_option("anytime=True") == ("anytime", True)
+    assert _learner_option("clip=FALSE") == ("clip", False)
     assert _learner_option("horizon=None") == ("horizon", None)
     assert _learner_option('noise="gaussian"') == ("noise", "gaussian")
     assert _learner_option("noise=gaussian") == ("noise", "gaussian")

@@ -49,7 +49,8 @@ def _horizon_argument(parser: argparse.ArgumentParser, default: int | None, help
 
 def _learner_option(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` of ``--option``: the value read as a TOML value (``0.5``, ``true``,
-    ``"gaussian"``), ``none`` as None, anything else as the string it is."""
+    ``"gaussian"``), ``none`` as None, ``True`` / ``False`` in any case as booleans (Python's
+    spelling was read as the string 'True'), anything else as the string it is."""
     import tomllib
 
     key, sep, raw = text.partition("=")
@@ -60,6 +61,8 @@ def _learner_option(text: str) -> tuple[str, Any]:
         )
     if raw.lower() in ("none", "null"):
         return key, None
+    if raw.lower() in ("true", "false"):
+        return key, raw.lower() == "true"
     try:
         return key, tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:

@@ -549,13 +549,12 @@ def person_blocks_refusal(budget: PrivacyBudget, why: str) -> PersonNotCovered:
     factorisation (doubling blocks), saying ``why`` the factorisation was not taken."""
     return PersonNotCovered(
         group_privacy_hint(
-            "a counter without a horizon other than the tapered square-root factorisation "
-            "(doubling blocks: a person's rounds may fall in several blocks, whose "
-            "guarantees would compose)",
+            "a counter without a horizon in doubling blocks (a person's rounds may fall in "
+            "several blocks, whose guarantees would compose)",
             budget,
             f"the factorisation is not taken here because {why}: give a horizon, or use "
-            "tight Gaussian noise with no mechanism named (the tapered factorisation in at "
-            f"most {ANYTIME_MAX_DIM} coordinates, else the BLT without a horizon, "
+            "tight Gaussian noise with no mechanism named (the tapered square-root "
+            f"factorisation in at most {ANYTIME_MAX_DIM} coordinates, else the BLT without a horizon, "
             "mechanism='anytime_blt': both prove a person-level guarantee at every prefix "
             "length)",
         )
