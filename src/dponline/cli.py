@@ -967,7 +967,8 @@ def _cmd_environments(args: argparse.Namespace) -> int:
 def _guarantees_markdown(rows: list[dict[str, Any]]) -> str:
     """The documentation site's page of every learner's guarantee (docs/guarantees.md)."""
 
-    def cell(text: str) -> str:
+    def cell(text: str) -> str:  # "f(<v, x>, y)" must not read as an HTML tag
+        text = text.replace("<", "&lt;").replace(">", "&gt;")
         return text.replace("|", "\\|").replace("\n", " ")
 
     lines = [
@@ -977,15 +978,26 @@ def _guarantees_markdown(rows: list[dict[str, Any]]) -> str:
         "the registry in step). Each private learner's guarantee holds for inputs within the "
         "bounds it was built with; inputs outside raise `ValueError` unless clipping was asked "
         "for. `paper` runs the paper's own noise formulas, `tight` the least noise we can "
-        "prove for the same budget; every run reports the epsilon its noise proves.",
+        "prove for the same budget; every run reports the epsilon its noise proves. The "
+        "guarantee column states one round's; 'a person' says how a person's k rounds (the "
+        "options participations and min_separation) are protected: 'itself' where the "
+        "learner's proof covers the person's pattern, 'group privacy' where one round's "
+        "guarantee is asked at epsilon / k and stated for the person (any k rounds); 'no "
+        "horizon' whether it runs without a known end (horizon=None). A person's cap is the "
+        "caller's to enforce (`ParticipationCap`), and a person's guarantee protects what their "
+        "rounds hold, not whether they took part.",
         "",
-        "| learner | paper | setting | guarantee | calibrations |",
-        "|---|---|---|---|---|",
+        "| learner | paper | setting | guarantee | a person | no horizon | calibrations |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        person = (
+            "-" if not r["private"] else "itself" if r["person_level"] else "group privacy"
+        )
         lines.append(
             f"| `{r['name']}` | {cell(r['paper'])} | {cell(r['setting'])} | "
-            f"{cell(r['guarantee'])} | {', '.join(r['calibrations']) or '-'} |"
+            f"{cell(r['guarantee'])} | {person} | {'yes' if r['anytime'] else 'no'} | "
+            f"{', '.join(r['calibrations']) or '-'} |"
         )
     return "\n".join(lines) + "\n"
 
