@@ -554,9 +554,9 @@ def person_blocks_refusal(budget: PrivacyBudget, why: str) -> PersonNotCovered:
             budget,
             f"the factorisation is not taken here because {why}: give a horizon, or use "
             "tight Gaussian noise with no mechanism named (the tapered square-root "
-            f"factorisation in at most {ANYTIME_MAX_DIM} coordinates, else the BLT without a horizon, "
-            "mechanism='anytime_blt': both prove a person-level guarantee at every prefix "
-            "length)",
+            f"factorisation in at most {ANYTIME_MAX_DIM} coordinates, else the BLT without a "
+            "horizon, mechanism='anytime_blt': both prove a person-level guarantee at every "
+            "prefix length)",
         )
     )
 
