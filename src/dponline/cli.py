@@ -991,9 +991,7 @@ def _guarantees_markdown(rows: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        person = (
-            "-" if not r["private"] else "itself" if r["person_level"] else "group privacy"
-        )
+        person = "-" if not r["private"] else "itself" if r["person_level"] else "group privacy"
         lines.append(
             f"| `{r['name']}` | {cell(r['paper'])} | {cell(r['setting'])} | "
             f"{cell(r['guarantee'])} | {person} | {'yes' if r['anytime'] else 'no'} | "
