@@ -177,21 +177,26 @@ def test_a_hold_makes_when_the_learner_reads_independent_of_when_outcomes_come()
     allocations; one not recorded by then is dropped (counted, warned once, refused later)."""
     rewards = (np.random.default_rng(2).random(300) < 0.5).astype(float)
 
-    def run(lag: int) -> list:
+    def run(lag: int, lags=None) -> list:  # type: ignore[no-untyped-def]
         policy = DelayedPolicy.from_registry("dp-imed", ARMS, None, seed=1, first_phase=2, hold=10)
-        due: deque = deque()
+        due: list = []
         out = []
         for i in range(300):
-            while due and due[0][0] <= i:
-                _, ticket, arm = due.popleft()
+            for _, ticket, arm in sorted(d for d in due if d[0] <= i):
                 policy.update(arm, rewards[ticket], ticket=ticket)
+            due = [d for d in due if d[0] > i]
             out.append(policy.pull(ARMS))
-            due.append((i + lag, policy.last_ticket, out[-1]))
+            step = lag if lags is None else int(lags[policy.last_ticket])
+            due.append((i + step, policy.last_ticket, out[-1]))
         return out
 
     assert run(1) == run(10)  # recorded at once or at the last moment: the same allocations
+    # ... and when the moment depends on the outcome (a success at once, a failure last)
+    assert run(0, lags=np.where(rewards == 1.0, 1, 10)) == run(10)
     policy = DelayedPolicy.from_registry("ucb1", ARMS, None, hold=2)
     policy.pull(ARMS)
+    with pytest.raises(ValueError, match="with hold=2 names its pull: ticket=t"):
+        policy.update("A", 1.0)  # the order of recording would be the order of reading
     policy.pull(ARMS)
     with pytest.warns(UserWarning, match="not recorded within hold=2 allocations"):
         policy.pull(ARMS)  # ticket 0 is 2 allocations old, with no reward: dropped
@@ -263,3 +268,56 @@ def test_the_example_prints_what_the_guide_quotes(capsys):
         "kl-ucb   D =  30: regret   64.4 +-  6.5 (median   65.0), best arm 0.73",
         "kl-ucb   D = 300: regret  107.2 +-  7.6 (median  106.2), best arm 0.60",
     ]
+
+
+def test_a_held_state_resumes_exactly_through_json_and_a_corrupt_one_is_refused():
+    """Saved with rewards held, tickets waiting, outcomes dropped as late and a request open,
+    a policy loaded from the state's JSON allocates as the uninterrupted one; states that
+    cannot happen are refused, the policy unchanged (a review's list)."""
+    import json
+    import warnings
+
+    rng = np.random.default_rng(4)
+    outcomes = (rng.random(600) < 0.5).astype(float)
+    lags = rng.integers(1, 9, 600)  # some beyond the hold of 6: dropped
+    arms = ["A", "B", "C"]
+
+    def fresh() -> DelayedPolicy:
+        return DelayedPolicy.from_registry("dp-imed", arms, None, seed=7, first_phase=2, hold=6)
+
+    def play(policy: DelayedPolicy, start: int, stop: int, due: list) -> list:
+        out = []
+        for i in range(start, stop):
+            for _, ticket, arm in sorted(d for d in due if d[0] <= i):
+                if ticket in dict(policy.state_dict()["waiting"]):  # not dropped as late
+                    policy.update(arm, outcomes[ticket], ticket=ticket)
+            due[:] = [d for d in due if d[0] > i]
+            out.append(policy.pull(arms))
+            due.append((i + int(lags[i]), policy.last_ticket, out[-1]))
+        return out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the first late outcome's warning
+        whole = fresh()
+        straight = play(whole, 0, 600, [])
+        first, due = fresh(), []
+        head = play(first, 0, 300, due)
+        state = first.state_dict()
+        assert state["held"] and state["waiting"] and state["late"]
+        assert state["requested"] is not None
+        second = fresh()
+        second.load_state_dict(json.loads(json.dumps(state, default=lambda a: a.tolist())))
+        assert head + play(second, 300, 600, list(due)) == straight
+    bad = {
+        "late": {**state, "late": 10**6},
+        "counts": {**state, "counts": state["counts"][::-1].copy()},
+        "stale": {**state, "waiting": [[0, 0], *state["waiting"]]},
+        "bool": {**state, "waiting": [[True, 0]]},
+        "string": {**state, "queues": [["0.5"], [], []]},
+        "arms": {**state, "arm_ids": ["B", "A", "C"]},
+    }
+    for name, broken in bad.items():
+        untouched = fresh()
+        with pytest.raises(ValueError):
+            untouched.load_state_dict(broken)
+        assert untouched.n == 0 and untouched.late == 0, name

@@ -20,8 +20,10 @@ same ``pull(arm_ids)`` / ``update(arm_id, reward)`` with any number of pulls wai
 * ``hold=D`` makes the timing independent of the outcomes: a pull's reward reaches the queue
   exactly D allocations after the pull, however early it was recorded, and a reward not
   recorded by then is dropped (counted in :attr:`DelayedPolicy.late`; refused if it comes
-  later). With D beyond the longest time an outcome takes to be known (a non-click's
-  time-out), what the learner reads and when no longer depends on the outcomes.
+  later); updates and cancellations then name their pull's ticket (the order outcomes are
+  recorded in would otherwise decide the order the learner reads them in). With D beyond the
+  longest time an outcome takes to be known (a non-click's time-out), what the learner reads
+  and when no longer depends on the outcomes.
 
 Regret: the learner sees each arm's rewards as it would without delays, only later, while the
 allocations made in the meantime repeat the arm it asked for. For stochastic rewards Joulani
@@ -43,12 +45,12 @@ must hold for any k rounds (``min_separation`` 1); one that needs its rounds b >
 refused. **Not covered**: which pulls get an outcome, and when. Outcomes that arrive sooner or
 later by their value (a success reported the same day, a failure a week later), or that never
 arrive by their value (a failure lost to follow-up: :meth:`DelayedPolicy.cancel` is an outcome
-that never arrives), leak through the allocations: cancelling participant 1's failure and
-recording a success makes DP-IMED's second allocation tell the two apart every time (epsilon
-infinite; a review's check). The guarantee assumes both the delays and the cancellations are
-independent of the rewards, and says so in its ``assumes`` (printed with it); with ``hold=D``
-it assumes only that whether an outcome is later than D allocations, or cancelled, does not
-depend on it. Audited on a small case (``tests/bandits/test_delayed.py``:
+that never arrives), leak through the allocations: for DP-IMED over two arms with
+``first_phase=1``, cancelling participant 1's outcome or recording a success makes the next
+three allocations AAA or BBB, every one of 30 seeds (epsilon infinite; a review's check).
+The guarantee assumes both the delays and the cancellations are independent of the rewards,
+and says so in its ``assumes`` (printed with it); with ``hold=D`` it assumes only that whether
+an outcome is later than D allocations, or cancelled, does not depend on it. Audited on a small case (``tests/bandits/test_delayed.py``:
 DP-IMED with delays, not refuted at its claim, refuted at a tenth of its noise: an audit that
 catches an error of about ten times the noise, not two).
 
@@ -73,7 +75,6 @@ from dponline.privacy.arguments import (
     checked_count,
     checked_int_array,
     checked_nonnegative_int,
-    checked_real_array,
     saved_field,
 )
 from dponline.protocol import BanditFeedback, Learner, past_horizon_error
@@ -141,6 +142,8 @@ class DelayedPolicy:
                 "min_separation=1 (a person's guarantee for any of its rounds)"
             )
         self.learner = learner
+        if hold is not None and (isinstance(hold, bool) or not isinstance(hold, (int, np.integer))):
+            raise ArgumentError(f"hold must be a whole number of allocations, got {hold!r}")
         self.hold = None if hold is None else checked_count("hold", hold)
         self._ids = list(arm_ids)
         self._index = {a: i for i, a in enumerate(self._ids)}
@@ -207,8 +210,9 @@ class DelayedPolicy:
             arm = self._requested
             if not self._queues[arm]:
                 break
-            reward = self._queues[arm].popleft()  # a round of the learner, from the queue
+            reward = self._queues[arm][0]  # a round of the learner, from the queue
             self.learner.observe(BanditFeedback(np.array([1.0 - reward])))
+            self._queues[arm].popleft()  # read: gone (kept if observe refused it)
             self._requested = None
             self._n += 1
         self._waiting[self._allocations] = arm
@@ -242,9 +246,9 @@ class DelayedPolicy:
 
     def update(self, arm_id: Hashable, reward: Any, *, ticket: int | None = None) -> None:
         """The reward (in [0, 1]; a boolean is a click) of the pull ``ticket`` of ``arm_id``
-        (:attr:`last_ticket` at its pull), once; without a ticket, of the arm's oldest pull
-        still waiting. The learner reads it when it next asks for that arm (with ``hold``,
-        not before the pull is ``hold`` allocations old)."""
+        (:attr:`last_ticket` at its pull), once; without a ticket (refused with ``hold``), of
+        the arm's oldest pull still waiting. The learner reads it when it next asks for that
+        arm (with ``hold``, not before the pull is ``hold`` allocations old)."""
         ticket = self._ticket(arm_id, ticket, "update")
         value = checked_reward(reward, self.learner)
         if self.hold is None:
@@ -253,8 +257,9 @@ class DelayedPolicy:
             self._held[ticket] = value
 
     def cancel(self, arm_id: Hashable, *, ticket: int | None = None) -> None:
-        """The pull ``ticket`` of ``arm_id`` (without one, the arm's oldest still waiting) will
-        have no reward (a participant lost to follow-up): the learner never reads one."""
+        """The pull ``ticket`` of ``arm_id`` (without one, refused with ``hold``, the arm's
+        oldest still waiting) will have no reward (a participant lost to follow-up): the
+        learner never reads one."""
         self._waiting.pop(self._ticket(arm_id, ticket, "cancel"))
 
     def _ticket(self, arm_id: Hashable, ticket: int | None, what: str) -> int:
@@ -263,6 +268,14 @@ class DelayedPolicy:
         if arm_id not in self._index:
             raise ValueError(f"{what}() for arm {arm_id!r}, not one of {self._ids!r}")
         arm = self._index[arm_id]
+        if ticket is None and self.hold is not None:
+            # the arm's oldest open pull would depend on the order outcomes are recorded in,
+            # and with it the order the learner reads them: the hold would hide nothing
+            raise ValueError(
+                f"{what}() with hold={self.hold} names its pull: ticket=t (policy.last_ticket "
+                "at the pull); without one the order outcomes are recorded in, which may "
+                "depend on them, would decide the order the learner reads them in"
+            )
         if ticket is None:
             open_ = [t for t, a in self._waiting.items() if a == arm and t not in self._held]
             if not open_:
@@ -365,6 +378,7 @@ class DelayedPolicy:
         each allocation is shown."""
         return {
             "learner": self.learner.state_dict(),
+            "arm_ids": list(self._ids),
             "hold": self.hold,
             "queues": [list(q) for q in self._queues],
             "waiting": [[t, a] for t, a in self._waiting.items()],
@@ -386,6 +400,11 @@ class DelayedPolicy:
         k = len(self._ids)
         saved_learner = saved_field(state, "learner")
         install = self.learner.prepare_load(saved_learner)
+        if list(saved_field(state, "arm_ids")) != self._ids:
+            raise ArgumentError(
+                f"state was saved over the arms {list(saved_field(state, 'arm_ids'))!r}, this "
+                f"policy plays {self._ids!r}"
+            )
         if saved_field(state, "hold") != self.hold:
             raise ArgumentError(
                 f"state was saved with hold={saved_field(state, 'hold')!r}, this policy has "
@@ -396,10 +415,11 @@ class DelayedPolicy:
             raise ArgumentError(f"saved queues must be {k} lists of rewards, got {queues_raw!r}")
         queues = []
         for i, q in enumerate(queues_raw):
-            values = checked_real_array(f"saved queue {i}", np.asarray(q, dtype=float))
-            if values.ndim != 1 or np.any((values < 0.0) | (values > 1.0)):
-                raise ArgumentError(f"saved queue {i} must hold rewards in [0, 1], got {q!r}")
-            queues.append(deque(float(v) for v in values))
+            if not isinstance(q, (list, tuple)) or not all(_is_reward(v) for v in q):
+                raise ArgumentError(
+                    f"saved queue {i} must be a list of rewards in [0, 1], got {q!r}"
+                )
+            queues.append(deque(float(v) for v in q))
         allocations = checked_nonnegative_int(
             "saved allocations", saved_field(state, "allocations")
         )
@@ -425,6 +445,23 @@ class DelayedPolicy:
             )
         if n != int(saved_learner["t"]):
             raise ArgumentError(f"saved n = {n} is not the learner's rounds {saved_learner['t']}")
+        read = np.asarray(saved_field(saved_learner, "pulls"), dtype=np.int64).reshape(-1)
+        if read.shape != (k,) or np.any(counts < read + per_arm + lengths):
+            raise ArgumentError(
+                "saved counts must be at least each arm's rewards read, queued and waiting"
+            )
+        if n + int(lengths.sum()) + len(waiting) + late > allocations or (
+            self.hold is None and late
+        ):
+            raise ArgumentError(
+                "saved late rewards, with those read, queued and waiting, exceed the allocations "
+                "(or are counted without a hold)"
+            )
+        if self.hold is not None and waiting and min(waiting) < allocations - self.hold:
+            raise ArgumentError(
+                f"saved waiting ticket {min(waiting)} is more than hold={self.hold} allocations "
+                "old: it would have been released"
+            )
         requested = saved_field(state, "requested")
         if requested is not None:
             requested = int(checked_int_array("saved requested", np.asarray(requested), (), 0, k))
@@ -478,16 +515,28 @@ def _pairs(
             raise ArgumentError(f"saved {what} must be a list of pairs, got {pair!r}")
         a, b = pair
         ints = isinstance(second[0], int)
-        ok_a = isinstance(a, (int, np.integer)) and first[0] <= a < first[1]
+        ok_a = _is_int(a) and first[0] <= a < first[1]
         if ints:
-            ok_b = isinstance(b, (int, np.integer)) and second[0] <= b < second[1]
+            ok_b = _is_int(b) and second[0] <= b < second[1]
         else:
-            ok_b = isinstance(b, (int, float, np.integer, np.floating)) and (
-                second[0] <= float(b) <= second[1]
-            )
+            ok_b = _is_reward(b)
         if not (ok_a and ok_b):
             raise ArgumentError(f"saved {what} holds an invalid pair {pair!r}")
         out.append((a, b))
     if len({a for a, _ in out}) != len(out):
         raise ArgumentError(f"saved {what} names a ticket twice")
     return out
+
+
+def _is_int(value: Any) -> bool:
+    """An integer, not a boolean."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_reward(value: Any) -> bool:
+    """A real number in [0, 1], not a boolean nor a string."""
+    return (
+        isinstance(value, (int, float, np.integer, np.floating))
+        and not isinstance(value, (bool, np.bool_))
+        and 0.0 <= float(value) <= 1.0
+    )

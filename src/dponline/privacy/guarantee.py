@@ -339,6 +339,8 @@ class PrivacyGuarantee:
                 )
         object.__setattr__(self, "participations", k)
         object.__setattr__(self, "min_separation", b)
+        if not isinstance(self.assumes, str):
+            raise ArgumentError(f"assumes must be words (a str), got {self.assumes!r}")
         # epsilon may be inf (a voided guarantee: scale_noise below the calibrated noise)
         epsilon = checked_nonnegative("epsilon", self.epsilon, infinite_ok=True)
         object.__setattr__(self, "epsilon", epsilon)
