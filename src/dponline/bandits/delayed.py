@@ -50,9 +50,10 @@ that never arrives), leak through the allocations: for DP-IMED over two arms wit
 three allocations AAA or BBB, every one of 30 seeds (epsilon infinite; a review's check).
 The guarantee assumes both the delays and the cancellations are independent of the rewards,
 and says so in its ``assumes`` (printed with it); with ``hold=D`` it assumes only that whether
-an outcome is later than D allocations, or cancelled, does not depend on it. Audited on a small case (``tests/bandits/test_delayed.py``:
-DP-IMED with delays, not refuted at its claim, refuted at a tenth of its noise: an audit that
-catches an error of about ten times the noise, not two).
+an outcome is later than D allocations, or cancelled, does not depend on it. Audited on a
+small case (``tests/bandits/test_delayed.py``: DP-IMED with delays, not refuted at its claim,
+refuted at a tenth of its noise: an audit that catches an error of about ten times the noise,
+not two).
 
 Only the stochastic suite's learners (:class:`~dponline.bandits.k_armed.KArmedLearner`) are
 taken, fresh: the reduction is for stochastic arms, and a saved request is checked against the
