@@ -21,6 +21,9 @@ BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 #: lines an example prints that its comments quote (fixed seeds)
 QUOTED = {
     ("docs/private-bandits.md", 0): ["200 98000.0", "194"],
+    ("docs/private-bandits.md", 2): [
+        "[0.304 0.336 0.389 0.444] [0.276 0.317 0.377 0.441] [0.331 0.355 0.4   0.447]"
+    ],
     ("docs/anytime-and-user-level.md", 0): [
         "4 1000 6.7 16.1",
         "4 1 13.7 16.1",
