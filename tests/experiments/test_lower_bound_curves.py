@@ -15,7 +15,7 @@ from dponline.experiments.spec import parse_spec
 def _spec(environments):  # type: ignore[no-untyped-def]
     return parse_spec(
         {
-            "horizon": 500,
+            "horizon": 20000,
             "epsilons": [0.5, 1.0],
             "environments": environments,
             "learners": [{"name": "dp-imed"}],
@@ -34,9 +34,21 @@ def test_bernoulli_arms_get_lai_robbins_and_the_private_bound_at_each_epsilon():
     ]
     means = two_level_means(10)
     t = np.asarray(curves[0]["t"])
-    assert t[0] == 1 and t[-1] == 500
-    np.testing.assert_allclose(curves[0]["regret"], lai_robbins_coefficient(means) * np.log(t))
-    np.testing.assert_allclose(curves[1]["regret"], regret_lower_bound_curve(means, 0.5, t))
+    bound = lai_robbins_coefficient(means) * np.log(t)
+    np.testing.assert_allclose(curves[0]["regret"], bound)
+    assert t[-1] == 20000 and np.all(bound <= 0.09 * t)  # below uniform play's regret ...
+    assert 1500 < t[0] < 2000  # ... from where it crosses it (20.4 log t = 0.09 t near 1,720)
+    t_private = np.asarray(curves[1]["t"])
+    np.testing.assert_allclose(curves[1]["regret"], regret_lower_bound_curve(means, 0.5, t_private))
+
+
+def test_no_curve_where_the_bound_is_above_uniform_play_throughout():
+    """The Open Bandit Dataset's 80 items at their click rates over the demo's 10,000 rounds:
+    Lai-Robbins' C log t is 1,145.6 at the end, where playing at random loses 225.3, and above
+    it throughout: drawn, the curves squashed the runs to the panels' floor; none now."""
+    spec = _spec([{"name": "open_bandit_arms", "label": "items", "horizon": 10000}])
+    assert lower_bound_references(spec) == {}
+    assert uniform_play_regret(spec)["items"] == pytest.approx(225.34, abs=0.01)
 
 
 def test_other_laws_and_other_environments_get_none():
@@ -67,7 +79,7 @@ def test_they_are_keyed_as_the_results_name_the_environments():
     )
     assert list(lower_bound_references(spec)) == ["k_armed arms=3"]
     assert uniform_play_regret(spec) == pytest.approx(
-        {"k_armed arms=3": 500 * (0.9 - 2.5 / 3), "k_armed arms=5 family=beta": 500 * 0.08}
+        {"k_armed arms=3": 20000 * (0.9 - 2.5 / 3), "k_armed arms=5 family=beta": 20000 * 0.08}
     )
 
 
@@ -87,7 +99,7 @@ def test_dponline_run_draws_them(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "write_report", spy)
     spec = tmp_path / "bandit.toml"
     spec.write_text(
-        'name = "bandit"\nseeds = 2\nepsilons = [1.0]\nhorizon = 200\n'
+        'name = "bandit"\nseeds = 2\nepsilons = [1.0]\nhorizon = 3000\n'
         '[[environments]]\nname = "k_armed"\n[[learners]]\nname = "dp-imed"\n'
     )
     args = ["run", str(spec), "--out", str(tmp_path / "out"), "--backend", "serial"]
@@ -98,4 +110,4 @@ def test_dponline_run_draws_them(tmp_path, monkeypatch):
     ]
     assert pytest.approx(seen["k_armed"][0]["regret"][-1]) == lai_robbins_coefficient(
         two_level_means(10)
-    ) * np.log(200)
+    ) * np.log(3000)

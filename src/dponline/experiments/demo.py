@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from dponline.experiments.lower_bound_curves import lower_bound_references
+from dponline.experiments.lower_bound_curves import lower_bound_references, uniform_play_regret
 from dponline.experiments.report import summarise, write_report
 from dponline.experiments.runner import run_sweep
 from dponline.experiments.spec import parse_spec
@@ -303,6 +303,7 @@ def run_demo(
         ),
         captions=spec.captions(),
         references=lower_bound_references(spec),
+        uniform_regret=uniform_play_regret(spec),
         extra_sections=[_replay_section(out_dir, 5 if seeds is None else seeds)],
     )
     return results, summarise(results), index

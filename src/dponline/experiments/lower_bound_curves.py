@@ -5,10 +5,13 @@ For each environment of a spec whose arms are Bernoulli (``k_armed`` with its de
 ``open_bandit_arms``): Lai & Robbins' bound C log t for every learner, and at each epsilon of
 the spec the private one (the largest coefficient of
 :func:`~dponline.bandits.lower_bounds.lower_bound_coefficients`; Azize et al. 2025's in
-practice). Both are asymptotic bounds for consistent policies (:mod:`dponline.bandits.lower_bounds`
-says what they do not say at a finite T). Arms of another family get none: the bounds use the
-Bernoulli divergence, which for other laws on [0, 1] with the same means is not below theirs,
-so the curve would not be a lower bound there. An epsilon-DP bound holds for a person's
+practice). Both are asymptotic bounds for consistent policies
+(:mod:`dponline.bandits.lower_bounds` says what they do not say at a finite T), drawn from the
+last t where they lie above uniform random play's regret t (max mean - mean) on: above it a
+bound says nothing at that t (rare clicks: C log t far above what playing at random loses, no
+curve at all). Arms of another family get none: the bounds use the Bernoulli divergence, which
+for other laws on [0, 1] with the same means is not below theirs, so the curve would not be a
+lower bound there. An epsilon-DP bound holds for a person's
 guarantee too (it implies one round's at the same epsilon).
 """
 
@@ -57,24 +60,28 @@ def lower_bound_references(spec: Any) -> dict[str, list[dict[str, Any]]]:
             continue
         horizon, means = int(bandit.horizon), bandit.means
         t = np.unique(np.geomspace(1, horizon, POINTS).astype(int))
-        curves = [
-            {
-                "label": "Lai-Robbins bound",
-                "epsilon": None,
-                "t": t.tolist(),
-                "regret": (lai_robbins_coefficient(means) * np.log(t)).tolist(),
-            }
-        ]
+        uniform = t * (means.max() - means.mean())
+        bounds = [("Lai-Robbins bound", None, lai_robbins_coefficient(means) * np.log(t))]
         for eps in spec.epsilons:
-            curves.append(
-                {
-                    "label": "private bound (its epsilon)",
-                    "epsilon": eps,
-                    "t": t.tolist(),
-                    "regret": np.asarray(regret_lower_bound_curve(means, eps, t)).tolist(),
-                }
-            )
-        out[label] = curves
+            private = np.asarray(regret_lower_bound_curve(means, eps, t))
+            bounds.append(("private bound (its epsilon)", eps, private))
+        curves = []
+        for name, eps, regret in bounds:
+            # an asymptotic bound above uniform play's regret at t says nothing at that t:
+            # drawn from the last such t on
+            above = np.nonzero(regret > uniform)[0]
+            start = int(above[-1]) + 1 if above.size else 0
+            if t.size - start >= 2:
+                curves.append(
+                    {
+                        "label": name,
+                        "epsilon": eps,
+                        "t": t[start:].tolist(),
+                        "regret": regret[start:].tolist(),
+                    }
+                )
+        if curves:
+            out[label] = curves
     return out
 
 
