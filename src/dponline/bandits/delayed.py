@@ -70,7 +70,13 @@ from typing import Any
 
 import numpy as np
 
-from dponline.bandits.river_style import RiverPolicy, checked_reward, released_means_by_arm
+from dponline.bandits.river_style import (
+    RiverPolicy,
+    ask_arm,
+    check_offered,
+    checked_reward,
+    released_means_by_arm,
+)
 from dponline.privacy.arguments import (
     ArgumentError,
     checked_count,
@@ -78,7 +84,7 @@ from dponline.privacy.arguments import (
     checked_nonnegative_int,
     saved_field,
 )
-from dponline.protocol import BanditFeedback, Learner, past_horizon_error
+from dponline.protocol import BanditFeedback, Learner
 
 __all__ = ["DelayedPolicy"]
 
@@ -186,28 +192,17 @@ class DelayedPolicy:
         """The arm of the next allocation (its ticket: :attr:`last_ticket`); it waits for its
         reward (:meth:`update`) or its cancellation (:meth:`cancel`). ``arm_ids`` must be the
         policy's arms (in any order)."""
-        offered = list(arm_ids)
-        if len(offered) != len(self._ids) or set(offered) != set(self._ids):
-            raise ValueError(
-                f"this policy plays the arms {self._ids!r}; pull() was offered {offered!r}"
-            )
+        check_offered(self._ids, arm_ids)
         if self.hold is not None:
             self._release_held()
         while True:
             if self._requested is None:
-                horizon = getattr(self.learner, "horizon", None)
-                if horizon is not None and self.learner.t >= horizon:
-                    error = past_horizon_error(type(self.learner).__name__, horizon, self.learner.t)
-                    raise type(error)(
-                        f"{error}: it has learned from {horizon} rewards; a stream without a "
-                        "known end needs a policy built with horizon=None"
-                    )
-                arm = int(np.asarray(self.learner.act()).reshape(-1)[0])
-                if not 0 <= arm < len(self._ids):
-                    raise RuntimeError(
-                        f"the learner played arm index {arm}, outside its {len(self._ids)}"
-                    )
-                self._requested = arm
+                self._requested = ask_arm(
+                    self.learner,
+                    len(self._ids),
+                    ": it has learned from {horizon} rewards; a stream without a known end needs "
+                    "a policy built with horizon=None",
+                )
             arm = self._requested
             if not self._queues[arm]:
                 break

@@ -108,6 +108,29 @@ def checked_reward(reward: Any, learner: Learner) -> float:
     return float(reward)
 
 
+def check_offered(ids: Sequence[Hashable], arm_ids: Iterable[Hashable]) -> None:
+    """A policy's ``pull(arm_ids)`` must be offered its own arms (in any order): the learner's
+    guarantee and its statistics are for that fixed set."""
+    offered = list(arm_ids)
+    if len(offered) != len(ids) or set(offered) != set(ids):
+        raise ValueError(
+            f"this policy plays the arms {list(ids)!r}; pull() was offered {offered!r}"
+        )
+
+
+def ask_arm(learner: Learner, arms: int, past_horizon: str) -> int:
+    """The arm index the learner plays next (its ``act()``, one replica), refused past its
+    horizon with ``past_horizon`` (``{horizon}`` filled in) added to the error."""
+    horizon = getattr(learner, "horizon", None)
+    if horizon is not None and learner.t >= horizon:
+        error = past_horizon_error(type(learner).__name__, horizon, learner.t)
+        raise type(error)(f"{error}{past_horizon.format(horizon=horizon)}")
+    arm = int(np.asarray(learner.act()).reshape(-1)[0])
+    if not 0 <= arm < arms:
+        raise RuntimeError(f"the learner played arm index {arm}, outside its {arms}")
+    return arm
+
+
 def released_means_by_arm(learner: Learner, arm_ids: Sequence[Hashable]) -> dict[Hashable, float]:
     """The learner's :meth:`~dponline.bandits.k_armed.KArmedLearner.released_means` of its one
     replica, by arm identifier (NaN for an arm with nothing released yet)."""
@@ -243,24 +266,16 @@ class RiverPolicy:
     def pull(self, arm_ids: Iterable[Hashable]) -> Hashable:
         """The arm to pull this round. ``arm_ids`` must be the policy's arms (in any order):
         the learner's guarantee and its statistics are for that fixed set."""
-        offered = list(arm_ids)
-        if len(offered) != len(self._ids) or set(offered) != set(self._ids):
-            raise ValueError(
-                f"this policy plays the arms {self._ids!r}; pull() was offered {offered!r}"
-            )
+        check_offered(self._ids, arm_ids)
         if self._pulled is not None:  # asked again in the same round: the same arm
             return self._pulled
-        horizon = getattr(self.learner, "horizon", None)
-        if horizon is not None and self.learner.t >= horizon:
-            # refused before an item is shown: its update() would be refused
-            error = past_horizon_error(type(self.learner).__name__, horizon, self.learner.t)
-            raise type(error)(
-                f"{error}; a stream without a known end needs a policy built with horizon=None, "
-                "from a learner that has an anytime version (`dponline list`)"
-            )
-        arm = int(np.asarray(self.learner.act()).reshape(-1)[0])
-        if not 0 <= arm < len(self._ids):
-            raise RuntimeError(f"the learner played arm index {arm}, outside its {len(self._ids)}")
+        # refused past the horizon before an item is shown: its update() would be refused
+        arm = ask_arm(
+            self.learner,
+            len(self._ids),
+            "; a stream without a known end needs a policy built with horizon=None, from a "
+            "learner that has an anytime version (`dponline list`)",
+        )
         self._pulled = self._ids[arm]
         return self._pulled
 
