@@ -43,11 +43,17 @@ class ArmEstimates:
     counts: np.ndarray
     privacy: PrivacyGuarantee
 
-    def interval(self, z: float = 1.96) -> tuple[np.ndarray, np.ndarray]:
-        """Each mean plus or minus ``z`` noise standard deviations, clipped to [0, 1]: the
-        noise's part of the uncertainty only (add the sampling error, about
-        sqrt(p (1 - p) / count), for an interval on the arm's true mean)."""
-        half = z * self.noise_sd
+    def interval(self, z: float = 1.96, *, sampling: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Each mean plus or minus ``z`` standard deviations, clipped to [0, 1], a normal
+        approximation: of the noise and, with ``sampling`` (the default), of the outcomes'
+        sampling, sqrt(m (1 - m) / count) at the private mean m (the largest variance a reward
+        in [0, 1] of mean m can have; computed from released values only), for an interval on
+        the arm's true mean; ``sampling=False``: the noise's part alone."""
+        var = self.noise_sd**2
+        if sampling:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                var = var + self.means * (1.0 - self.means) / self.counts
+        half = z * np.sqrt(var)
         return np.clip(self.means - half, 0.0, 1.0), np.clip(self.means + half, 0.0, 1.0)
 
 
