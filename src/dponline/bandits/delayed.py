@@ -74,6 +74,7 @@ from dponline.bandits.river_style import (
     RiverPolicy,
     ask_arm,
     check_offered,
+    checked_decision,
     checked_reward,
     released_means_by_arm,
 )
@@ -458,20 +459,9 @@ class DelayedPolicy:
                 f"saved waiting ticket {min(waiting)} is more than hold={self.hold} allocations "
                 "old: it would have been released"
             )
-        requested = saved_field(state, "requested")
-        if requested is not None:
-            requested = int(checked_int_array("saved requested", np.asarray(requested), (), 0, k))
-        if (requested is not None) != bool(saved_learner["acted"]):
-            raise ArgumentError(
-                "saved requested arm and the learner's decision disagree: an arm is asked for "
-                "exactly when the learner has acted this round"
-            )
-        if requested is not None:  # a K-armed learner's state records its decision
-            decided = int(np.asarray(saved_field(saved_learner, "arm")).reshape(-1)[0])
-            if decided != requested:
-                raise ArgumentError(
-                    f"saved requested arm {requested} is not the learner's decision {decided}"
-                )
+        requested = checked_decision(
+            "requested", saved_field(state, "requested"), saved_learner, k, recorded=True
+        )
         install()
         self._queues = queues
         self._waiting = dict(sorted(waiting.items()))

@@ -131,6 +131,27 @@ def ask_arm(learner: Learner, arms: int, past_horizon: str) -> int:
     return arm
 
 
+def checked_decision(
+    what: str, saved: Any, saved_learner: Any, arms: int, *, recorded: bool = False
+) -> int | None:
+    """A policy's saved arm waiting on the learner (``what``: "pulled", "requested"): an arm
+    index present exactly when the learner's saved state has acted, and the arm it chose where
+    that state records it (``recorded``: it must)."""
+    arm = None
+    if saved is not None:
+        arm = int(checked_int_array(f"saved {what}", np.asarray(saved), (), 0, arms))
+    if (arm is not None) != bool(saved_learner["acted"]):
+        raise ArgumentError(
+            f"saved {what} arm and the learner's decision disagree: a policy's arm waits on the "
+            "learner exactly when it has acted this round"
+        )
+    if arm is not None and (recorded or "arm" in saved_learner):
+        decided = int(np.asarray(saved_field(saved_learner, "arm")).reshape(-1)[0])
+        if decided != arm:
+            raise ArgumentError(f"saved {what} arm {arm} is not the learner's decision {decided}")
+    return arm
+
+
 def released_means_by_arm(learner: Learner, arm_ids: Sequence[Hashable]) -> dict[Hashable, float]:
     """The learner's :meth:`~dponline.bandits.k_armed.KArmedLearner.released_means` of its one
     replica, by arm identifier (NaN for an arm with nothing released yet)."""
@@ -328,20 +349,7 @@ class RiverPolicy:
             raise ArgumentError(f"saved counts add up to {int(counts.sum())}, not n = {n}")
         if n > int(saved_learner["t"]):
             raise ArgumentError(f"saved n = {n} exceeds the learner's rounds {saved_learner['t']}")
-        pulled = saved_field(state, "pulled")
-        if pulled is not None:
-            pulled = int(checked_int_array("saved pulled", np.asarray(pulled), (), 0, k))
-        if (pulled is not None) != bool(saved_learner["acted"]):
-            raise ArgumentError(
-                "saved pulled arm and the learner's decision disagree: an arm waits for its "
-                "reward exactly when the learner has acted this round"
-            )
-        if pulled is not None and "arm" in saved_learner:
-            decided = int(np.asarray(saved_learner["arm"]).reshape(-1)[0])
-            if decided != pulled:
-                raise ArgumentError(
-                    f"saved pulled arm {pulled} is not the learner's decision {decided}"
-                )
+        pulled = checked_decision("pulled", saved_field(state, "pulled"), saved_learner, k)
         install()
         self._counts = counts.copy()
         self._n = n
