@@ -22,6 +22,8 @@ environment, and raises ``AssertionError`` naming the learner and what went wron
   contexts) one line naming the argument; each leaves the state untouched;
 * :func:`check_refuses_round_after_horizon`: round T+1 is refused;
 * :func:`check_act_before_observe`: feedback before the round's action is refused;
+* :func:`check_act_repeats`: ``act()`` asked again before the round's feedback returns the same
+  action and draws nothing (its state unchanged);
 * :func:`check_refuses_corrupt_state`: a state with its round counter past the horizon (every
   array changed too), or with its last array of the wrong shape, is refused by
   ``load_state_dict`` and leaves the learner exactly as it was;
@@ -80,6 +82,7 @@ __all__ = [
     "CHECKS",
     "build_case",
     "check_act_before_observe",
+    "check_act_repeats",
     "check_audit",
     "check_fits_its_environment",
     "check_guarantee_declared",
@@ -649,6 +652,31 @@ def check_act_before_observe(entry: LearnerEntry, case: LearnerTestCase) -> None
     _refused(who, learner, feedback, "a second feedback for one action", None)
 
 
+def check_act_repeats(entry: LearnerEntry, case: LearnerTestCase) -> None:
+    """After two rounds, ``act()`` asked twice before the round's feedback (a service that
+    retries, a log that reads the decision again): the same action both times and the same
+    state after the second call as after the first, so the feedback is charged to the action
+    played and no randomness is spent on an action nobody played."""
+    who = _who(entry, case)
+    env, learner = build_case(entry, case)
+    play(env, learner, range(2))
+    if env.reveals_context:
+        learner.observe(ContextFeedback(env.context(2)))
+    first = np.asarray(learner.act())
+    before = learner.state_dict()
+    second = np.asarray(learner.act())
+    if (
+        first.dtype != second.dtype
+        or first.shape != second.shape
+        or not np.array_equal(first, second)
+    ):
+        raise AssertionError(f"{who}: act() asked again in round 3 returned another action")
+    diff = _same_state(before, learner.state_dict())
+    if diff is not None:
+        raise AssertionError(f"{who}: act() asked again in round 3 changed the state: {diff}")
+    learner.observe(env.round(2, second)[0])
+
+
 def check_refuses_corrupt_state(entry: LearnerEntry, case: LearnerTestCase) -> None:
     """A learner one round in is handed the state of another after two rounds, corrupted:
     (1) its round counter set past the horizon and every array moved by 0.5; (2) intact but for
@@ -792,6 +820,7 @@ CHECKS: tuple[Callable[[LearnerEntry, LearnerTestCase], None], ...] = (
     check_rejects_invalid_inputs,
     check_refuses_round_after_horizon,
     check_act_before_observe,
+    check_act_repeats,
     check_refuses_corrupt_state,
     check_refuses_a_foreign_noise_multiplier,
     check_unit_of_privacy,

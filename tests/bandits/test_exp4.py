@@ -446,3 +446,19 @@ def test_advice_is_copied_and_checked_once(monkeypatch):
         kept = learner.advice if hasattr(learner, "advice") else learner.algorithm.advice
         assert kept is env.advice
     assert not calls  # the environment's copy is every learner's, checked and copied once
+
+
+@pytest.mark.parametrize("cls", [PrivateEXP4, BatchedEXP4])
+def test_act_asked_again_returns_the_arm_played_also_after_a_checkpoint(cls):
+    """The arm of a round is drawn once: act() asked again before the loss (and act() of a
+    learner resumed from a state saved in between) returns it, and the loss is charged to it."""
+    advice = arm_experts(20, 4)
+    learner = cls(advice, budget=PrivacyBudget(1.0), rng=3)
+    for _ in range(5):
+        arm = learner.act()
+        assert np.array_equal(learner.act(), arm)
+        state = learner.state_dict()
+        twin = cls(advice, budget=PrivacyBudget(1.0), rng=11)
+        twin.load_state_dict(state)
+        assert np.array_equal(twin.act(), arm)
+        learner.observe(BanditFeedback(loss=1.0))

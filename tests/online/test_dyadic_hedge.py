@@ -139,3 +139,27 @@ def test_regret_bound_takes_the_losses_in_blocks():
         env.all_losses_on(learner.grid.points, s, min(s + 70, 300)) for s in range(0, 300, 70)
     )
     assert learner.regret_bound(blocks) == pytest.approx(whole, rel=1e-12)
+
+
+def test_points_drawn_this_round_survive_a_checkpoint_taken_before_the_loss():
+    """A state saved between act() and observe() holds the round's points: the resumed learner
+    answers act() with them (no fresh draw), and a state with points that are not the grid's,
+    or none for a round acted in, is refused."""
+    lr = _learner(PrivacyBudget(1.0, 1e-6))
+    loss = LossFunctionFeedback(None, None, NearestCentreLoss(np.zeros((1, 1)), 1.0))
+    for _ in range(3):
+        lr.act()
+        lr.observe(loss)
+    points = lr.act()
+    state = lr.state_dict()
+    twin = DyadicHedge(
+        [0.0], [1.0], 64, lipschitz=1.0, budget=PrivacyBudget(1.0, 1e-6), replicas=4, rng=7
+    )
+    twin.load_state_dict(state)
+    np.testing.assert_array_equal(twin.act(), points)
+    twin.observe(loss)
+    lr.observe(loss)
+    np.testing.assert_array_equal(twin.act(), lr.act())
+    for held, match in ((None, "holds no points"), (points + 0.3, "grid points")):
+        with pytest.raises(ValueError, match=match):
+            _learner(PrivacyBudget(1.0, 1e-6)).load_state_dict({**state, "held": held})

@@ -238,7 +238,13 @@ class PrivateBanditReduction(NoiseHandle, RoundDiscipline):
         self.noise = self.noise.scaled(factor)
 
     def act(self) -> np.ndarray:
-        """The wrapped algorithm's action for every replica."""
+        """The wrapped algorithm's action for every replica, drawn once a round: asked again
+        before :meth:`observe`, it returns the action already drawn (the loss is charged to
+        the action played, and a second draw would spend the algorithm's randomness on an
+        action nobody played)."""
+        if self._acted:
+            held = getattr(self.algorithm, "played_arms", None)
+            return np.array(held() if held is not None else self.algorithm.played())
         out = self.algorithm.act()
         self._acted = True
         return out

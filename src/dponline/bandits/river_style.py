@@ -18,8 +18,9 @@ What stays the library's, because the guarantee needs it:
 * **One update per pull, for the arm pulled.** A round of the learner is a pull and its reward;
   ``update`` for another arm, or a second ``update`` for one pull, is refused. A pull without an
   update (replay drops the rounds where the logged arm differs) is not a round: the next pull
-  returns the arm already pulled in that round (the learner is asked once a round, so a
-  learner that would draw afresh at every ``act()`` cannot change its decision).
+  returns the arm already pulled in that round (the learner is asked once a round; every
+  learner of the library also answers a repeated ``act()`` with the round's action, a check
+  of the battery).
 * **The horizon**: the learner was built for T rounds; the pull of round T + 1 is refused
   (before an item is shown, since its update could not follow). A replay, whose kept rounds
   are not known in advance, and a stream without a known end run an anytime learner

@@ -46,6 +46,7 @@ import numpy as np
 from dponline.domains.simplex import Simplex
 from dponline.online.ftrl import ANYTIME_OPTION, DPFTRL, EntropicRegulariser, horizon_of
 from dponline.privacy.arguments import (
+    ArgumentError,
     checked_generator,
     checked_positive,
     checked_real_array,
@@ -223,6 +224,7 @@ class DyadicHedge(DPFTRL):
             eta = math.sqrt(math.log(n) / horizon) / (g * diameter)
         gen = as_generator(rng)
         self._sampler = np.random.default_rng(gen.integers(2**63))
+        self._held: np.ndarray | None = None  # the grid points drawn this round, until observed
         super().__init__(
             n,
             horizon,
@@ -252,6 +254,15 @@ class DyadicHedge(DPFTRL):
         u = self._sampler.random((len(w), 1)) * cdf[:, -1:]
         pick = np.minimum((cdf < u).sum(axis=1), w.shape[1] - 1)
         return self.grid.points[pick]
+
+    def act(self) -> np.ndarray:
+        """This round's grid points, drawn from Hedge's weights once a round: asked again
+        before :meth:`observe`, the points already drawn (the loss is charged to the point
+        played, and no draw is spent on a point nobody played)."""
+        if not self._acted or self._held is None:
+            self._held = self._decide(self._cumulative)
+        self._acted = True
+        return self._held.copy()
 
     def play_block(self, losses: np.ndarray) -> np.ndarray:
         """Refused: the dyadic Hedge observes loss functions (evaluated on its grid and
@@ -306,6 +317,7 @@ class DyadicHedge(DPFTRL):
                 f"{radius:.6g}: the loss is not {self.lipschitz:g}-Lipschitz on the grid"
             )
         super().observe(LossVectorFeedback(transformed))
+        self._held = None
 
     def regret_bound(
         self,
@@ -359,15 +371,30 @@ class DyadicHedge(DPFTRL):
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
         state["sampler"] = generator_state(self._sampler)
+        state["held"] = None if self._held is None else self._held.copy()
         return state
 
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
         install_hedge = super().prepare_load(state)
         sampler = checked_generator("saved sampler", saved_field(state, "sampler"))
+        _, acted = self._checked_rounds(state)
+        saved = saved_field(state, "held")
+        held = None
+        if saved is not None or acted:  # the points of a round acted in: one of the grid's
+            if saved is None:
+                raise ArgumentError("saved state has acted in its round but holds no points")
+            held = np.array(
+                checked_real_array("saved held points", saved, (self.replicas, self.grid.dim))
+            )
+            if not acted or not (held[:, None, :] == self.grid.points[None]).all(-1).any(-1).all():
+                raise ArgumentError(
+                    "saved held points must be grid points of a round acted in, not observed"
+                )
 
         def install() -> None:
             install_hedge()
             self._sampler = sampler
+            self._held = held
 
         return install
 
