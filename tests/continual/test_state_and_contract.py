@@ -261,8 +261,19 @@ def test_state_from_a_differently_calibrated_counter_is_refused():
 
 def test_norm_ball_is_exact_and_clipping_lands_inside():
     ball = NormBall(1.0, 1, dim=2)
-    with pytest.raises(ValueError, match="exceeds"):
-        ball.check(np.array([0.5, 0.5 + 1e-13]))
+    with pytest.raises(ValueError, match=r"exceeds 1.0 \(built with clip=True"):
+        ball.check(np.array([0.5, 0.5 + 1e-9]))
+    # a hair past (rounding: a gradient scaled to unit norm) is clipped into the ball, not
+    # refused mid-stream; the value used lies in the ball, so the sensitivity is unchanged
+    snapped = ball.check(np.array([0.5, 0.5 + 1e-13]))
+    assert np.abs(snapped).sum() <= 1.0
+    unit = np.array([0.6, 0.8]) / np.linalg.norm([0.6, 0.8])
+    two = NormBall(1.0, 2, dim=2)
+    assert np.linalg.norm(two.check(unit / (1 - 2e-16))) <= 1.0
+    box = Box(0.0, 1.0, dim=2)
+    assert box.check(np.array([1 + 1e-13, -1e-13])).tolist() == [1.0, 0.0]
+    with pytest.raises(ValueError, match="outside"):
+        box.check(np.array([1 + 1e-9, 0.0]))
     clipped = ball.check(np.array([[3.0, 1e-9], [0.7, 0.7]]), clip=True)
     assert np.all(np.abs(clipped).sum(axis=1) <= 1.0)
     assert ball.check(clipped) is not None

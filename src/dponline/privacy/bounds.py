@@ -69,6 +69,10 @@ def lp_norm(x: np.ndarray, p: float | str, axis: int = -1) -> np.ndarray:
 _SAFE_LOG_POWER = 600.0
 
 
+#: the relative distance past a bound that :meth:`InputBounds.check` takes for rounding
+_ROUNDING = 1e-12
+
+
 def check_finite(x: np.ndarray, what: str = "input") -> np.ndarray:
     """Return ``x`` as a float array, raising ValueError if it holds NaN or infinity (and for
     complex values or strings): :func:`~dponline.privacy.arguments.checked_real_array`."""
@@ -112,9 +116,19 @@ class InputBounds(ABC):
         msg = self.violation(arr)
         if msg is None:
             return arr
-        if clip:
+        if clip or self.within_rounding(arr):
             return self.clip(arr)
-        raise ValueError(f"{what} is outside the declared bounds: {msg}")
+        raise ValueError(
+            f"{what} is outside the declared bounds: {msg} (built with clip=True, a learner or "
+            "counter clips such inputs into the bounds instead)"
+        )
+
+    def within_rounding(self, x: np.ndarray) -> bool:
+        """True when every row of ``x`` lies within a relative 1e-12 of the set: a value that
+        is inside in exact arithmetic (a gradient scaled to unit norm) can round a hair past
+        the bound. :meth:`check` clips such values into the set even without ``clip=True``:
+        the clipped value lies in the set, so the sensitivity is still the set's diameter."""
+        return False
 
 
 @dataclass(frozen=True)
@@ -159,6 +173,10 @@ class Box(InputBounds):
     def clip(self, x: np.ndarray) -> np.ndarray:
         return np.clip(x, self._lo, self._hi)
 
+    def within_rounding(self, x: np.ndarray) -> bool:
+        slack = _ROUNDING * np.maximum(np.abs(self._lo), np.abs(self._hi))
+        return bool((x >= self._lo - slack).all() and (x <= self._hi + slack).all())
+
     def diameter(self, norm: float | str) -> float:
         return float(lp_norm(self._hi - self._lo, norm))
 
@@ -200,6 +218,9 @@ class NormBall(InputBounds):
         name = _NORM_NAMES.get(self.q, f"l{self.q:g}")
         row = tuple(int(i) for i in idx)
         return f"{name} norm {float(n[idx])!r} of row {row} exceeds {self.radius}"
+
+    def within_rounding(self, x: np.ndarray) -> bool:
+        return bool((lp_norm(x, self.q) <= self.radius * (1.0 + _ROUNDING)).all())
 
     def clip(self, x: np.ndarray) -> np.ndarray:
         n = lp_norm(x, self.q)[..., None]
