@@ -44,7 +44,12 @@ class ParticipationCap:
     ``admit(person, t)`` for round ``t`` (the learner's round index, non-decreasing across
     calls): True when the round may carry the person's data (it is then counted), False when
     the round must carry an input that does not depend on the person. A round refused does not
-    count, so a person arriving again after ``min_separation`` rounds is admitted.
+    count, so a person arriving again after ``min_separation`` rounds is admitted. Asked again
+    for the same person and round (a service's retry), it gives the same answer and counts the
+    round once.
+
+    A person is their id as given, compared by equality: ``7`` and ``"7"`` are two people (give
+    one type of id); a numpy integer is taken as the Python integer it holds.
     """
 
     def __init__(self, participations: int, min_separation: int = 1) -> None:
@@ -78,13 +83,15 @@ class ParticipationCap:
                 f"rounds come in order: round {t} after round {self._round} (a person's "
                 "separation is measured between the rounds given)"
             )
+        if isinstance(person, np.generic):  # a numpy id: its Python value (JSON-serialisable)
+            person = person.item()
         try:
             count = self._count.get(person, 0)
         except TypeError:
             raise ArgumentError(f"person must be hashable (an id), got {person!r}") from None
         last = self._last.get(person)
-        if last == t:
-            raise ArgumentError(f"round {t} was already given to {person!r}")
+        if last == t:  # asked again for a round admitted (a retry): the same answer, one round
+            return True
         self._round = t
         if count >= self.participations or (last is not None and t - last < self.min_separation):
             return False
