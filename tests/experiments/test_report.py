@@ -239,3 +239,34 @@ def test_a_person_held_out_table_keeps_its_unit_and_shows_the_tuned_choice(tmp_p
     header = page[page.index("<th>") : page.index("</tr>", page.index("<th>"))]
     assert "unit of privacy" in header and "tuned" in header and "held-out loss" in header
     assert "person: 2 samples, by group privacy" in page and "step_scale" in page
+
+
+def test_a_private_learner_that_does_not_improve_is_compared_with_its_own_counterpart():
+    """The note compared with the best non-private learner of the environment, not the
+    learner's own counterpart (dp-exp2 measured against htinf, not exp2): now its counterpart
+    (registry ``counterpart_of``), the best non-private learner when none ran."""
+    spec = [
+        ("exp2", "exp2", "none", None, np.nan),
+        ("htinf", "htinf", "none", None, np.nan),
+        ("dp-exp2", "dp-exp2", "tight", 0.1, 0.1),
+        ("dp-exp2", "dp-exp2", "tight", 1.0, 1.0),
+    ]
+    res = _results(spec)
+    level = {"exp2": 100.0, "htinf": 60.0}
+    for name, base in level.items():
+        rows = res["learner"] == name
+        res.loc[rows, "regret"] = base + res.loc[rows, "seed"]
+    private = res["learner"] == "dp-exp2"
+    res.loc[private, "regret"] = 200.0 + res.loc[private, "seed"]  # flat across epsilon
+    notes = [n for n in report_notes(summarise(res), "E") if "does not improve" in n]
+    assert notes == [
+        "dp-exp2 [tight] does not improve from epsilon = 0.1 to 1 (regret 201 and 201, within "
+        "their intervals) while its non-private counterpart exp2 reaches 101: at every budget "
+        "tried its noise drowns what it learns."
+    ]
+    alone = res[res["learner"] != "exp2"]
+    (note,) = [n for n in report_notes(summarise(alone), "E") if "does not improve" in n]
+    assert "while the best non-private learner (htinf) reaches 61" in note
+    improving = res.copy()
+    improving.loc[private & (res["epsilon"] == 1.0), "regret"] = 120.0
+    assert not any("does not improve" in n for n in report_notes(summarise(improving), "E"))

@@ -103,7 +103,16 @@ def _plt():  # type: ignore[no-untyped-def]
 #: at most this many curves in one regret panel (the issue on readable reports)
 MAX_CURVES = 8
 _CAL_STYLE = {"tight": "-", "paper": "--"}
-_REF_STYLES = [(":", "black"), ("-.", "dimgray"), ((0, (1, 3)), "black")]
+#: the non-private learners' lines, each told apart by its dashes and its grey (a reference
+#: beyond the sixth repeats them)
+_REF_STYLES = [
+    (":", "black"),
+    ("-.", "dimgray"),
+    ((0, (7, 2)), "black"),
+    ((0, (3, 1, 1, 1, 1, 1)), "gray"),
+    ((0, (1, 4)), "dimgray"),
+    ((0, (10, 3, 2, 3)), "darkgray"),
+]
 
 
 def _counterparts() -> dict[str, tuple[str, ...]]:
@@ -371,8 +380,9 @@ def report_notes(
     """What looks wrong or surprising in one environment's final regrets, in words: a tight
     calibration proving less epsilon than asked; a paper calibration proving more (weaker
     privacy than the paper states); a private learner that does not improve from
-    its smallest to its largest epsilon while its non-private counterpart does far better (the
-    noise drowns the signal at every budget tried); a private learner whose regret is not below
+    its smallest to its largest epsilon (by their intervals) while its non-private counterpart
+    (registry ``counterpart_of``; the best non-private learner when none ran) does far better
+    (the noise drowns the signal at every budget tried); a private learner whose regret is not below
     uniform random play's by its interval (when ``uniform-play`` ran, else at
     ``uniform_regret``, its exact expected regret where known: a stochastic bandit's); an
     environment where every learner is within one confidence interval of every other (no
@@ -395,21 +405,30 @@ def report_notes(
                 "epsilon it states, so the privacy-utility plot places it at what it proves."
             )
     public = data[data["epsilon"].isna()]
-    best_public = public["regret_mean"].min() if len(public) else math.nan
+    counterpart_of = _counterparts()
     for (label, cal), g in data[data["epsilon"].notna()].groupby(["label", "calibration"]):
-        if len(g) < 2 or math.isnan(best_public):
+        own = public[[g["learner"].iloc[0] in counterpart_of.get(n, ()) for n in public["learner"]]]
+        ref = own if len(own) else public  # its own counterpart, else the best non-private
+        if len(g) < 2 or not len(ref):
             continue
+        best = ref.loc[ref["regret_mean"].idxmin()]
         g = g.sort_values("epsilon")
         first, last = g.iloc[0], g.iloc[-1]
         ci = float(np.hypot(first["regret_ci95"], last["regret_ci95"]))
         if last["regret_mean"] >= first["regret_mean"] - ci and (
-            last["regret_mean"] - last["regret_ci95"] > 1.5 * best_public
+            last["regret_mean"] - last["regret_ci95"] > 1.5 * best["regret_mean"]
         ):
+            who = (
+                f"its non-private counterpart {best['label']}"
+                if len(own)
+                else f"the best non-private learner ({best['label']})"
+            )
             notes.append(
                 f"{label} [{cal}] does not improve from epsilon = {first['epsilon']:g} to "
                 f"{last['epsilon']:g} (regret {first['regret_mean']:.4g} and "
-                f"{last['regret_mean']:.4g}) while the best non-private learner reaches "
-                f"{best_public:.4g}: at every budget tried its noise drowns what it learns."
+                f"{last['regret_mean']:.4g}, within their intervals) while {who} reaches "
+                f"{best['regret_mean']:.4g}: at every budget tried its noise drowns what it "
+                "learns."
             )
     uniform = data[data["learner"] == UNIFORM_PLAY]
     if len(uniform) or uniform_regret is not None:
