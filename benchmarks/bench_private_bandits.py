@@ -36,13 +36,11 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from dponline.bandits.exp4 import arm_experts, random_advice
 from dponline.bandits.k_armed import PRIVATE_K_ARMED
 from dponline.bandits.lower_bounds import lai_robbins_coefficient, lower_bound_coefficients
 from dponline.environments.catalogue import build_environment
 from dponline.environments.expert_advice import ExpertAdviceBandit
 from dponline.environments.k_armed import KArmedBandit, two_level_means, unequal_gap_means
-from dponline.environments.real import stock_losses
 from dponline.experiments.rounds import Tally, play
 from dponline.registry import build_learner, learners
 
@@ -171,13 +169,16 @@ def batched_table(horizon: int, replicas: int) -> tuple[dict, float]:
 def nyse_with_experts(n_random: int = 12, seed: int = 0) -> ExpertAdviceBandit:
     """The NYSE bandit (5,651 days, 36 stocks) with 36 + ``n_random`` experts: one per stock and
     ``n_random`` with Dirichlet(1) advice drawn up front from ``seed`` (advice independent of the
-    losses, as the guarantees require: it is public)."""
-    losses = stock_losses("nyse_o")
-    t, k = losses.shape
-    advice = np.concatenate(
-        [arm_experts(t, k), random_advice(t, n_random, k, seed)], axis=1, dtype=float
+    losses, as the guarantees require: it is public); the catalogue's ``stock_bandit`` with
+    ``dataset = "nyse_o"``, ``random_experts = n_random``, ``advice_seed = seed``."""
+    return build_environment(
+        "stock_bandit",
+        None,
+        np.random.default_rng(0),
+        dataset="nyse_o",
+        random_experts=n_random,
+        advice_seed=seed,
     )
-    return ExpertAdviceBandit(losses, name="stock_bandit:nyse_o+experts", advice=advice)
 
 
 def uniform_expert_regret(env: ExpertAdviceBandit) -> float:

@@ -112,3 +112,25 @@ def iterates_on_stream(learner, data: np.ndarray) -> np.ndarray:
         learner.observe(SampleFeedback(row[:d], row[d]))
         out.append(learner.theta.copy() if i + 1 == len(data) else learner.act())
     return np.stack(out, axis=1)
+
+
+def catalogue_environment(name: str, horizon: int, rng: np.random.Generator, folder):
+    """``build_environment(name, horizon, rng)``, an environment that reads a user's file
+    (:data:`~dponline.environments.own_data.PATH_OPTIONS`) given one written in ``folder``: a
+    (T, 4) loss matrix, and (T, 3, 4) advice for ``bandit_losses``."""
+    from pathlib import Path
+
+    from dponline.environments.catalogue import build_environment
+    from dponline.environments.expert_advice import random_advice
+    from dponline.environments.own_data import PATH_OPTIONS
+
+    options = {}
+    if name in PATH_OPTIONS:
+        folder = Path(folder)
+        data = np.random.default_rng(0).random((horizon, 4))
+        np.save(folder / "losses.npy", data)
+        options["path"] = str(folder / "losses.npy")
+        if name == "bandit_losses":
+            np.save(folder / "advice.npy", random_advice(horizon, 3, 4, seed=1))
+            options["advice"] = str(folder / "advice.npy")
+    return build_environment(name, horizon, rng, **options)

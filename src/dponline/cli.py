@@ -948,6 +948,7 @@ def _cmd_environments(args: argparse.Namespace) -> int:
                 "feedback_kind": entry.feedback_kind.value,
                 "action_space": list(entry.action_spaces),
                 "options": options,
+                "required": [p.name for p in params if p.default is inspect.Parameter.empty],
                 "learners": runs,
             }
         )
@@ -957,7 +958,10 @@ def _cmd_environments(args: argparse.Namespace) -> int:
     for r in rows:
         print(f"{r['name']}  [{r['feedback_kind']}; actions: {', '.join(r['action_space'])}]")
         print(f"  {r['description']}")
-        shown = ", ".join(f"{k}={v!r}" for k, v in r["options"].items())
+        shown = ", ".join(
+            f"{k} (required)" if k in r["required"] else f"{k}={v!r}"
+            for k, v in r["options"].items()
+        )
         print(f"  options:  {shown or '-'}")
         print(f"  learners: {', '.join(r['learners']) or '-'}")
         print()

@@ -232,8 +232,12 @@ def test_factories_take_the_environment_s_advice_or_the_experts_option():
     env = informed_expert_advice(20, 0, n_arms=3, n_experts=5)
     lr = build_learner("private-exp4", env, epsilon=1.0, rng=0)
     assert lr.algorithm.advice is env.advice or np.array_equal(lr.algorithm.advice, env.advice)
+    with pytest.raises(ValueError, match=r"gives 5 experts' advice .* drop the experts option"):
+        build_learner("private-exp4", env, epsilon=1.0, experts="random", rng=0)
     plain = BanditEnvironment(np.full((20, 3), 0.5))
-    assert build_learner("exp4", plain, rng=0).algorithm.n_experts == 3  # the arm experts
+    with pytest.warns(UserWarning, match="gives no experts' advice: .* one expert per arm"):
+        assert build_learner("exp4", plain, rng=0).algorithm.n_experts == 3  # the arm experts
+    assert build_learner("exp4", plain, experts="arms", rng=0).algorithm.n_experts == 3
     lr = build_learner("batched-exp4", plain, epsilon=1.0, experts="random", n_experts=7, rng=0)
     assert lr.n_experts == 7
     with pytest.raises(ValueError, match="'arms' or 'random'"):
@@ -462,3 +466,13 @@ def test_act_asked_again_returns_the_arm_played_also_after_a_checkpoint(cls):
         twin.load_state_dict(state)
         assert np.array_equal(twin.act(), arm)
         learner.observe(BanditFeedback(loss=1.0))
+
+
+@pytest.mark.parametrize("name", ["private-exp4", "batched-exp4"])
+def test_the_guarantee_says_the_advice_is_assumed_public(name):
+    env = informed_expert_advice(20, 0, n_arms=3, n_experts=5)
+    privacy = build_learner(name, env, epsilon=1.0, rng=0).privacy
+    assert "advice is fixed before the first round and public" in privacy.assumes
+    assert "assumes the experts' advice is fixed" in str(privacy)
+    person = build_learner(name, env, epsilon=1.0, participations=2, rng=0).privacy
+    assert "public" in person.assumes and person.epsilon <= 1.0

@@ -20,6 +20,7 @@ from dponline.environments import (
 from dponline.environments.catalogue import ENVIRONMENTS, build_environment
 from dponline.experiments.checkpoints import load_state, save_state
 from dponline.protocol import FeedbackKind, LossFunctionFeedback
+from tests.helpers import catalogue_environment
 
 
 def test_experts_regret_by_hand():
@@ -202,7 +203,7 @@ def test_every_registry_environment_follows_the_protocol(name, tmp_path):
     into a freshly built copy, reveals exactly what the original reveals in rounds 6-12."""
     entry = ENVIRONMENTS[name]
     space = entry.action_space_for({})
-    env = build_environment(name, 12, np.random.default_rng(3))
+    env = catalogue_environment(name, 12, np.random.default_rng(3), tmp_path)
     assert isinstance(env, Environment)
     assert env.horizon == 12
     assert env.feedback_kind is entry.feedback_kind
@@ -212,7 +213,7 @@ def test_every_registry_environment_follows_the_protocol(name, tmp_path):
     save_state(tmp_path / "env.ckpt.npz", env.state_dict(), task="t")
     expected = _play(env, space, range(5, 12))
 
-    fresh = build_environment(name, 12, np.random.default_rng(3))
+    fresh = catalogue_environment(name, 12, np.random.default_rng(3), tmp_path)
     fresh.load_state_dict(load_state(tmp_path / "env.ckpt.npz", task="t"))
     got = _play(fresh, space, range(5, 12))
     for i, (a, b) in enumerate(zip(expected, got, strict=True)):

@@ -9,17 +9,25 @@ import numpy as np
 import pytest
 
 from dponline.environments.base import ObliviousLinearLosses
-from dponline.environments.catalogue import ENVIRONMENTS, build_environment
+from dponline.environments.catalogue import ENVIRONMENTS
 from dponline.experiments.rounds import Tally, play
 from dponline.protocol import LossVectorFeedback
+from tests.helpers import catalogue_environment
 
 #: the catalogue's environments over fixed linear loss matrices with full information
-OBLIVIOUS_LINEAR = {"stocks", "alternating", "switching_best", "stochastic", "linear"}
+OBLIVIOUS_LINEAR = {
+    "stocks",
+    "alternating",
+    "switching_best",
+    "stochastic",
+    "linear",
+    "expert_losses",
+}
 
 
 @pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
-def test_the_oblivious_linear_environments_keep_the_contract(name):
-    env = build_environment(name, 30, np.random.default_rng(0))
+def test_the_oblivious_linear_environments_keep_the_contract(name, tmp_path):
+    env = catalogue_environment(name, 30, np.random.default_rng(0), tmp_path)
     assert isinstance(env, ObliviousLinearLosses) == (name in OBLIVIOUS_LINEAR)
     if name not in OBLIVIOUS_LINEAR:
         return

@@ -73,6 +73,7 @@ in narrow windows at epsilon <= 0.01 with few arms (K = 2, N = 100, epsilon = 0.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Callable
@@ -99,18 +100,18 @@ from dponline.bandits.exp3 import (
 )
 from dponline.bandits.htinf import HTINF, SKIP_CONSTANT
 from dponline.bandits.private_reduction import PrivateBanditReduction
-from dponline.environments.expert_advice import checked_advice
+from dponline.environments.expert_advice import arm_experts, checked_advice, random_advice
 from dponline.privacy.arguments import (
     ArgumentError,
     checked_generator,
     checked_int_array,
-    checked_nonnegative_int,
     checked_positive,
     checked_real_array,
     saved_field,
 )
 from dponline.privacy.bounds import Box
 from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.guarantee import PrivacyGuarantee
 from dponline.protocol import FeedbackKind, checked_count
 from dponline.registry import (
     AuditCase,
@@ -120,8 +121,10 @@ from dponline.registry import (
     register_learner,
 )
 from dponline.rng import RngLike, generator_state
+from dponline.warn import warn_caller
 
 __all__ = [
+    "ADVICE_ASSUMES",
     "EXP4",
     "BatchedEXP4",
     "PrivateEXP4",
@@ -144,25 +147,6 @@ def advice_digest(advice: np.ndarray, rows: int = 4096) -> str:
     for start in range(0, advice.shape[0], rows):
         digest.update(np.ascontiguousarray(advice[start : start + rows], dtype=float).tobytes())
     return digest.hexdigest()
-
-
-def arm_experts(horizon: int, n_arms: int) -> np.ndarray:
-    """K experts, expert j always advising arm j: a read-only (T, K, K) view of a read-only
-    identity of its own (EXP4 over them is EXP3); :func:`checked_advice` copies only the
-    identity, never the whole view."""
-    t, k = checked_count("horizon", horizon), checked_count("n_arms", n_arms)
-    eye = np.eye(k)
-    eye.flags.writeable = False
-    return np.broadcast_to(eye, (t, k, k))
-
-
-def random_advice(horizon: int, n_experts: int, n_arms: int, seed: int = 0) -> np.ndarray:
-    """N experts whose advice in every round is drawn from Dirichlet(1, ..., 1) over the K arms,
-    up front from ``seed`` (fixed before the first round, independent of the losses)."""
-    t = checked_count("horizon", horizon)
-    n, k = checked_count("n_experts", n_experts), checked_count("n_arms", n_arms)
-    gen = np.random.default_rng(checked_nonnegative_int("advice_seed", seed))
-    return gen.dirichlet(np.ones(k), size=(t, n))
 
 
 def exp4_parameters(n_experts: int, n_arms: int, horizon: int) -> float:
@@ -309,6 +293,21 @@ class EXP4(SampledArms):
         return int(saved_field(state, "step"))
 
 
+#: what the private expert-advice learners' guarantees assume about the advice
+ADVICE_ASSUMES = (
+    "the experts' advice is fixed before the first round and public: the guarantee covers the "
+    "losses only, so advice computed from the protected data is not protected"
+)
+
+
+def _with_advice_assumed(privacy: PrivacyGuarantee | None) -> PrivacyGuarantee | None:
+    """``privacy`` with :data:`ADVICE_ASSUMES` among what it assumes (``None`` stays)."""
+    if privacy is None:
+        return None
+    assumes = "; ".join(a for a in (privacy.assumes, ADVICE_ASSUMES) if a)
+    return dataclasses.replace(privacy, assumes=assumes)
+
+
 class PrivateEXP4(PrivateBanditReduction):
     """Private EXP4: Laplace(1 / epsilon) on every observed loss, forwarded to robust EXP4
     (module docstring; Agarwal & Singh's Algorithm 4 around EXP4, bound ours).
@@ -362,6 +361,7 @@ class PrivateEXP4(PrivateBanditReduction):
             rng=rng,
             clip=clip,
         )
+        self.privacy = _with_advice_assumed(self.privacy)
 
     def weights(self) -> np.ndarray:
         """EXP4's weights over the experts, shape (replicas, N)."""
@@ -457,6 +457,7 @@ class BatchedEXP4(BatchedPrivateBandit):
             rng=rng,
             clip=clip,
         )
+        self.privacy = _with_advice_assumed(self.privacy)
 
     def weights(self) -> np.ndarray:
         """The base's distribution over the experts, shape (replicas, N)."""
@@ -503,12 +504,25 @@ class BatchedEXP4(BatchedPrivateBandit):
 def _advice_of(env: Any, experts: str | None, n_experts: int | None, advice_seed: int) -> Any:
     """The advice a factory builds its learner with: the environment's when it has one and
     ``experts`` is not given, else ``experts="arms"`` (one expert per arm) or ``"random"``
-    (``n_experts`` Dirichlet experts, default 2K, from ``advice_seed``)."""
+    (``n_experts`` Dirichlet experts, default 2K, from ``advice_seed``). An environment
+    without advice and no ``experts`` runs the arm experts with a warning; ``experts`` beside an
+    environment's own advice is refused (its regret is against the environment's experts)."""
+    advice = getattr(env, "advice", None)
     if experts is None:
-        advice = getattr(env, "advice", None)
         if advice is not None:
             return advice
+        warn_caller(
+            f"the environment {getattr(env, 'name', type(env).__name__)!r} gives no experts' "
+            "advice: the learner runs with one expert per arm (EXP4 is then EXP3); pass "
+            "experts='arms' to say so, or experts='random', or play an environment with advice"
+        )
         experts = "arms"
+    elif advice is not None:
+        raise ArgumentError(
+            f"the environment gives {advice.shape[1]} experts' advice and its regret is against "
+            f"them: experts={experts!r} would replace that advice for the learner alone; drop the "
+            "experts option"
+        )
     if experts == "arms":
         return arm_experts(env.horizon, env.dim)
     if experts == "random":

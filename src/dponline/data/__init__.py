@@ -7,7 +7,7 @@ from importlib import resources
 
 import numpy as np
 
-__all__ = ["DATASETS", "load_digits", "load_price_relatives", "load_prices"]
+__all__ = ["DATASETS", "PRICE_DATASETS", "load_digits", "load_price_relatives", "load_prices"]
 
 #: name -> (file, description)
 DATASETS: dict[str, tuple[str, str]] = {
@@ -18,6 +18,9 @@ DATASETS: dict[str, tuple[str, str]] = {
         "8x8 images of handwritten digits, pixels 0-16, 10 classes (1,797)",
     ),
 }
+
+#: the data sets of daily prices (the others are not prices)
+PRICE_DATASETS: tuple[str, ...] = ("nyse_o", "djia")
 
 
 def load_price_relatives(name: str = "nyse_o") -> tuple[np.ndarray, list[str]]:
@@ -33,8 +36,8 @@ def load_price_relatives(name: str = "nyse_o") -> tuple[np.ndarray, list[str]]:
 
 def load_prices(name: str = "nyse_o") -> tuple[np.ndarray, list[str]]:
     """Normalised daily prices p_t / p_0, an array (days, stocks), and the column names."""
-    if name not in DATASETS:
-        raise ValueError(f"unknown data set {name!r}; expected one of {sorted(DATASETS)}")
+    if name not in PRICE_DATASETS:
+        raise ValueError(f"unknown price data set {name!r}; expected one of {list(PRICE_DATASETS)}")
     path = resources.files(__name__).joinpath(DATASETS[name][0])
     with path.open("rb") as raw, gzip.open(raw, "rt") as fh:
         header = fh.readline().strip().split(",")

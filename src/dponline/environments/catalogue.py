@@ -16,7 +16,12 @@ from dponline.environments.bandit_linear import BanditLinearEnvironment
 from dponline.environments.bandits import BanditEnvironment, StochasticBandit
 from dponline.environments.base import Environment
 from dponline.environments.contextual import DigitsBandit, SyntheticGLMBandit
-from dponline.environments.expert_advice import informed_expert_advice
+from dponline.environments.expert_advice import (
+    ExpertAdviceBandit,
+    arm_experts,
+    informed_expert_advice,
+    random_advice,
+)
 from dponline.environments.experts import (
     ExpertsEnvironment,
     alternating_losses,
@@ -28,6 +33,7 @@ from dponline.environments.linear import LinearLossEnvironment, drifting_losses
 from dponline.environments.lipschitz import lipschitz_low_dim, stock_portfolio_low_dim
 from dponline.environments.lp_regression import LpRegressionStream
 from dponline.environments.open_bandit import open_bandit_arms
+from dponline.environments.own_data import bandit_losses, expert_losses
 from dponline.environments.real import stock_basket, stock_losses, stock_tree
 from dponline.environments.smooth_convex import digits_logistic, smooth_convex
 from dponline.environments.smooth_samples import smooth_convex_samples
@@ -81,6 +87,32 @@ def _horizon_cut(losses: np.ndarray, horizon: int | None) -> np.ndarray:
     return losses[:horizon]
 
 
+def _stock_bandit(
+    horizon: int | None,
+    rng: np.random.Generator,
+    dataset: str = "djia",
+    scale: float = 0.1,
+    random_experts: int = 0,
+    advice_seed: int = 0,
+) -> BanditEnvironment:
+    """Each stock an arm; with ``random_experts`` M > 0 a bandit with expert advice: the arm
+    experts (one per stock) and M Dirichlet(1) experts drawn up front from ``advice_seed``,
+    independent of the losses (the advice is public)."""
+    losses = _horizon_cut(stock_losses(dataset, scale), horizon)
+    name = f"stock_bandit:{dataset}"
+    if isinstance(random_experts, bool) or not isinstance(random_experts, (int, np.integer)):
+        raise ValueError(f"random_experts must be an integer >= 0, got {random_experts!r}")
+    if random_experts < 0:
+        raise ValueError(f"random_experts must be an integer >= 0, got {random_experts!r}")
+    if random_experts == 0:
+        return BanditEnvironment(losses, name=name)
+    t, k = losses.shape
+    advice = np.concatenate(
+        [arm_experts(t, k), random_advice(t, int(random_experts), k, advice_seed)], axis=1
+    )
+    return ExpertAdviceBandit(losses, name=f"{name}+experts", advice=advice)
+
+
 def _linear(
     horizon: int, rng: np.random.Generator, dim: int = 5, domain: str = "ball", drift: float = 0.3
 ) -> LinearLossEnvironment:
@@ -123,7 +155,7 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             FeedbackKind.LOSS_VECTOR,
             "simplex",
             "real data: each stock is an expert; loss from its daily return "
-            "(NYSE (O) or DJIA, shipped with dponline)",
+            "(dataset = nyse_o | djia, shipped with dponline)",
         ),
         EnvironmentEntry(
             "alternating",
@@ -163,12 +195,12 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
         ),
         EnvironmentEntry(
             "stock_bandit",
-            lambda horizon, rng, dataset="djia", scale=0.1: BanditEnvironment(
-                _horizon_cut(stock_losses(dataset, scale), horizon), name=f"stock_bandit:{dataset}"
-            ),
+            _stock_bandit,
             FeedbackKind.BANDIT,
             "arms",
-            "real data: each stock is an arm",
+            "real data: each stock is an arm (dataset = djia | nyse_o); random_experts = M > 0 "
+            "adds experts' advice: one expert per stock and M Dirichlet(1) ones drawn from "
+            "advice_seed (public, fixed in advance; regret against the best expert)",
         ),
         EnvironmentEntry(
             "bandit_linear",
@@ -337,6 +369,23 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "real data: the Open Bandit Dataset's 80 items (ZOZOTOWN, uniformly logged sample, "
             "shipped) as Bernoulli arms at their measured click rates (0 to 2.6%; positions "
             "pooled, or position = 1 | 2 | 3; items = a count or ids); loss = 1 - click",
+        ),
+        EnvironmentEntry(
+            "bandit_losses",
+            bandit_losses,
+            FeedbackKind.BANDIT,
+            "arms",
+            "your own adversarial bandit: losses (T, K) in [0, 1] from the file path (.npy or "
+            ".csv), with the experts' advice (T, N, K, .npy) from the file advice when given; "
+            "a spec records each file's SHA-256",
+        ),
+        EnvironmentEntry(
+            "expert_losses",
+            expert_losses,
+            FeedbackKind.LOSS_VECTOR,
+            "simplex",
+            "your own experts: losses (T, N) in [0, 1] from the file path (.npy or .csv), seen "
+            "in full; a spec records the file's SHA-256",
         ),
         EnvironmentEntry(
             "expert_advice",

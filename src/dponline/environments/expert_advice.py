@@ -30,14 +30,16 @@ import numpy as np
 
 from dponline.environments.bandits import BanditEnvironment
 from dponline.environments.experts import switching_best_losses
-from dponline.privacy.arguments import ArgumentError, checked_real_array
-from dponline.protocol import FeedbackKind
+from dponline.privacy.arguments import ArgumentError, checked_nonnegative_int, checked_real_array
+from dponline.protocol import FeedbackKind, checked_count
 
 __all__ = [
     "ADVICE_TOLERANCE",
     "ExpertAdviceBandit",
+    "arm_experts",
     "checked_advice",
     "informed_expert_advice",
+    "random_advice",
 ]
 
 
@@ -78,7 +80,7 @@ def _check_distributions(a: np.ndarray) -> None:
         if negative.any():
             t, j, i = np.unravel_index(int(np.argmax(negative)), block.shape)
             raise ValueError(
-                f"advice must be nonnegative, got {block[t, j, i]!r} at round {start + t}, "
+                f"advice must be nonnegative, got {float(block[t, j, i])!r} at round {start + t}, "
                 f"expert {j}"
             )
         sums = block.sum(axis=2)
@@ -86,7 +88,8 @@ def _check_distributions(a: np.ndarray) -> None:
         if off.any():
             t, j = np.unravel_index(int(np.argmax(off)), off.shape)
             raise ValueError(
-                f"advice rows must sum to 1, got {sums[t, j]!r} at round {start + t}, expert {j}"
+                f"advice rows must sum to 1, got {float(sums[t, j])!r} at round {start + t}, "
+                f"expert {j}"
             )
 
 
@@ -163,6 +166,25 @@ class ExpertAdviceBandit(BanditEnvironment):
     @property
     def n_arms(self) -> int:
         return self.dim
+
+
+def arm_experts(horizon: int, n_arms: int) -> np.ndarray:
+    """K experts, expert j always advising arm j: a read-only (T, K, K) view of a read-only
+    identity of its own (EXP4 over them is EXP3); :func:`checked_advice` copies only the
+    identity, never the whole view."""
+    t, k = checked_count("horizon", horizon), checked_count("n_arms", n_arms)
+    eye = np.eye(k)
+    eye.flags.writeable = False
+    return np.broadcast_to(eye, (t, k, k))
+
+
+def random_advice(horizon: int, n_experts: int, n_arms: int, seed: int = 0) -> np.ndarray:
+    """N experts whose advice in every round is drawn from Dirichlet(1, ..., 1) over the K arms,
+    up front from ``seed`` (fixed before the first round, independent of the losses)."""
+    t = checked_count("horizon", horizon)
+    n, k = checked_count("n_experts", n_experts), checked_count("n_arms", n_arms)
+    gen = np.random.default_rng(checked_nonnegative_int("advice_seed", seed))
+    return gen.dirichlet(np.ones(k), size=(t, n))
 
 
 def informed_expert_advice(

@@ -54,6 +54,7 @@ import pandas as pd
 from dponline import registry
 from dponline.environments.base import Environment, HeldOutEvaluation
 from dponline.environments.catalogue import build_environment
+from dponline.environments.own_data import PATH_OPTIONS
 from dponline.experiments.checkpoints import (
     CHECKPOINT_SUFFIX,
     RESULT_SUFFIX,
@@ -177,6 +178,8 @@ class Task:
         other code are never read back."""
         fields = asdict(self)
         del fields["modules"]  # where the learner's module lies is not what a result is
+        # nor where a file of data lies: its digest (recorded by the spec) is what it holds
+        fields["environment_options"] = content_options(self.environment, self.environment_options)
         spec = {**fields, "dponline_code": code_fingerprint(), "learner_code": _learner_code(self)}
         blob = json.dumps(spec, sort_keys=True, default=str).encode()
         return f"task{self.task_index:04d}-{hashlib.sha256(blob).hexdigest()[:16]}"
@@ -206,7 +209,11 @@ class Task:
             )
         if self.seeding not in SEEDINGS:
             raise ValueError(f"seeding must be 'sweep', 'spawn' or 'stable', got {self.seeding!r}")
-        environment = [self.environment, self.environment_options, self.horizon]
+        environment = [
+            self.environment,
+            content_options(self.environment, self.environment_options),
+            self.horizon,
+        ]
         env_seq = np.random.SeedSequence(self.seed_entropy, spawn_key=(0, *_key(environment)))
         if self.seeding == "stable":
             task = [
@@ -235,6 +242,36 @@ def _key(fields: Any) -> tuple[int, ...]:
     return tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
 
 
+def _twelve_digits(x: float) -> float:
+    """``x`` to 12 significant digits (NaN and infinity as they are)."""
+    return float(f"{x:.12g}") if math.isfinite(x) else x
+
+
+def content_options(environment: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without the paths of the files the environment reads when their digests
+    are recorded beside them (:data:`~dponline.environments.own_data.PATH_OPTIONS`): what a
+    task's key and seeds depend on is the data, not the folder it lies in, so a spec's run
+    reads the same results back, and draws the same numbers, on another machine."""
+    out = dict(options)
+    for option, digest_option in PATH_OPTIONS.get(environment, ()):
+        if out.get(digest_option) is not None:
+            out.pop(option, None)
+    return out
+
+
+def _default_label(environment: str, options: dict[str, Any]) -> str:
+    """The environment's name and options, a file it reads by its name alone (its folder and
+    the digest the spec recorded stay in the task, not in the tables)."""
+    files = dict(PATH_OPTIONS.get(environment, ()))
+    digests = set(files.values())
+    shown = (
+        f" {k}={Path(v).name if k in files else v}"
+        for k, v in sorted(options.items())
+        if k not in digests
+    )
+    return environment + "".join(shown)
+
+
 def make_tasks(
     *,
     learners: Sequence[dict[str, Any]],
@@ -259,9 +296,7 @@ def make_tasks(
     reporting what they prove.
     """
     env_options = dict(environment_options or {})
-    env_label = environment_label or (
-        environment + "".join(f" {k}={v}" for k, v in sorted(env_options.items()))
-    )
+    env_label = environment_label or _default_label(environment, env_options)
     catalogue = registry.learners()
     tasks: list[Task] = []
     for spec in learners:
@@ -770,7 +805,8 @@ def _rows(task: Task, run: _Run, tuned: str) -> pd.DataFrame:
             "environment": task.environment_label or task.environment,
             "calibration": task.calibration,
             "epsilon": np.nan if task.epsilon is None else task.epsilon,
-            "proven_epsilon": run.proven_epsilon,
+            # to 12 digits: 1 / (1 / 0.1) is 0.10000000000000002 (the tables read 0.1)
+            "proven_epsilon": _twelve_digits(run.proven_epsilon),
             "delta": run.delta,
             # never empty: a column of text throughout reads back as text (a non-private
             # task's "" was NaN in results.csv, and pandas warned of mixed types)

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from dponline.environments.catalogue import ENVIRONMENTS, check_environment_options
+from dponline.environments.own_data import PATH_OPTIONS, file_digest
 from dponline.experiments.runner import (
     BACKENDS,
     SEEDINGS,
@@ -330,11 +331,41 @@ def _entry(
     return out
 
 
+def _files_recorded(name: str, options: dict[str, Any], base: str | Path | None) -> dict[str, Any]:
+    """An environment's options with each file it reads (:data:`PATH_OPTIONS`) made absolute
+    (a relative path is the spec folder's, ``base``) and its SHA-256 recorded beside it, so
+    that the task's key, and a run's read-back of finished tasks, follow the file's contents;
+    a digest the spec pins must be the file's."""
+    out = dict(options)
+    for option, digest_option in PATH_OPTIONS.get(name, ()):
+        if option not in out:
+            if digest_option in out:
+                raise ValueError(f"{digest_option} is given without the file {option!r}")
+            continue
+        raw = out[option]
+        if not isinstance(raw, str) or not raw:
+            raise ValueError(f"{option} must name a file (a string), got {raw!r}")
+        path = Path(raw).expanduser()
+        if not path.is_absolute():
+            path = Path(base if base is not None else ".") / path
+        if not path.is_file():
+            raise ValueError(f"{option}: no file {str(path)!r}")
+        digest = file_digest(path)
+        pinned = out.get(digest_option)
+        if pinned is not None and pinned != digest:
+            raise ValueError(
+                f"{option}: {str(path)!r} has SHA-256 {digest}, not the {digest_option} the spec "
+                f"pins ({pinned}): the file changed"
+            )
+        out[option], out[digest_option] = str(path.resolve()), digest
+    return out
+
+
 def parse_spec(
     data: dict[str, Any], default_name: str = "experiment", base: str | Path | None = None
 ) -> ExperimentSpec:
-    """Validate a parsed TOML document; ``base``: the folder its ``modules`` paths are
-    relative to (the spec file's; default the working directory)."""
+    """Validate a parsed TOML document; ``base``: the folder its ``modules`` paths and its
+    environments' files are relative to (the spec file's; default the working directory)."""
     known = {
         "name",
         "modules",
@@ -393,6 +424,7 @@ def parse_spec(
         try:
             ENVIRONMENTS[env["name"]].action_space_for(env["options"])
             check_environment_options(env["name"], env["options"])
+            env["options"] = _files_recorded(env["name"], env["options"], base)
         except ValueError as exc:
             raise SpecError(f"spec field 'environments[{i}].options': {exc}") from None
     learners_raw = data.get("learners")

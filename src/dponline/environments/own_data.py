@@ -1,0 +1,151 @@
+"""Environments over a user's own loss sequence, read from a file a spec names.
+
+A researcher's adversary (a switching or drifting loss sequence, a logged stream, experts'
+advice) is an array; a spec names its file and the runner plays every learner of the spec on
+it, as on the catalogue's own environments:
+
+* ``bandit_losses``: ``path`` holds the losses (T, K) in [0, 1] of an oblivious adversarial
+  bandit (:class:`~dponline.environments.bandits.BanditEnvironment`); with ``advice`` naming a
+  file of the experts' advice (T, N, K), a bandit with expert advice
+  (:class:`~dponline.environments.expert_advice.ExpertAdviceBandit`, regret against the best
+  expert).
+* ``expert_losses``: ``path`` holds the losses (T, N) in [0, 1] of N experts, seen in full
+  every round (:class:`~dponline.environments.experts.ExpertsEnvironment`).
+
+**Files.** ``.npy`` (one array, no pickles) or text (``.csv``, ``.txt``: comma- or
+whitespace-separated rows; a first line that is not numbers is taken as a header); advice
+only as ``.npy`` (three axes). A spec's relative path is read from the spec's folder.
+
+**What a run remembers.** A spec's run reads the tasks it has finished back from its results
+folder, keyed by the options. So that an edited file is not mistaken for the one measured,
+the spec records each file's SHA-256 beside its path (``sha256``, ``advice_sha256``) when it is
+read, and the environment refuses a file whose digest differs (a spec may pin the digests
+itself). The losses are data the learners' guarantees protect; the advice is taken as public
+and fixed in advance, as the expert-advice learners' guarantees assume.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dponline.environments.bandits import BanditEnvironment
+from dponline.environments.expert_advice import ExpertAdviceBandit
+from dponline.environments.experts import ExpertsEnvironment
+
+__all__ = [
+    "PATH_OPTIONS",
+    "bandit_losses",
+    "expert_losses",
+    "file_digest",
+    "read_array",
+]
+
+#: the options of each environment here that name a file, with the option holding its digest
+PATH_OPTIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "bandit_losses": (("path", "sha256"), ("advice", "advice_sha256")),
+    "expert_losses": (("path", "sha256"),),
+}
+
+_TEXT_SUFFIXES = (".csv", ".txt", ".tsv")
+
+
+def file_digest(path: str | Path) -> str:
+    """The SHA-256 of the file's bytes, in hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _text_rows(path: Path) -> np.ndarray:
+    with open(path, encoding="utf-8") as fh:
+        lines = [line for line in fh if line.strip()]
+    if not lines:
+        raise ValueError(f"{path}: the file holds no rows")
+    delimiter = "," if "," in lines[0] else None
+    try:
+        float(lines[0].replace(",", " ").split()[0])
+    except ValueError:
+        lines = lines[1:]  # a header
+    try:
+        return np.loadtxt(lines, delimiter=delimiter, ndmin=2, dtype=float)
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a table of numbers ({exc})") from None
+
+
+def read_array(path: str | Path, ndim: int, what: str, sha256: str | None = None) -> np.ndarray:
+    """The array of ``ndim`` axes in the file ``path`` (``.npy``, or for two axes a text table),
+    refused with a ValueError naming the file when it is missing, of another shape, not finite,
+    or (``sha256`` given) not the file whose digest that is."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{what}: no file {str(p)!r}")
+    if sha256 is not None and file_digest(p) != sha256:
+        raise ValueError(
+            f"{what}: {str(p)!r} is not the file the spec recorded (its SHA-256 differs: the file "
+            "changed since); give the new file's digest, or none, to run on it"
+        )
+    if p.suffix == ".npy":
+        try:
+            array = np.load(p, allow_pickle=False)
+        except ValueError as exc:
+            raise ValueError(f"{what}: {str(p)!r} is not a numeric .npy array ({exc})") from None
+    elif p.suffix in _TEXT_SUFFIXES and ndim == 2:
+        array = _text_rows(p)
+    else:
+        kinds = ".npy" if ndim != 2 else ".npy, .csv, .txt or .tsv"
+        raise ValueError(f"{what}: {str(p)!r} must be a {kinds} file")
+    if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
+        raise ValueError(f"{what}: {str(p)!r} holds {array.dtype} values, not real numbers")
+    array = np.asarray(array, dtype=float)
+    if array.ndim != ndim:
+        raise ValueError(f"{what}: {str(p)!r} holds an array of shape {array.shape}, {ndim} axes")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{what}: {str(p)!r} holds NaN or infinite values")
+    return array
+
+
+def _cut(array: np.ndarray, horizon: int | None, path: str) -> np.ndarray:
+    if horizon is None:
+        return array
+    if horizon > len(array):
+        raise ValueError(f"horizon {horizon} exceeds the {len(array)} rounds in {path!r}")
+    return array[:horizon]
+
+
+def bandit_losses(
+    horizon: int | None,
+    rng: Any,
+    path: str,
+    advice: str | None = None,
+    sha256: str | None = None,
+    advice_sha256: str | None = None,
+) -> BanditEnvironment:
+    """The adversarial bandit over the losses (T, K) in ``path`` (module docstring), with the
+    experts' advice (T, N, K) in ``advice`` when given; the first ``horizon`` rounds (all of
+    them for ``None``). ``rng`` is unused: the sequence is fixed."""
+    losses = _cut(read_array(path, 2, "bandit_losses path", sha256), horizon, path)
+    name = f"bandit_losses:{Path(path).name}"
+    if advice is None:
+        if advice_sha256 is not None:
+            raise ValueError("bandit_losses: advice_sha256 is given without an advice file")
+        return BanditEnvironment(losses, name=name)
+    table = _cut(read_array(advice, 3, "bandit_losses advice", advice_sha256), horizon, advice)
+    if len(table) < len(losses):
+        raise ValueError(
+            f"bandit_losses: the advice covers {len(table)} rounds, the losses {len(losses)}"
+        )
+    return ExpertAdviceBandit(losses, name=name + "+advice", advice=table[: len(losses)])
+
+
+def expert_losses(
+    horizon: int | None, rng: Any, path: str, sha256: str | None = None
+) -> ExpertsEnvironment:
+    """Full-information experts over the losses (T, N) in ``path`` (module docstring)."""
+    losses = _cut(read_array(path, 2, "expert_losses path", sha256), horizon, path)
+    return ExpertsEnvironment(losses, name=f"expert_losses:{Path(path).name}")
