@@ -259,6 +259,7 @@ def test_a_registered_learner_is_picked_up_by_the_battery_specs_and_cli(throwawa
         "alternating",
         "switching_best",
         "stochastic",
+        "expert_losses",
     ]
     with pytest.raises(ValueError, match="already registered"):
         register_learner(_throwaway_entry("noisy-last-loss"))

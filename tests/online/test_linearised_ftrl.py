@@ -71,3 +71,26 @@ def test_learning_rate_and_lipschitz_are_checked():
         LinearisedFTRL(LpBall(2, 2.0, 1.0), 5, lipschitz=0.0, budget=None)
     with pytest.raises(ValueError, match="eta"):
         LinearisedFTRL(LpBall(2, 2.0, 1.0), 5, lipschitz=1.0, budget=None, eta=-1.0)
+
+
+def test_a_state_is_refused_by_a_learner_that_decides_otherwise():
+    """A state saved under radius 1 loaded into a learner over radius 2, or with another step
+    size, continued a different run without a word: the decision rule is now in the state."""
+    from dponline.privacy.arguments import ArgumentError
+
+    def build(radius=1.0, **kw):
+        return LinearisedFTRL(
+            LpBall(3, 2, radius), None, lipschitz=1.0, budget=PrivacyBudget(1.0, 1e-6), rng=0, **kw
+        )
+
+    learner = build()
+    learner.act()
+    state = learner.state_dict()
+    build().load_state_dict(state)  # the same rule loads
+    for other, key in (
+        (build(2.0), "domain"),
+        (build(eta_constant=0.1), "eta_constant"),
+        (build(eta=0.01), "eta"),
+    ):
+        with pytest.raises(ArgumentError, match=f"decision rule .* differs in {key}"):
+            other.load_state_dict(state)

@@ -16,10 +16,24 @@ import numpy as np
 
 from dponline.continual.base import ContinualCounter
 from dponline.privacy.arguments import checked_real_array, saved_field
-from dponline.protocol import Feedback, LossVectorFeedback, NoiseHandle, RoundDiscipline
+from dponline.protocol import (
+    Feedback,
+    LossVectorFeedback,
+    NoiseHandle,
+    RoundDiscipline,
+    checked_config,
+)
 from dponline.threads import blas_limit
 
-__all__ = ["CounterLearner"]
+__all__ = ["CounterLearner", "described"]
+
+
+def described(obj: Any) -> str:
+    """``repr(obj)`` when it describes the object (the library's domains and regularisers:
+    ``LpBall(dim=2, p=2.0, radius=1.0)``), else its class name: a repr holding an address
+    (``<... at 0x...>``) differs between processes, and a saved state must load in another."""
+    text = repr(obj)
+    return type(obj).__qualname__ if " at 0x" in text else text
 
 
 class CounterLearner(NoiseHandle, RoundDiscipline, ABC):
@@ -98,8 +112,20 @@ class CounterLearner(NoiseHandle, RoundDiscipline, ABC):
         self.counter.privacy = self.privacy
         self._cumulative = self.counter.initial_release()  # L~_0 was drawn at construction
 
+    def _decision_config(self) -> dict[str, Any]:
+        """What the decisions depend on besides the counter's releases (the counter's state
+        checks its own configuration): the learner's class and its domain; a subclass adds its
+        rule's parameters. A state saved under another is refused, since it would continue a
+        different run (and not bit for bit)."""
+        domain = getattr(self, "domain", None)
+        return {
+            "learner": type(self).__name__,
+            "domain": None if domain is None else described(domain),
+        }
+
     def state_dict(self) -> dict[str, Any]:
         return {
+            "decisions": self._decision_config(),
             "t": self.t,
             "acted": self._acted,
             "noise_multiplier": self.noise_multiplier,
@@ -110,6 +136,12 @@ class CounterLearner(NoiseHandle, RoundDiscipline, ABC):
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
         """Check the round counter, the last release and the counter's whole state, then
         return the function that installs them (:meth:`RoundDiscipline.load_state_dict`)."""
+        checked_config(
+            saved_field(state, "decisions"),
+            self._decision_config(),
+            type(self).__name__,
+            "decision rule (domain, regulariser or step size)",
+        )
         t, acted = self._checked_rounds(state)
         multiplier = self._saved_multiplier(state)
         cumulative = np.array(

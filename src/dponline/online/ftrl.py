@@ -68,7 +68,7 @@ from dponline.continual.base import ContinualCounter
 from dponline.continual.factory import build_counter
 from dponline.domains.base import ConvexDomain, Projectable, checked_domain
 from dponline.domains.simplex import Simplex
-from dponline.online.counter_learner import CounterLearner
+from dponline.online.counter_learner import CounterLearner, described
 from dponline.privacy.arguments import checked_flag, checked_positive
 from dponline.privacy.bounds import Box, InputBounds
 from dponline.privacy.budget import PrivacyBudget
@@ -363,6 +363,16 @@ class DPFTRL(CounterLearner):
         )
         self.privacy: PrivacyGuarantee | None = self.counter.privacy
         self._cumulative = self.counter.initial_release()
+
+    def _decision_config(self) -> dict[str, Any]:
+        """The class, the domain, the regulariser and the step size (fixed, or the anytime
+        rate's constant)."""
+        return {
+            **super()._decision_config(),
+            "regulariser": described(self.regulariser),
+            "eta": self._eta,
+            "eta_constant": self.eta_constant,
+        }
 
     def rate(self, rounds: Any) -> Any:
         """eta of round(s) ``rounds`` (1-based): the fixed rate, or c / sqrt(t) for the anytime
