@@ -448,3 +448,40 @@ def test_a_run_that_sees_nothing_says_so_and_warns_once():
     assert messages and len(messages) == len(set(messages))
     (seen,) = one_run_table(names=["dp-imed"])  # 3.39 at a tenth
     assert not seen["sees_nothing"]
+
+
+def test_one_run_power_says_whether_the_audit_can_see_the_learner_on_the_stream():
+    """A deployment auditing its own stream learns from "not refuted" only if the audit has
+    power there: one_run_power audits the claim at the full noise, a tenth and a hundredth on
+    the same stream and coins, and says which (the library call printed no "saw nothing" as
+    the command does). DP-FTRL, Laplace, 400 canaries: a hundredth is refuted (2.99 > 1), the
+    claim not; canaries that change almost nothing (1e-6) are seen at no fraction."""
+    from dponline.experiments.one_run_audit import one_run_power
+
+    plan = CanaryPlan(canaries=400, gap=6)
+    stream = np.zeros((plan.horizon, 2))
+    make = lambda: _dp_ftrl(1.0, plan.horizon)  # noqa: E731
+    power = one_run_power(make, stream, ([0.0, 0.0], [1.0, 0.0]), plan, dim=2)
+    assert power.fractions == (1.0, 0.1, 0.01)
+    assert not power.refuted and not power.sees_nothing and power.caught == 0.01
+    text = str(power)
+    assert "noise x 0.01: epsilon >= 2.990 REFUTED" in text
+    assert text.endswith(
+        "0.01 of its noise is refuted, so the audit can see this learner on this stream."
+    )
+    blind = one_run_power(make, stream, ([0.0, 0.0], [1e-6, 0.0]), plan, dim=2)
+    assert blind.sees_nothing and blind.caught is None and "Saw nothing" in str(blind)
+
+    def under_noised():
+        learner = _dp_ftrl(1.0, plan.horizon)
+        learner.scale_noise(0.01)
+        return learner
+
+    caught = one_run_power(
+        under_noised, stream, ([0.0, 0.0], [1.0, 0.0]), plan, dim=2, fractions=(1.0,),
+        claim=(1.0, 0.0),
+    )  # fmt: skip
+    assert caught.refuted and "is refuted as deployed" in str(caught)
+    for bad in ((0.1, 1.0), (), (1.0, 0.0)):
+        with pytest.raises(ValueError, match="fractions must start at 1"):
+            one_run_power(make, stream, ([0.0, 0.0], [1.0, 0.0]), plan, dim=2, fractions=bad)

@@ -82,9 +82,11 @@ from dponline.warn import warn_caller
 
 __all__ = [
     "COIN_STREAM",
+    "POWER_FRACTIONS",
     "ArmOrderModel",
     "CanaryPlan",
     "OneRunAudit",
+    "OneRunPower",
     "ReleaseModel",
     "WhiteBox",
     "arm_order_model",
@@ -97,6 +99,7 @@ __all__ = [
     "long_run_case",
     "next_pull",
     "one_run_audit",
+    "one_run_power",
     "one_run_table",
     "phase_release",
     "refuted_learners",
@@ -446,6 +449,112 @@ def one_run_audit(
         fitted=fit,
         seconds=time.perf_counter() - started,
     )
+
+
+#: the noise fractions of :func:`one_run_power`: the claim, a tenth and a hundredth
+POWER_FRACTIONS = (1.0, 0.1, 0.01)
+
+
+@dataclass(frozen=True)
+class OneRunPower:
+    """The outcome of :func:`one_run_power`: one audit of the claim of the learner's full
+    noise per noise fraction (``fractions[0]`` the learner as deployed)."""
+
+    fractions: tuple[float, ...]
+    audits: tuple[OneRunAudit, ...]
+
+    @property
+    def refuted(self) -> bool:
+        """The learner as deployed (the first fraction) is refuted at its claim."""
+        return self.audits[0].refuted
+
+    @property
+    def sees_nothing(self) -> bool:
+        """No bound above 0 at any smaller noise: the audit has no power on this learner and
+        stream, so "not refuted" says nothing about them."""
+        pairs = zip(self.fractions, self.audits, strict=True)
+        return all(a.epsilon_lower == 0.0 for f, a in pairs if f < 1)
+
+    @property
+    def caught(self) -> float | None:
+        """The largest fraction below 1 whose noise is refuted (``None``: none is)."""
+        pairs = zip(self.fractions, self.audits, strict=True)
+        refuted = [f for f, a in pairs if f < 1 and a.refuted]
+        return max(refuted) if refuted else None
+
+    def __str__(self) -> str:
+        claim = self.audits[0].result.claimed_epsilon
+        lines = [
+            f"noise x {f:g}: epsilon >= {a.epsilon_lower:.3f}"
+            + (" REFUTED" if a.refuted else "")
+            + f" ({a.audited} canaries audited, {a.seconds:.1f} s)"
+            for f, a in zip(self.fractions, self.audits, strict=True)
+        ]
+        if self.refuted:
+            verdict = f"The claim of epsilon = {claim:.4g} is refuted as deployed."
+        elif self.sees_nothing:
+            verdict = (
+                f"Saw nothing, not even at {min(self.fractions):g} of the noise: 'not refuted' "
+                "says nothing about this learner on this stream (too few canaries, or a "
+                "learner whose releases hide them); a stream built for the audit's power or a "
+                "white-box guesser may see it (docs/one-run-audit.md)."
+            )
+        elif self.caught is not None:
+            verdict = (
+                f"Not refuted at its claim of epsilon = {claim:.4g}; {self.caught:g} of its "
+                "noise is refuted, so the audit can see this learner on this stream."
+            )
+        else:
+            verdict = (
+                f"Not refuted at its claim of epsilon = {claim:.4g}; less noise moved the bound "
+                "but refuted no fraction tried: a weak audit here."
+            )
+        return "\n".join([*lines, verdict])
+
+
+def one_run_power(
+    make_learner: Callable[[], Any],
+    stream: Any,
+    canary: tuple[Any, Any],
+    plan: CanaryPlan,
+    *,
+    fractions: Sequence[float] = POWER_FRACTIONS,
+    white_box_for: Callable[[Any], WhiteBox | None] | None = None,
+    seed: int = 0,
+    **options: Any,
+) -> OneRunPower:
+    """:func:`one_run_audit` of a fresh learner from ``make_learner()`` at each noise fraction
+    of ``fractions`` (the claim of the full noise each time; first 1, as deployed), on the same
+    stream, canaries and coins (``seed``, an int): whether the claim is refuted, and whether
+    the audit can see the learner on this stream at all (a tenth or a hundredth of its noise
+    refuted, or nothing seen even then, as ``dponline audit --one-run`` says under its table).
+    ``white_box_for(learner)``: the white-box guesser of each learner (for example
+    :func:`arm_order_model`); ``options``: the rest of :func:`one_run_audit`'s."""
+    fractions = tuple(float(f) for f in fractions)
+    if not fractions or fractions[0] != 1.0 or any(not 0 < f <= 1 for f in fractions):
+        raise ValueError(
+            f"fractions must start at 1 (the learner as deployed) and lie in (0, 1], got "
+            f"{fractions!r}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise ValueError(f"seed must be an int (the same coins at every fraction), got {seed!r}")
+    audits = []
+    for fraction in fractions:
+        learner = make_learner()
+        box = None if white_box_for is None else white_box_for(learner)
+        audits.append(
+            one_run_audit(
+                learner,
+                stream,
+                canary,
+                plan,
+                noise_fraction=fraction,
+                white_box=box,
+                seed=seed,
+                **options,
+            )
+        )
+    return OneRunPower(fractions=fractions, audits=tuple(audits))
 
 
 def _rounds(k: int, b: int) -> str:
