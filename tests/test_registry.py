@@ -660,3 +660,14 @@ def test_a_spec_names_a_bad_option_when_it_is_read():
         spec({"name": "ftrl", "options": {"noise": "gaussian"}})
     with pytest.raises(SpecError, match=r"'environments\[0\].options'.*no option 'experts'"):
         spec({"name": "dp-ftrl"}, {"experts": 3})
+
+
+def test_every_action_space_is_said_in_words():
+    """``dponline list`` printed "plays: barrier set" for DP-FTRL on the linearised losses, a
+    learner that plays points of a ball: every space a learner or environment names has words."""
+    from dponline.environments.catalogue import ENVIRONMENTS
+    from dponline.registry import ACTION_SPACE_WORDS
+
+    spaces = {a for e in learners().values() for a in e.action_spaces}
+    spaces |= {a for e in ENVIRONMENTS.values() for a in e.action_spaces}
+    assert spaces <= set(ACTION_SPACE_WORDS)

@@ -887,7 +887,7 @@ def _named(kind: str, names: Sequence[str] | None, catalogue: Any) -> list[str]:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     from dponline.environments.catalogue import ENVIRONMENTS
-    from dponline.registry import learners
+    from dponline.registry import ACTION_SPACE_WORDS, learners
 
     catalogue = learners()
     rows = [catalogue[n].describe(ENVIRONMENTS) for n in _named("learner", args.names, catalogue)]
@@ -903,7 +903,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
         print(f"  guarantee:    {r['guarantee']}")
         print(f"  calibrations: {', '.join(r['calibrations']) or '-'}")
         print(f"  observes:     {r['feedback_kind']}")
-        print(f"  plays:        {', '.join(r['action_space'])}")
+        spaces = [
+            f"{a}: {ACTION_SPACE_WORDS[a]}" if a in ACTION_SPACE_WORDS else a
+            for a in r["action_space"]
+        ]
+        print(f"  plays:        {'; '.join(spaces)}")
         print(f"  environments: {', '.join(r['environments']) or '-'}")
         if r["private"]:
             print(

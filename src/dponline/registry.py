@@ -229,6 +229,22 @@ class LearnerTestCase:
             raise TypeError(f"audit must be an AuditCase, got {type(self.audit).__name__}")
 
 
+#: what each action space's name means, for ``dponline list`` (a learner plays in a space, an
+#: environment accepts one; the names are how specs pair them)
+ACTION_SPACE_WORDS: dict[str, str] = {
+    "arms": "an arm, an index among K",
+    "contextual arms": "an arm, given the round's context",
+    "simplex": "a distribution over the experts, a point of the simplex",
+    "ball": "a point of the unit Euclidean ball",
+    "cube": "a point of the cube [-1, 1]^d",
+    "l_p ball": "a point of an l_p ball",
+    "box (1-2D)": "a point of a box in one or two dimensions",
+    "oracle set": "a point of a polytope given by a linear optimisation oracle",
+    "barrier set": "a point of the environment's convex set, a ball, box or polytope with a "
+    "self-concordant barrier",
+}
+
+
 @dataclass(frozen=True)
 class LearnerEntry:
     """A learner the runner can build from a name, an environment and options.
