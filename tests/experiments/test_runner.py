@@ -841,3 +841,19 @@ def test_the_unit_of_privacy_follows_the_guarantees_relation():
         horizon=20,
     )
     assert set(run_task(task)["unit"]) == {"one user"}
+
+
+@pytest.mark.parametrize("backend", ["serial", "local"])
+def test_a_warning_of_many_tasks_is_printed_once_saying_in_how_many(backend, recwarn):
+    """A learner's warning came once per task, from the process pool's line: now each distinct
+    warning once, after the run, with the count of the tasks that raised it."""
+    tasks = make_tasks(
+        learners=[{"name": "exp4"}, {"name": "private-exp4"}, {"name": "batched-exp4"}],
+        environment="stock_bandit",
+        epsilons=[1.0],
+        seeds=2,
+        horizon=20,
+    )
+    run_sweep(tasks, backend=backend, workers=2, progress=False)
+    said = [str(w.message) for w in recwarn if "gives no experts' advice" in str(w.message)]
+    assert len(said) == 1 and said[0].endswith("[in 3 of 3 tasks]")

@@ -71,6 +71,7 @@ from dponline.privacy.arguments import checked_count
 from dponline.privacy.budget import WeakerGuaranteeError
 from dponline.privacy.guarantee import Neighbouring, PrivacyWarning
 from dponline.threads import WorkerLimits, apply_worker_limits, cpu_count, worker_limits
+from dponline.warn import warn_caller
 
 __all__ = [
     "BACKENDS",
@@ -835,9 +836,26 @@ def _init_worker(limits: WorkerLimits) -> None:
     apply_worker_limits(limits)
 
 
+def _warned(fn: Callable[[Any], Any], task: Any) -> tuple[Any, list[tuple[type, str]]]:
+    """``fn(task)`` and the warnings it raised, (category, message) each: a worker's warnings
+    are printed by the parent, once for all tasks (:func:`execute_tasks`)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(task)
+    return result, [(w.category, str(w.message)) for w in caught]
+
+
 def _indexed(fn: Callable[[Any], Any], item: tuple[int, Any]) -> tuple[int, Any]:
     i, task = item
-    return i, fn(task)
+    return i, _warned(fn, task)
+
+
+def _warn_once(seen: Mapping[tuple[type, str], int], total: int) -> None:
+    """Each distinct warning of a run's tasks once, saying in how many tasks it came (a
+    learner's warning came once per task, attributed to the process pool)."""
+    for (category, message), count in seen.items():
+        where = "" if total <= 1 else f" [in {count} of {total} tasks]"
+        warn_caller(message + where, category)
 
 
 def execute_tasks(
@@ -868,9 +886,13 @@ def execute_tasks(
     if sorted(positions) != list(range(len(tasks))):
         raise ValueError(f"order must be a permutation of the {len(tasks)} task positions")
     results: dict[int, Any] = {}
+    seen: dict[tuple[type, str], int] = {}
     with Progress(len(tasks), enabled=progress) as bar:
 
-        def finished(i: int, result: Any) -> None:
+        def finished(i: int, outcome: tuple[Any, list[tuple[type, str]]]) -> None:
+            result, raised = outcome
+            for key in dict.fromkeys(raised):
+                seen[key] = seen.get(key, 0) + 1
             results[i] = result
             bar.update()
             if on_result is not None:
@@ -879,7 +901,7 @@ def execute_tasks(
         try:
             if backend == "serial" or len(tasks) <= 1:
                 for i in positions:
-                    finished(i, fn(tasks[i]))
+                    finished(i, _warned(fn, tasks[i]))
             elif backend == "local":
                 n = workers or min(len(tasks), cpu_count())
                 limits = worker_limits(n)  # W workers x their threads <= the cores
@@ -905,6 +927,8 @@ def execute_tasks(
                 _run_ray([tasks[i] for i in positions], positions, fn, finished)
         except KeyboardInterrupt:
             raise Interrupted(len(results), len(tasks)) from None
+        finally:
+            _warn_once(seen, len(tasks))
     return [results[i] for i in range(len(tasks))]
 
 
@@ -962,10 +986,11 @@ def run_sweep(
 
 
 def _call(fn: Callable[[Any], Any], task: Any, limits: WorkerLimits | None = None) -> Any:
-    """``fn(task)`` in a Ray worker, its threads bounded to ``limits`` first."""
+    """``fn(task)`` in a Ray worker, its threads bounded to ``limits`` first, with the warnings
+    it raised (:func:`_warned`)."""
     if limits is not None:
         apply_worker_limits(limits)
-    return fn(task)
+    return _warned(fn, task)
 
 
 def _run_ray(
