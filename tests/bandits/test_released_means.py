@@ -12,6 +12,7 @@ from dponline.bandits.delayed import DelayedPolicy
 from dponline.bandits.river_style import RiverPolicy
 from dponline.privacy.audit import audit
 from dponline.privacy.budget import PrivacyBudget
+from dponline.privacy.floating_point import snapped
 from dponline.protocol import BanditFeedback
 
 
@@ -31,10 +32,10 @@ def test_they_are_the_statistics_the_decisions_read():
     for learner in (imed, adap, lazy, ucb):
         assert np.isnan(learner.released_means()).all()  # nothing released yet
         _play(learner, losses)
-    np.testing.assert_array_equal(imed.released_means(), imed.noisy_sum / imed.phase_end)
-    np.testing.assert_array_equal(adap.released_means(), adap.private_mean)
-    np.testing.assert_array_equal(lazy.released_means(), lazy.private_mean)
-    np.testing.assert_array_equal(ucb.released_means(), ucb.private_sum / ucb.pulls)
+    np.testing.assert_array_equal(imed.released_means(), snapped(imed.noisy_sum / imed.phase_end))
+    np.testing.assert_array_equal(adap.released_means(), snapped(adap.private_mean))
+    np.testing.assert_array_equal(lazy.released_means(), snapped(lazy.private_mean))
+    np.testing.assert_array_equal(ucb.released_means(), snapped(ucb.private_sum / ucb.pulls))
     exact = KLUCB(3, 400, rng=0)
     _play(exact, losses)
     np.testing.assert_array_equal(exact.released_means(), exact.sums / exact.pulls)

@@ -81,6 +81,7 @@ from dponline.privacy.arguments import (
     checked_real_array,
     saved_field,
 )
+from dponline.privacy.floating_point import snapped
 from dponline.protocol import (
     Feedback,
     FeedbackKind,
@@ -208,11 +209,13 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         decisions are computed from, so publishing them (a trial's final estimates, say) costs
         nothing beyond the guarantee. Raw: a noisy mean may lie outside [0, 1]. A non-private
         learner's are its exact means (it has no guarantee to keep). A private learner that
-        keeps no per-arm means refuses, saying why (:meth:`_released_means`)."""
+        keeps no per-arm means refuses, saying why (:meth:`_released_means`). A private
+        learner's are rounded to multiples of 2^-24, so that their last bits carry nothing of
+        the data (:mod:`dponline.privacy.floating_point`)."""
         if self.privacy is None:
             with np.errstate(invalid="ignore", divide="ignore"):
                 return np.where(self.pulls > 0, self.sums / self.pulls, np.nan)
-        return self._released_means()
+        return snapped(self._released_means())
 
     def _released_means(self) -> np.ndarray:
         """A private learner's released means (:meth:`released_means`)."""
