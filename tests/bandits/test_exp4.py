@@ -476,3 +476,15 @@ def test_the_guarantee_says_the_advice_is_assumed_public(name):
     assert "assumes the experts' advice is fixed" in str(privacy)
     person = build_learner(name, env, epsilon=1.0, participations=2, rng=0).privacy
     assert "public" in person.assumes and person.epsilon <= 1.0
+
+
+@pytest.mark.parametrize("cls", [PrivateEXP4, BatchedEXP4])
+def test_a_loss_a_hair_past_its_bound_is_rounding(cls):
+    """1 + 2^-52 (a loss computed as 1 - (-eps)) was refused mid-run by the reduction's own
+    check; within a relative 1e-12 it is clipped in, further out still refused."""
+    learner = cls(arm_experts(4, 2), budget=PrivacyBudget(1.0), rng=0)
+    learner.act()
+    learner.observe(BanditFeedback(loss=1.0 + 2.0**-52))
+    learner.act()
+    with pytest.raises(ValueError, match="outside"):
+        learner.observe(BanditFeedback(loss=1.0 + 1e-9))

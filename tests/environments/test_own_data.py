@@ -160,3 +160,25 @@ def test_the_guide_s_spec_passage_runs(tmp_path):
         "stock_bandit dataset=nyse_o random_experts=12",
     }
     assert run_task(tasks[0], tmp_path / "out")["regret"].notna().all()
+
+
+def test_a_header_of_numbers_is_data_unless_the_spec_says_header(tmp_path):
+    """pandas writes a header of column numbers (0,1): read as a first round of data by
+    default (a reviewer's silent extra round; with 3 columns the 2 is refused as a loss), as
+    the header with header=True."""
+    losses = np.round(_losses(5, 2), 6)
+    lines = ["0,1"] + [",".join(repr(float(v)) for v in row) for row in losses]
+    (tmp_path / "numbered.csv").write_text("\n".join(lines) + "\n")
+    path = str(tmp_path / "numbered.csv")
+    assert bandit_losses(None, None, path).horizon == 6  # the header as a round: said in docs
+    np.testing.assert_array_equal(bandit_losses(None, None, path, header=True).losses, losses)
+    (tmp_path / "plain.csv").write_text("\n".join(lines[1:]) + "\n")
+    assert bandit_losses(None, None, str(tmp_path / "plain.csv"), header=False).horizon == 5
+    assert bandit_losses(None, None, str(tmp_path / "plain.csv"), header=True).horizon == 4
+    with pytest.raises(ValueError, match="header must be true, false or absent"):
+        bandit_losses(None, None, path, header="yes")
+
+
+def test_a_spec_without_its_file_is_refused_when_read():
+    with pytest.raises(SpecError, match="'bandit_losses' needs the option 'path'"):
+        parse_spec({"environment": {"name": "bandit_losses"}, "learners": [{"name": "exp3"}]})

@@ -163,3 +163,16 @@ def test_points_drawn_this_round_survive_a_checkpoint_taken_before_the_loss():
     for held, match in ((None, "holds no points"), (points + 0.3, "grid points")):
         with pytest.raises(ValueError, match=match):
             _learner(PrivacyBudget(1.0, 1e-6)).load_state_dict({**state, "held": held})
+
+
+def test_a_state_of_another_box_is_refused():
+    """A state of the dyadic Hedge over [0, 1] loaded into one over [1, 2] (the same grid
+    size, so the same counter) continued on another grid without a word."""
+    lr = _learner(PrivacyBudget(1.0, 1e-6))
+    lr.act()
+    shifted = DyadicHedge(
+        [1.0], [2.0], 64, lipschitz=1.0, budget=PrivacyBudget(1.0, 1e-6), replicas=4, rng=1
+    )
+    with pytest.raises(ValueError, match="differs in grid"):
+        shifted.load_state_dict(lr.state_dict())
+    _learner(PrivacyBudget(1.0, 1e-6)).load_state_dict(lr.state_dict())

@@ -87,6 +87,12 @@ def test_a_state_is_refused_by_a_learner_that_decides_otherwise():
     learner.act()
     state = learner.state_dict()
     build().load_state_dict(state)  # the same rule loads
+    build(1).load_state_dict(state)  # radius=1 is radius=1.0
+    build(np.float64(1.0)).load_state_dict(state)
+    inner = {k: v for k, v in state["inner"].items() if k != "decisions"}
+    old = {**state, "inner": inner}  # before the rule was recorded
+    with pytest.raises(ArgumentError, match="earlier version of dponline"):
+        build().load_state_dict(old)
     for other, key in (
         (build(2.0), "domain"),
         (build(eta_constant=0.1), "eta_constant"),

@@ -255,6 +255,7 @@ class PrivateBanditReduction(NoiseHandle, RoundDiscipline):
             value = checked_bandit_loss(self, feedback, acted=self._acted, finite=False)
             arms = self.algorithm.played_arms()  # type: ignore[attr-defined]
             low, high = self._arm_bounds[0][arms], self._arm_bounds[1][arms]
+            value = snapped(value, low, high)  # a hair past by rounding: clipped in
         else:
             value = checked_bandit_loss(self, feedback, acted=self._acted)
             x = self.algorithm.played()

@@ -424,7 +424,8 @@ def build_environment(
 
 def check_environment_options(name: str, options: Mapping[str, Any]) -> None:
     """Refuse an option the environment ``name``'s builder does not take (ValueError naming
-    it, the closest name and the environment's options), before anything is built."""
+    it, the closest name and the environment's options), and a required one missing (a file
+    of one's own), before anything is built."""
     parameters = inspect.signature(ENVIRONMENTS[name].build).parameters
     if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
         return  # the builder takes any option: its own errors say what is wrong
@@ -435,3 +436,11 @@ def check_environment_options(name: str, options: Mapping[str, Any]) -> None:
                 f"environment {name!r} has no option {option!r}"
                 f"{did_you_mean(option, valid)}; its options: {', '.join(valid) or 'none'}"
             )
+    missing = [
+        p for p in valid if parameters[p].default is inspect.Parameter.empty and p not in options
+    ]
+    if missing:
+        raise ValueError(
+            f"environment {name!r} needs the option {', '.join(repr(p) for p in missing)} "
+            f"(dponline environments {name})"
+        )

@@ -13,8 +13,9 @@ it, as on the catalogue's own environments:
   every round (:class:`~dponline.environments.experts.ExpertsEnvironment`).
 
 **Files.** ``.npy`` (one array, no pickles) or text (``.csv``, ``.txt``: comma- or
-whitespace-separated rows; a first line that is not numbers is taken as a header); advice
-only as ``.npy`` (three axes). A spec's relative path is read from the spec's folder.
+whitespace-separated rows; a first line that is not all numbers is taken as a header, and
+``header = true`` says a header of numbers is one, as pandas writes ``0,1,2``); advice only as
+``.npy`` (three axes). A spec's relative path is read from the spec's folder.
 
 **What a run remembers.** A spec's run reads the tasks it has finished back from its results
 folder, keyed by the options. So that an edited file is not mistaken for the one measured,
@@ -62,26 +63,39 @@ def file_digest(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def _text_rows(path: Path) -> np.ndarray:
+def _text_rows(path: Path, header: bool | None) -> np.ndarray:
     with open(path, encoding="utf-8") as fh:
         lines = [line for line in fh if line.strip()]
     if not lines:
         raise ValueError(f"{path}: the file holds no rows")
     delimiter = "," if "," in lines[0] else None
-    try:
-        float(lines[0].replace(",", " ").split()[0])
-    except ValueError:
-        lines = lines[1:]  # a header
+    if header is None:  # a first line of numbers is data: a header of numbers needs header=True
+        try:
+            [float(token) for token in lines[0].replace(",", " ").split()]
+        except ValueError:
+            header = True
+    if header:
+        lines = lines[1:]
     try:
         return np.loadtxt(lines, delimiter=delimiter, ndmin=2, dtype=float)
     except ValueError as exc:
         raise ValueError(f"{path}: not a table of numbers ({exc})") from None
 
 
-def read_array(path: str | Path, ndim: int, what: str, sha256: str | None = None) -> np.ndarray:
-    """The array of ``ndim`` axes in the file ``path`` (``.npy``, or for two axes a text table),
-    refused with a ValueError naming the file when it is missing, of another shape, not finite,
-    or (``sha256`` given) not the file whose digest that is."""
+def read_array(
+    path: str | Path,
+    ndim: int,
+    what: str,
+    sha256: str | None = None,
+    header: bool | None = None,
+) -> np.ndarray:
+    """The array of ``ndim`` axes in the file ``path`` (``.npy``, or for two axes a text table
+    whose first line is a header when ``header`` is True, data when False, and by default a
+    header only if it is not all numbers), refused with a ValueError naming the file when it is
+    missing, of another shape, not finite, or (``sha256`` given) not the file whose digest that
+    is."""
+    if header not in (None, True, False):
+        raise ValueError(f"{what}: header must be true, false or absent, got {header!r}")
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"{what}: no file {str(p)!r}")
@@ -96,7 +110,7 @@ def read_array(path: str | Path, ndim: int, what: str, sha256: str | None = None
         except ValueError as exc:
             raise ValueError(f"{what}: {str(p)!r} is not a numeric .npy array ({exc})") from None
     elif p.suffix in _TEXT_SUFFIXES and ndim == 2:
-        array = _text_rows(p)
+        array = _text_rows(p, header)
     else:
         kinds = ".npy" if ndim != 2 else ".npy, .csv, .txt or .tsv"
         raise ValueError(f"{what}: {str(p)!r} must be a {kinds} file")
@@ -125,11 +139,12 @@ def bandit_losses(
     advice: str | None = None,
     sha256: str | None = None,
     advice_sha256: str | None = None,
+    header: bool | None = None,
 ) -> BanditEnvironment:
     """The adversarial bandit over the losses (T, K) in ``path`` (module docstring), with the
     experts' advice (T, N, K) in ``advice`` when given; the first ``horizon`` rounds (all of
     them for ``None``). ``rng`` is unused: the sequence is fixed."""
-    losses = _cut(read_array(path, 2, "bandit_losses path", sha256), horizon, path)
+    losses = _cut(read_array(path, 2, "bandit_losses path", sha256, header), horizon, path)
     name = f"bandit_losses:{Path(path).name}"
     if advice is None:
         if advice_sha256 is not None:
@@ -144,8 +159,12 @@ def bandit_losses(
 
 
 def expert_losses(
-    horizon: int | None, rng: Any, path: str, sha256: str | None = None
+    horizon: int | None,
+    rng: Any,
+    path: str,
+    sha256: str | None = None,
+    header: bool | None = None,
 ) -> ExpertsEnvironment:
     """Full-information experts over the losses (T, N) in ``path`` (module docstring)."""
-    losses = _cut(read_array(path, 2, "expert_losses path", sha256), horizon, path)
+    losses = _cut(read_array(path, 2, "expert_losses path", sha256, header), horizon, path)
     return ExpertsEnvironment(losses, name=f"expert_losses:{Path(path).name}")

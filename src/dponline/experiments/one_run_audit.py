@@ -470,10 +470,11 @@ class OneRunPower:
 
     @property
     def sees_nothing(self) -> bool:
-        """No bound above 0 at any smaller noise: the audit has no power on this learner and
-        stream, so "not refuted" says nothing about them."""
+        """No bound above 0 at any smaller noise tried (``False`` when none was): the audit has
+        no power on this learner and stream, so "not refuted" says nothing about them."""
         pairs = zip(self.fractions, self.audits, strict=True)
-        return all(a.epsilon_lower == 0.0 for f, a in pairs if f < 1)
+        smaller = [a.epsilon_lower for f, a in pairs if f < 1]
+        return bool(smaller) and all(bound == 0.0 for bound in smaller)
 
     @property
     def caught(self) -> float | None:
@@ -503,6 +504,11 @@ class OneRunPower:
             verdict = (
                 f"Not refuted at its claim of epsilon = {claim:.4g}; {self.caught:g} of its "
                 "noise is refuted, so the audit can see this learner on this stream."
+            )
+        elif len(self.fractions) == 1:
+            verdict = (
+                f"Not refuted at its claim of epsilon = {claim:.4g}; no smaller noise was "
+                "tried, so whether the audit can see this learner here is not known."
             )
         else:
             verdict = (

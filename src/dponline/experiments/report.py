@@ -409,6 +409,7 @@ def report_notes(
     for (label, cal), g in data[data["epsilon"].notna()].groupby(["label", "calibration"]):
         own = public[[g["learner"].iloc[0] in counterpart_of.get(n, ()) for n in public["learner"]]]
         ref = own if len(own) else public  # its own counterpart, else the best non-private
+        ref = ref.dropna(subset=["regret_mean"])
         if len(g) < 2 or not len(ref):
             continue
         best = ref.loc[ref["regret_mean"].idxmin()]

@@ -8,6 +8,7 @@ for being late."""
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dponline.continual.base import ContinualCounter
-from dponline.privacy.arguments import checked_real_array, saved_field
+from dponline.privacy.arguments import ArgumentError, checked_real_array, saved_field
 from dponline.protocol import (
     Feedback,
     LossVectorFeedback,
@@ -30,10 +31,20 @@ __all__ = ["CounterLearner", "described"]
 
 def described(obj: Any) -> str:
     """``repr(obj)`` when it describes the object (the library's domains and regularisers:
-    ``LpBall(dim=2, p=2.0, radius=1.0)``), else its class name: a repr holding an address
-    (``<... at 0x...>``) differs between processes, and a saved state must load in another."""
+    ``LpBall(dim=2, p=2.0, radius=1.0)``), its numbers written one way, else its class name: a
+    repr holding an address (``<... at 0x...>``) differs between processes, and a saved state
+    must load in another. A domain whose repr gives only its size (a vertex hull, a polytope, a
+    path polytope, a graphic matroid's) is told apart by that size alone."""
     text = repr(obj)
-    return type(obj).__qualname__ if " at 0x" in text else text
+    if " at 0x" in text:
+        return type(obj).__qualname__
+    # one spelling of a number: radius=1, radius=1.0 and radius=np.float64(1.0) are one ball
+    text = re.sub(r"np\.(?:float|int)\d*\(([^()]*)\)", r"\1", text)
+    return re.sub(r"(?<![\w.])-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?(?![\w.])", _one_number, text)
+
+
+def _one_number(match: re.Match[str]) -> str:
+    return repr(float(match.group(0)))
 
 
 class CounterLearner(NoiseHandle, RoundDiscipline, ABC):
@@ -136,6 +147,12 @@ class CounterLearner(NoiseHandle, RoundDiscipline, ABC):
     def prepare_load(self, state: dict[str, Any]) -> Callable[[], None]:
         """Check the round counter, the last release and the counter's whole state, then
         return the function that installs them (:meth:`RoundDiscipline.load_state_dict`)."""
+        if isinstance(state, dict) and "decisions" not in state and "counter" in state:
+            raise ArgumentError(
+                f"state was saved from a {type(self).__name__} by an earlier version of "
+                "dponline (it records no decision rule): a state is read back by the version "
+                "that wrote it"
+            )
         checked_config(
             saved_field(state, "decisions"),
             self._decision_config(),

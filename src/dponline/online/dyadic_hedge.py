@@ -255,6 +255,14 @@ class DyadicHedge(DPFTRL):
         pick = np.minimum((cdf < u).sum(axis=1), w.shape[1] - 1)
         return self.grid.points[pick]
 
+    def _decision_config(self) -> dict[str, Any]:
+        """DP-FTRL's, with the grid (its box and levels) and the Lipschitz bound."""
+        return {
+            **super()._decision_config(),
+            "grid": [self.grid.lo.tolist(), self.grid.hi.tolist(), self.grid.levels],
+            "lipschitz": self.lipschitz,
+        }
+
     def act(self) -> np.ndarray:
         """This round's grid points, drawn from Hedge's weights once a round: asked again
         before :meth:`observe`, the points already drawn (the loss is charged to the point

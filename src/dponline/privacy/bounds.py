@@ -108,7 +108,8 @@ class InputBounds(ABC):
         """Validate ``x`` (shape ``(..., dim)``) and return it as a float array.
 
         Raises ValueError for NaN/inf always, and for values outside the set unless
-        ``clip=True``, in which case they are mapped into the set.
+        ``clip=True``, in which case they are mapped into the set; values within a relative
+        1e-12 of the set (rounding, :meth:`within_rounding`) are mapped into it either way.
         """
         arr = check_finite(x, what)
         if arr.ndim == 0 or arr.shape[-1] != self.dim:
