@@ -175,8 +175,17 @@ def test_a_header_of_numbers_is_data_unless_the_spec_says_header(tmp_path):
     (tmp_path / "plain.csv").write_text("\n".join(lines[1:]) + "\n")
     assert bandit_losses(None, None, str(tmp_path / "plain.csv"), header=False).horizon == 5
     assert bandit_losses(None, None, str(tmp_path / "plain.csv"), header=True).horizon == 4
-    with pytest.raises(ValueError, match="header must be true, false or absent"):
-        bandit_losses(None, None, path, header="yes")
+    for bad in ("yes", 1):
+        with pytest.raises(ValueError, match="header must be true, false or absent"):
+            bandit_losses(None, None, path, header=bad)
+    np.save(tmp_path / "l.npy", losses)
+    with pytest.raises(ValueError, match="header applies to a text table"):
+        bandit_losses(None, None, str(tmp_path / "l.npy"), header=True)
+    # a byte-order mark (a spreadsheet's CSV) before the first row is not a header
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + "\n".join(lines[1:]).encode())
+    np.testing.assert_array_equal(
+        bandit_losses(None, None, str(tmp_path / "bom.csv")).losses, losses
+    )
 
 
 def test_a_spec_without_its_file_is_refused_when_read():

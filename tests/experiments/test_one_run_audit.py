@@ -484,6 +484,6 @@ def test_one_run_power_says_whether_the_audit_can_see_the_learner_on_the_stream(
     assert caught.refuted and "is refuted as deployed" in str(caught)
     alone = one_run_power(make, stream, ([0.0, 0.0], [1.0, 0.0]), plan, dim=2, fractions=(1.0,))
     assert not alone.sees_nothing and "no smaller noise was tried" in str(alone)
-    for bad in ((0.1, 1.0), (), (1.0, 0.0)):
+    for bad in ((0.1, 1.0), (), (1.0, 0.0), (1.0, 1.0)):
         with pytest.raises(ValueError, match="fractions must start at 1"):
             one_run_power(make, stream, ([0.0, 0.0], [1.0, 0.0]), plan, dim=2, fractions=bad)

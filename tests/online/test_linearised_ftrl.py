@@ -100,3 +100,29 @@ def test_a_state_is_refused_by_a_learner_that_decides_otherwise():
     ):
         with pytest.raises(ArgumentError, match=f"decision rule .* differs in {key}"):
             other.load_state_dict(state)
+
+
+def test_a_description_writes_numbers_one_way_and_nothing_else():
+    """radius=1 and radius=np.float64(1.0) are one ball; digits inside quotes (a node's name),
+    integers past 2^53 and other numpy types keep their spelling (a review found '01' and '1'
+    merged)."""
+    from dponline.online.counter_learner import described
+
+    class Shown:
+        def __init__(self, text):
+            self.text = text
+
+        def __repr__(self):
+            return self.text
+
+    cases = {
+        "LpBall(dim=3, p=2, radius=np.float64(1.0))": "LpBall(dim=3.0, p=2.0, radius=1.0)",
+        "P(source='01', n=3)": "P(source='01', n=3.0)",
+        'P(source="1")': 'P(source="1")',
+        "P(n=9007199254740993)": "P(n=9007199254740993)",
+        "P(r=np.float32(0.1), k=np.uint8(3))": "P(r=np.float32(0.1), k=np.uint8(3))",
+        "P(x2=-1e-3)": "P(x2=-0.001)",
+    }
+    for text, want in cases.items():
+        assert described(Shown(text)) == want
+    assert described(object()) == "object"  # an address: the class name

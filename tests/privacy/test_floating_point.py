@@ -42,7 +42,7 @@ def _first_mean(cls, first_reward: float, **options) -> np.ndarray:
     [(AdaPUCB, {}), (DPIMED, {"first_phase": 1}), (LazyDPTS, {}), (DPUCB, {})],
 )
 def test_released_means_are_on_the_grid_whatever_the_reward(cls, options):
-    """Both inputs give outputs on the 2^-24 grid only: the event the attack counts has
+    """Both inputs give outputs on the 2^-16 grid only: the event the attack counts has
     probability 0 under each (it had 0.13 and 0 for AdaP-UCB; no false failure: the
     check is exact)."""
     for reward in (0.0, 1.0):
@@ -60,12 +60,12 @@ def test_laplace_arm_means_are_on_the_grid():
             [laplace_arm_means([total, 0.0], [1, 1], 1.0, rng=gen).means[0] for _ in range(2000)]
         )
         assert not _off_the_lattice(means).any()
-        assert np.all(np.ldexp(means, 24) % 1.0 == 0)
+        assert np.all(np.ldexp(means, 16) % 1.0 == 0)
 
 
 def test_the_rounding_by_hand():
     g = RELEASE_GRID
-    assert g == 2.0**-24
+    assert g == 2.0**-16
     values = np.array([0.0, g * 0.49, g * 0.51, 1.0 + g * 1.5, -3 * g - g / 4, np.nan, np.inf])
     out = snapped(values)
     assert out[:5].tolist() == [0.0, 0.0, g, 1.0 + 2 * g, -3 * g]

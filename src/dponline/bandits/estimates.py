@@ -96,7 +96,7 @@ def laplace_arm_means(
     scale = float(calibration.noise.scale)
     noisy = total + as_generator(rng).laplace(0.0, scale, size=total.shape)
     with np.errstate(invalid="ignore", divide="ignore"):
-        # rounded to 2^-24: a mean's last bits would carry the data (privacy.floating_point)
+        # rounded to 2^-16: a mean's last bits would carry the data (privacy.floating_point)
         means = snapped(np.where(count > 0, np.clip(noisy / count, 0.0, 1.0), np.nan))
         sd = np.where(count > 0, np.sqrt(2.0) * scale / count, np.nan)
     return ArmEstimates(means, sd, count.astype(np.int64), calibration.guarantee)

@@ -210,7 +210,7 @@ class KArmedLearner(RoundDiscipline, NoiseHandle, ABC):
         nothing beyond the guarantee. Raw: a noisy mean may lie outside [0, 1]. A non-private
         learner's are its exact means (it has no guarantee to keep). A private learner that
         keeps no per-arm means refuses, saying why (:meth:`_released_means`). A private
-        learner's are rounded to multiples of 2^-24, so that their last bits carry nothing of
+        learner's are rounded to multiples of 2^-16, so that their last bits carry nothing of
         the data (:mod:`dponline.privacy.floating_point`)."""
         if self.privacy is None:
             with np.errstate(invalid="ignore", divide="ignore"):

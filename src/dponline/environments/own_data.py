@@ -64,7 +64,7 @@ def file_digest(path: str | Path) -> str:
 
 
 def _text_rows(path: Path, header: bool | None) -> np.ndarray:
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8-sig") as fh:  # a byte-order mark is not a header
         lines = [line for line in fh if line.strip()]
     if not lines:
         raise ValueError(f"{path}: the file holds no rows")
@@ -94,7 +94,7 @@ def read_array(
     header only if it is not all numbers), refused with a ValueError naming the file when it is
     missing, of another shape, not finite, or (``sha256`` given) not the file whose digest that
     is."""
-    if header not in (None, True, False):
+    if header is not None and not isinstance(header, bool):
         raise ValueError(f"{what}: header must be true, false or absent, got {header!r}")
     p = Path(path)
     if not p.is_file():
@@ -105,6 +105,8 @@ def read_array(
             "changed since); give the new file's digest, or none, to run on it"
         )
     if p.suffix == ".npy":
+        if header is not None:
+            raise ValueError(f"{what}: header applies to a text table, not {str(p)!r}")
         try:
             array = np.load(p, allow_pickle=False)
         except ValueError as exc:

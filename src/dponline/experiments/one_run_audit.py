@@ -505,7 +505,7 @@ class OneRunPower:
                 f"Not refuted at its claim of epsilon = {claim:.4g}; {self.caught:g} of its "
                 "noise is refuted, so the audit can see this learner on this stream."
             )
-        elif len(self.fractions) == 1:
+        elif not any(f < 1 for f in self.fractions):
             verdict = (
                 f"Not refuted at its claim of epsilon = {claim:.4g}; no smaller noise was "
                 "tried, so whether the audit can see this learner here is not known."
@@ -537,10 +537,15 @@ def one_run_power(
     ``white_box_for(learner)``: the white-box guesser of each learner (for example
     :func:`arm_order_model`); ``options``: the rest of :func:`one_run_audit`'s."""
     fractions = tuple(float(f) for f in fractions)
-    if not fractions or fractions[0] != 1.0 or any(not 0 < f <= 1 for f in fractions):
+    if (
+        not fractions
+        or fractions[0] != 1.0
+        or any(not 0 < f <= 1 for f in fractions)
+        or len(set(fractions)) != len(fractions)
+    ):
         raise ValueError(
-            f"fractions must start at 1 (the learner as deployed) and lie in (0, 1], got "
-            f"{fractions!r}"
+            f"fractions must start at 1 (the learner as deployed), lie in (0, 1] and differ, "
+            f"got {fractions!r}"
         )
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
         raise ValueError(f"seed must be an int (the same coins at every fraction), got {seed!r}")

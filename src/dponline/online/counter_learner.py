@@ -38,13 +38,31 @@ def described(obj: Any) -> str:
     text = repr(obj)
     if " at 0x" in text:
         return type(obj).__qualname__
-    # one spelling of a number: radius=1, radius=1.0 and radius=np.float64(1.0) are one ball
-    text = re.sub(r"np\.(?:float|int)\d*\(([^()]*)\)", r"\1", text)
-    return re.sub(r"(?<![\w.])-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?(?![\w.])", _one_number, text)
+    # one spelling of a number outside quotes: radius=1, radius=1.0 and radius=np.float64(1.0)
+    # are one ball (an integer past 2^53 and other numpy types are left as they are)
+    parts = re.split(r"('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")", text)
+    return "".join(part if i % 2 else _numbers_one_way(part) for i, part in enumerate(parts))
+
+
+def _numbers_one_way(text: str) -> str:
+    out = []
+    for i, part in enumerate(re.split(r"(np\.\w+\([^()]*\))", text)):
+        if i % 2 and not part.startswith("np.float64("):
+            out.append(part)  # another numpy type: its own spelling
+            continue
+        if i % 2:
+            part = part[len("np.float64(") : -1]
+        out.append(
+            re.sub(r"(?<![\w.])-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?(?![\w.])", _one_number, part)
+        )
+    return "".join(out)
 
 
 def _one_number(match: re.Match[str]) -> str:
-    return repr(float(match.group(0)))
+    token = match.group(0)
+    if re.fullmatch(r"-?\d+", token) and abs(int(token)) > 2**53:
+        return token  # a float would merge it with its neighbours
+    return repr(float(token))
 
 
 class CounterLearner(NoiseHandle, RoundDiscipline, ABC):

@@ -8,32 +8,38 @@ reward of 0 the value is ``Y`` itself, whose bits go finer, and about one draw i
 (0, 1/2) off that lattice. An event of probability 0.13 under one input and 0 under its
 neighbour is an unbounded privacy loss, whatever the epsilon claimed (measured on the released
 means of AdaP-UCB, DP-IMED, Lazy-DP-TS, DP-UCB and :func:`~dponline.bandits.estimates.
-laplace_arm_means` before this module: ``tests/privacy/test_floating_point.py``).
+laplace_arm_means` before this module: ``tests/privacy/test_floating_point.py``; and the
+releases of the continual counters, which are not rounded: see below).
 
 **What is done** (ours, after Mironov's snapping mechanism). A value published as a number (a
 learner's ``released_means()``, :func:`~dponline.bandits.estimates.laplace_arm_means`) is
-rounded to the nearest multiple of :data:`RELEASE_GRID` = 2^-24 (about 6e-8, far below any
-digit a report prints). Multiplying and dividing by a power of two and rounding to an integer
-are exact in binary floating point, so the rounded value depends on the noisy value only
-through the grid cell it falls in: the lattice the attack reads is gone (every output is a
-multiple of 2^-24 under both inputs).
+rounded to the nearest multiple of :data:`RELEASE_GRID` = 2^-16 (about 1.5e-5, below any digit
+a report prints). Multiplying and dividing by a power of two and rounding to an integer are
+exact in binary floating point, so the rounded value depends on the noisy value only through
+the grid cell it falls in: the lattice the attack reads is gone (every output is a multiple of
+2^-16 under both inputs).
 
-**What this proves, and what it does not** (our argument, not a theorem). In exact arithmetic
-rounding is post-processing and the guarantee is unchanged. In floating point, ``fl(x + Y)``
-differs from ``x + Y`` by at most half an ulp, so the probability of each grid cell differs from
-its exact-arithmetic value only for draws within an ulp of the cell's edges: a relative change of
-order ulp / grid, 2^-53 / 2^-24 = 2^-29 for values near 1, in the probability of each output.
-Two things remain outside the argument: the sampler's own granularity (numpy draws a uniform on
-a 2^-53 lattice, so Laplace noise beyond about 36.7 scales never occurs: an output that far out
-has probability 0 under one input and a tiny one under its neighbour, a failure of order 2^-53)
-and values so large that the grid is finer than their ulp (magnitudes past 2^29, which only a
-noise scale of that order produces). Mironov's snapping mechanism proves a bound with his
-sampler and an input clamp; ours is numpy's sampler and proves nothing beyond the argument
-above. The decisions of a learner (arms, points) are computed from noisy values too, and are
+**What this leaves** (our argument and a reviewer's enumeration, not a theorem). Let b be the
+noise's scale in the units of the published value (a released mean's: its sum's scale over the
+pulls it holds). (1) Near the centre, ``fl(x + Y)`` differs from ``x + Y`` by at most half an
+ulp, which moves a draw into another cell only within an ulp of a cell edge: a relative change
+of order ulp / grid in each output's probability (2^-52 / 2^-16 = 2^-36 for values near 1).
+(2) In the tails, numpy's unit Laplace takes only the values +-log(k 2^-52), whose spacing
+b 2^-52 e^m at m scales out exceeds the grid from m = ln(grid / (b 2^-52)) on: past it some
+cells are reached under one input and never under its neighbour. That happens with probability
+about 2 b 2^-52 / grid = b 2^-35 per published value: a delta of 2.9e-11 at b = 1 (epsilon 1,
+one pull), growing with b. A reviewer enumerated every draw of the lower tail at b = 1 with the
+grid at 2^-24 and found 1.6e-9 (= 2 b 2^-29, the same formula); at epsilon = 2^-27 that grid
+gave an event of probability 1 under one input and 0.74 under the other. The grid is therefore
+2^-16, and a deployment at a tiny epsilon (b far above 1) publishes through :func:`snapped`
+with a grid near b itself (Mironov's choice, the power of two at or above the noise's scale),
+where the tail term is of order 2^-52. Mironov's snapping mechanism proves a bound with his
+sampler and an input clamp; ours is numpy's sampler, and nothing beyond this argument is
+claimed. The decisions of a learner (arms, points) are computed from noisy values too, and are
 not rounded: an arm chosen by comparing noisy indices depends on their last bits only through
-near ties, and a point published as numbers (a DP-FTRL iterate) can be passed through
-:func:`snapped` with a grid at least its noise's resolution by the deployment that publishes
-it.
+near ties. A point or a running sum published as numbers (a DP-FTRL iterate, a continual
+counter's release) is passed through :func:`snapped`, with a grid at or above its noise's
+scale, by the deployment that publishes it.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ import numpy as np
 __all__ = ["RELEASE_GRID", "snapped"]
 
 #: the grid published numbers are rounded to (a power of two: scaling by it is exact)
-RELEASE_GRID = 2.0**-24
+RELEASE_GRID = 2.0**-16
 
 
 def snapped(values: Any, grid: float = RELEASE_GRID) -> np.ndarray:
