@@ -270,6 +270,10 @@ def test_a_private_learner_that_does_not_improve_is_compared_with_its_own_counte
     unknown = res.copy()  # a non-private regret that is NaN (pandas refused idxmin): no note
     unknown.loc[unknown["epsilon"].isna(), "regret"] = np.nan
     assert not any("does not improve" in n for n in report_notes(summarise(unknown), "E"))
+    lost = res.copy()  # its counterpart's regret unknown: the best non-private learner
+    lost.loc[lost["learner"] == "exp2", "regret"] = np.nan
+    (note,) = [n for n in report_notes(summarise(lost), "E") if "does not improve" in n]
+    assert "while the best non-private learner (htinf) reaches 61" in note
     improving = res.copy()
     improving.loc[private & (res["epsilon"] == 1.0), "regret"] = 120.0
     assert not any("does not improve" in n for n in report_notes(summarise(improving), "E"))

@@ -407,9 +407,12 @@ def report_notes(
     public = data[data["epsilon"].isna()]
     counterpart_of = _counterparts()
     for (label, cal), g in data[data["epsilon"].notna()].groupby(["label", "calibration"]):
-        own = public[[g["learner"].iloc[0] in counterpart_of.get(n, ()) for n in public["learner"]]]
-        ref = own if len(own) else public  # its own counterpart, else the best non-private
-        ref = ref.dropna(subset=["regret_mean"])
+        name = g["learner"].iloc[0]
+        mine = np.array([name in counterpart_of.get(n, ()) for n in public["learner"]], bool)
+        own = public[mine]  # a boolean mask: an empty list would select no columns
+        own = own.dropna(subset=["regret_mean"])
+        # its own counterpart, else the best non-private learner
+        ref = own if len(own) else public.dropna(subset=["regret_mean"])
         if len(g) < 2 or not len(ref):
             continue
         best = ref.loc[ref["regret_mean"].idxmin()]
