@@ -28,6 +28,8 @@ def test_the_means_are_the_totals_with_one_laplace_draw_each():
     half = 1.96 * np.sqrt(est.noise_sd[:2] ** 2 + m * (1 - m) / counts[:2])
     np.testing.assert_allclose(hi[:2], np.clip(m + half, 0, 1))
     np.testing.assert_allclose(lo[:2], np.clip(m - half, 0, 1))
+    floats = laplace_arm_means(totals, counts.astype(float), 0.5, rng=3)  # whole numbers
+    np.testing.assert_array_equal(floats.means[:2], est.means[:2])
     person = laplace_arm_means(totals, counts, 0.5, participations=4, rng=3)
     np.testing.assert_allclose(person.noise_sd[:2], 4 * est.noise_sd[:2])  # k / epsilon
     assert person.privacy.participations == 4 and person.privacy.epsilon <= 0.5 + 1e-12

@@ -191,3 +191,21 @@ def test_a_header_of_numbers_is_data_unless_the_spec_says_header(tmp_path):
 def test_a_spec_without_its_file_is_refused_when_read():
     with pytest.raises(SpecError, match="'bandit_losses' needs the option 'path'"):
         parse_spec({"environment": {"name": "bandit_losses"}, "learners": [{"name": "exp3"}]})
+
+
+def test_pandas_defaults_are_named_in_the_refusals(tmp_path):
+    """A newcomer's CSV from pandas' to_csv with its defaults (an index column, a header of
+    numbers) was refused as 'not a table of numbers' or 'losses lie in [0, 2999]': the
+    refusals now say what to write instead."""
+    losses = np.round(_losses(6, 3), 6)
+    rows = [f"{i}," + ",".join(repr(float(v)) for v in row) for i, row in enumerate(losses)]
+    (tmp_path / "indexed.csv").write_text(",0,1,2\n" + "\n".join(rows) + "\n")
+    with pytest.raises(ValueError, match="index=False"):
+        bandit_losses(None, None, str(tmp_path / "indexed.csv"))
+    with pytest.raises(ValueError, match=r"counts the rows .* index=False"):
+        bandit_losses(None, None, str(tmp_path / "indexed.csv"), header=True)
+    numbered = "0,1,2\n" + "\n".join(",".join(repr(float(v)) for v in r) for r in losses)
+    (tmp_path / "numbered.csv").write_text(numbered + "\n")
+    with pytest.raises(ValueError, match=r"a header of numbers .* give header = true"):
+        expert_losses(None, None, str(tmp_path / "numbered.csv"))
+    assert expert_losses(None, None, str(tmp_path / "numbered.csv"), header=True).horizon == 6

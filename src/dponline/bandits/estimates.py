@@ -78,8 +78,14 @@ def laplace_arm_means(
             f"totals and counts must be two arrays of one value per arm, got shapes "
             f"{total.shape} and {count.shape}"
         )
-    if not np.issubdtype(count.dtype, np.integer) or np.any(count < 0):
+    whole = np.issubdtype(count.dtype, np.integer) or (
+        np.issubdtype(count.dtype, np.floating)
+        and np.all(np.isfinite(count))
+        and np.all(count == np.round(count))
+    )
+    if not whole or np.any(count < 0):
         raise ArgumentError(f"counts must be whole numbers >= 0, got {count.tolist()}")
+    count = count.astype(np.int64)  # whole numbers held as floats (a count kept in np.zeros)
     if np.any(total < 0) or np.any(total > count):
         raise ArgumentError(
             "each total must lie in [0, its count]: outcomes are rewards in [0, 1] (rescale "

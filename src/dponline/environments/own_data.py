@@ -77,9 +77,19 @@ def _text_rows(path: Path, header: bool | None) -> np.ndarray:
     if header:
         lines = lines[1:]
     try:
-        return np.loadtxt(lines, delimiter=delimiter, ndmin=2, dtype=float)
+        rows = np.loadtxt(lines, delimiter=delimiter, ndmin=2, dtype=float)
     except ValueError as exc:
-        raise ValueError(f"{path}: not a table of numbers ({exc})") from None
+        raise ValueError(
+            f"{path}: not a table of numbers ({exc}); a table written by pandas' to_csv with its "
+            "default index=True starts each line with the row's number: write it with "
+            "index=False"
+        ) from None
+    if rows.shape[0] > 1 and rows.shape[1] > 1 and np.array_equal(rows[:, 0], np.arange(len(rows))):
+        raise ValueError(
+            f"{path}: the first column counts the rows 0, 1, 2, ... (pandas' index): write the "
+            "table with to_csv(path, index=False)"
+        )
+    return rows
 
 
 def read_array(
@@ -126,6 +136,19 @@ def read_array(
     return array
 
 
+def _header_hint(losses: np.ndarray, path: str, header: bool | None) -> None:
+    """A text table whose first row alone lies outside [0, 1] was most likely a header of
+    numbers read as data: say so (the environment would only name the range)."""
+    first, rest = losses[0], losses[1:]
+    outside = (first < 0).any() or (first > 1).any()
+    if header is None and Path(path).suffix != ".npy" and outside and len(rest):
+        if (rest >= 0).all() and (rest <= 1).all():
+            raise ValueError(
+                f"{path!r}: the first row {first.tolist()} lies outside [0, 1] and the others "
+                "inside: a header of numbers (pandas writes 0,1,2)? give header = true"
+            )
+
+
 def _cut(array: np.ndarray, horizon: int | None, path: str) -> np.ndarray:
     if horizon is None:
         return array
@@ -147,6 +170,7 @@ def bandit_losses(
     experts' advice (T, N, K) in ``advice`` when given; the first ``horizon`` rounds (all of
     them for ``None``). ``rng`` is unused: the sequence is fixed."""
     losses = _cut(read_array(path, 2, "bandit_losses path", sha256, header), horizon, path)
+    _header_hint(losses, path, header)
     name = f"bandit_losses:{Path(path).name}"
     if advice is None:
         if advice_sha256 is not None:
@@ -169,4 +193,5 @@ def expert_losses(
 ) -> ExpertsEnvironment:
     """Full-information experts over the losses (T, N) in ``path`` (module docstring)."""
     losses = _cut(read_array(path, 2, "expert_losses path", sha256, header), horizon, path)
+    _header_hint(losses, path, header)
     return ExpertsEnvironment(losses, name=f"expert_losses:{Path(path).name}")

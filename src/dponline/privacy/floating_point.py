@@ -27,9 +27,10 @@ of order ulp / grid in each output's probability (2^-52 / 2^-16 = 2^-36 for valu
 (2) In the tails, numpy's unit Laplace takes only the values +-log(k 2^-52), whose spacing
 b 2^-52 e^m at m scales out exceeds the grid from m = ln(grid / (b 2^-52)) on: past it some
 cells are reached under one input and never under its neighbour. That happens with probability
-about 2 b 2^-52 / grid = b 2^-35 per published value: a delta of 2.9e-11 at b = 1 (epsilon 1,
-one pull), growing with b. A reviewer enumerated every draw of the lower tail at b = 1 with the
-grid at 2^-24 and found 1.6e-9 (= 2 b 2^-29, the same formula); at epsilon = 2^-27 that grid
+at most about b 2^-52 / grid in each tail, 2 b 2^-52 / grid = b 2^-35 per published value in
+all: a delta of 2.9e-11 at b = 1 (epsilon 1, one pull), growing with b. The estimate is on the
+safe side: a reviewer enumerated every draw of the lower tail at b = 1 with the grid at 2^-24
+and found 1.6e-9, against the estimate's 3.7e-9 for that tail; at epsilon = 2^-27 that grid
 gave an event of probability 1 under one input and 0.74 under the other. The grid is therefore
 2^-16, and a deployment at a tiny epsilon (b far above 1) publishes through :func:`snapped`
 with a grid near b itself (Mironov's choice, the power of two at or above the noise's scale),
