@@ -33,7 +33,7 @@ from dponline.environments.linear import LinearLossEnvironment, drifting_losses
 from dponline.environments.lipschitz import lipschitz_low_dim, stock_portfolio_low_dim
 from dponline.environments.lp_regression import LpRegressionStream
 from dponline.environments.open_bandit import open_bandit_arms
-from dponline.environments.own_data import bandit_losses, expert_losses
+from dponline.environments.own_data import bandit_losses, expert_losses, horizon_cut
 from dponline.environments.real import stock_basket, stock_losses, stock_tree
 from dponline.environments.smooth_convex import digits_logistic, smooth_convex
 from dponline.environments.smooth_samples import smooth_convex_samples
@@ -79,14 +79,6 @@ class EnvironmentEntry:
         return str(value)
 
 
-def _horizon_cut(losses: np.ndarray, horizon: int | None) -> np.ndarray:
-    if horizon is None:
-        return losses
-    if horizon > len(losses):
-        raise ValueError(f"horizon {horizon} exceeds the {len(losses)} rounds of the data")
-    return losses[:horizon]
-
-
 def _stock_bandit(
     horizon: int | None,
     rng: np.random.Generator,
@@ -98,7 +90,7 @@ def _stock_bandit(
     """Each stock an arm; with ``random_experts`` M > 0 a bandit with expert advice: the arm
     experts (one per stock) and M Dirichlet(1) experts drawn up front from ``advice_seed``,
     independent of the losses (the advice is public)."""
-    losses = _horizon_cut(stock_losses(dataset, scale), horizon)
+    losses = horizon_cut(stock_losses(dataset, scale), horizon)
     name = f"stock_bandit:{dataset}"
     if isinstance(random_experts, bool) or not isinstance(random_experts, (int, np.integer)):
         raise ValueError(f"random_experts must be an integer >= 0, got {random_experts!r}")
@@ -150,7 +142,7 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
         EnvironmentEntry(
             "stocks",
             lambda horizon, rng, dataset="nyse_o", scale=0.1: ExpertsEnvironment(
-                _horizon_cut(stock_losses(dataset, scale), horizon), name=f"stocks:{dataset}"
+                horizon_cut(stock_losses(dataset, scale), horizon), name=f"stocks:{dataset}"
             ),
             FeedbackKind.LOSS_VECTOR,
             "simplex",

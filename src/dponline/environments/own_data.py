@@ -42,6 +42,7 @@ __all__ = [
     "bandit_losses",
     "expert_losses",
     "file_digest",
+    "horizon_cut",
     "read_array",
 ]
 
@@ -149,12 +150,18 @@ def _header_hint(losses: np.ndarray, path: str, header: bool | None) -> None:
             )
 
 
-def _cut(array: np.ndarray, horizon: int | None, path: str) -> np.ndarray:
+def horizon_cut(array: np.ndarray, horizon: int | None, source: str = "of the data") -> np.ndarray:
+    """The first ``horizon`` rounds of ``array`` (all of them for ``None``); a horizon past its
+    rounds is refused, naming ``source``."""
     if horizon is None:
         return array
     if horizon > len(array):
-        raise ValueError(f"horizon {horizon} exceeds the {len(array)} rounds in {path!r}")
+        raise ValueError(f"horizon {horizon} exceeds the {len(array)} rounds {source}")
     return array[:horizon]
+
+
+def _cut(array: np.ndarray, horizon: int | None, path: str) -> np.ndarray:
+    return horizon_cut(array, horizon, f"in {path!r}")
 
 
 def bandit_losses(
