@@ -180,3 +180,26 @@ def test_a_retry_gets_the_same_answer_and_numpy_ids_save_as_json():
     again = ParticipationCap(2, 3)
     again.load_state_dict(state)
     assert not again.admit(7, 9) and again.admit("7", 9)  # "7" is another person
+
+
+def test_a_round_index_that_does_not_advance_is_not_read_as_retries():
+    # a retry is the call just admitted, asked again; a person's admitted round asked again
+    # after another person's call is a later visit under a stale index, and is refused (it was
+    # answered True, uncounted: every later visit of a person at a stuck index got in)
+    cap = ParticipationCap(1, 1)
+    assert cap.admit("ann", 5) and cap.admit("ann", 5)  # a retry
+    assert cap.admit("bob", 5)
+    assert not cap.admit("ann", 5) and cap.admitted("ann") == 1
+    assert not cap.admit("bob", 5)  # bob's call was not the last admitted one: refused
+    # the last call admitted survives a checkpoint (a retry after a restart), and a state
+    # whose last call is not an admitted round is refused
+    cap.admit("cy", 6)
+    state = cap.state_dict()
+    assert state["previous"] == ["cy", 6]
+    again = ParticipationCap(1, 1)
+    again.load_state_dict(state)
+    assert again.admit("cy", 6) and again.admitted("cy") == 1
+    with pytest.raises(ValueError, match="not a round admitted"):
+        ParticipationCap(1, 1).load_state_dict({**state, "previous": ["cy", 5]})
+    older = {k: v for k, v in state.items() if k != "previous"}  # saved before it was kept
+    ParticipationCap(1, 1).load_state_dict(older)

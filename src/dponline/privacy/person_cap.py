@@ -45,8 +45,10 @@ class ParticipationCap:
     calls): True when the round may carry the person's data (it is then counted), False when
     the round must carry an input that does not depend on the person. A round refused does not
     count, so a person arriving again after ``min_separation`` rounds is admitted. Asked again
-    for the same person and round (a service's retry), it gives the same answer and counts the
-    round once.
+    at once for the same person and round (a service's retry: no other call between), it gives
+    the same answer and counts the round once; asked for a person's admitted round after calls
+    for others, it refuses (a round index that does not advance would otherwise let a person's
+    later rounds in as retries).
 
     A person is their id as given, compared by equality: ``7`` and ``"7"`` are two people (give
     one type of id); a numpy integer is taken as the Python integer it holds.
@@ -60,6 +62,7 @@ class ParticipationCap:
         self._count: dict[Hashable, int] = {}
         self._last: dict[Hashable, int] = {}
         self._round = -1
+        self._previous: tuple[Hashable, int] | None = None  # the last call admitted
 
     @classmethod
     def for_guarantee(cls, guarantee: PrivacyGuarantee) -> ParticipationCap:
@@ -90,13 +93,15 @@ class ParticipationCap:
         except TypeError:
             raise ArgumentError(f"person must be hashable (an id), got {person!r}") from None
         last = self._last.get(person)
-        if last == t:  # asked again for a round admitted (a retry): the same answer, one round
+        if self._previous == (person, t):  # the call just admitted, asked again (a retry)
             return True
         self._round = t
+        self._previous = None
         if count >= self.participations or (last is not None and t - last < self.min_separation):
-            return False
+            return False  # (a round admitted, asked after other calls, lands here: t - last = 0)
         self._count[person] = count + 1
         self._last[person] = t
+        self._previous = (person, t)
         return True
 
     def admitted(self, person: Hashable) -> int:
@@ -110,8 +115,9 @@ class ParticipationCap:
 
     def state_dict(self) -> dict[str, Any]:
         """The record, for a checkpoint beside the learner's (restored with
-        :meth:`load_state_dict`): the cap, the last round given, and per person its admitted
-        count and last admitted round, as lists (person ids as given: a JSON checkpoint needs
+        :meth:`load_state_dict`): the cap, the last round given, per person its admitted count
+        and last admitted round, as lists, and the last call if it was admitted (so a retry
+        after a restart gets its answer again; person ids as given: a JSON checkpoint needs
         strings or integers)."""
         people = list(self._count)
         return {
@@ -121,6 +127,7 @@ class ParticipationCap:
             "people": people,
             "counts": [self._count[p] for p in people],
             "last": [self._last[p] for p in people],
+            "previous": None if self._previous is None else list(self._previous),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -143,6 +150,13 @@ class ParticipationCap:
         self._count = {p: int(c) for p, c in zip(people, counts, strict=True)}
         self._last = {p: int(t) for p, t in zip(people, last, strict=True)}
         self._round = int(state["round"])
+        previous = state.get("previous")  # absent from states saved before it was recorded
+        if previous is not None:
+            person, t = previous
+            if self._last.get(person) != t:
+                raise ValueError(f"the last call {previous!r} is not a round admitted")
+            previous = (person, t)
+        self._previous = previous
 
     def __repr__(self) -> str:
         return (
