@@ -582,6 +582,9 @@ def test_list_names_and_environments(capsys):
     assert out.startswith("dp-imed  [") and "\ndp-ucb  [" in out and "ucb1  [" not in out
     assert "person:       a person's k rounds by group privacy" in out  # dp-imed
     assert "person:       proves a person's k rounds >= b apart itself" in out  # dp-ucb
+    # what the guarantees leave out (floating point) is said once, under the private ones
+    assert out.count("proven in exact arithmetic") == 1
+    assert main(["list", "ucb1"]) == 0 and "exact arithmetic" not in capsys.readouterr().out
     assert main(["list", "dp-imd"]) == 2
     assert "did you mean 'dp-imed'" in capsys.readouterr().err
     assert main(["environments", "k_armed"]) == 0

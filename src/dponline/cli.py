@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -924,6 +925,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
         for k, v in r["options"].items():
             print(f"  option {k}: {v}")
         print()
+    if any(r["private"] for r in rows):
+        print(textwrap.fill(FLOATING_POINT_WORDS, width=100))
     return 0
 
 
@@ -972,6 +975,17 @@ def _cmd_environments(args: argparse.Namespace) -> int:
     return 0
 
 
+#: what the guarantees shown leave out, said under every list of them
+FLOATING_POINT_WORDS = (
+    "Every guarantee is proven in exact arithmetic. In floating point, the numbers a learner "
+    "publishes as estimates (the K-armed learners' `released_means()`) are rounded to "
+    "multiples of 2^-16, which leaves, by our argument and not a theorem, a delta of about "
+    "b 2^-35 per published value (b the noise's scale in that value's units) beside the delta "
+    "shown; decisions are not rounded, and a deployment that publishes other noisy numbers "
+    "rounds them itself (`dponline.privacy.floating_point`)."
+)
+
+
 def _guarantees_markdown(rows: list[dict[str, Any]]) -> str:
     """The documentation site's page of every learner's guarantee (docs/guarantees.md)."""
 
@@ -993,7 +1007,7 @@ def _guarantees_markdown(rows: list[dict[str, Any]]) -> str:
         "guarantee is asked at epsilon / k and stated for the person (any k rounds); 'no "
         "horizon' whether it runs without a known end (horizon=None). A person's cap is the "
         "caller's to enforce (`ParticipationCap`), and a person's guarantee protects what their "
-        "rounds hold, not whether they took part.",
+        "rounds hold, not whether they took part. " + FLOATING_POINT_WORDS,
         "",
         "| learner | paper | setting | guarantee | a person | no horizon | calibrations |",
         "|---|---|---|---|---|---|---|",
