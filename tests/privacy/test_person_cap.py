@@ -62,9 +62,11 @@ def test_bad_calls_are_refused():
     cap.admit("a", 4)
     with pytest.raises(ArgumentError, match="rounds come in order"):
         cap.admit("b", 3)
-    # a retry of an admitted round: the same answer, counted once (it raised, which broke a
-    # service that asks again after a timeout)
-    assert cap.admit("a", 4) and cap.admitted("a") == 1
+    # a retry of an admitted round, said so: the same answer, counted once (it raised, which
+    # broke a service that asks again after a timeout); unsaid, it is refused
+    assert cap.admit("a", 4, retry=True) and cap.admitted("a") == 1
+    with pytest.raises(ArgumentError, match="retry must be True or False"):
+        cap.admit("a", 4, retry=1)
     for bad in (-1, 2.0, True, np.True_, "5", np.float64(6.0)):
         with pytest.raises(ArgumentError, match="round index"):
             cap.admit("a", bad)
@@ -172,7 +174,7 @@ def test_a_retry_gets_the_same_answer_and_numpy_ids_save_as_json():
     import json
 
     cap = ParticipationCap(2, 3)
-    answers = [(cap.admit(np.int64(7), t), cap.admit(7, t)) for t in (0, 1, 3, 6)]
+    answers = [(cap.admit(np.int64(7), t), cap.admit(7, t, retry=True)) for t in (0, 1, 3, 6)]
     assert answers == [(True, True), (False, False), (True, True), (False, False)]
     assert cap.admitted(7) == 2 and cap.people == 1
     state = json.loads(json.dumps(cap.state_dict()))  # numpy ids were not JSON-serialisable
@@ -182,24 +184,32 @@ def test_a_retry_gets_the_same_answer_and_numpy_ids_save_as_json():
     assert not again.admit(7, 9) and again.admit("7", 9)  # "7" is another person
 
 
-def test_a_round_index_that_does_not_advance_is_not_read_as_retries():
-    # a retry is the call just admitted, asked again; a person's admitted round asked again
-    # after another person's call is a later visit under a stale index, and is refused (it was
-    # answered True, uncounted: every later visit of a person at a stuck index got in)
+def test_a_round_index_that_does_not_advance_lets_no_one_in_twice():
+    # a person's admitted round asked again is refused unless the caller says it retries the
+    # last call: a stuck index (a timestamp, a batch number) let every later visit in, uncounted
+    cap = ParticipationCap(2, 10)
+    assert [cap.admit("ann", 5) for _ in range(6)] == [True] + [False] * 5
+    assert cap.admitted("ann") == 1
     cap = ParticipationCap(1, 1)
-    assert cap.admit("ann", 5) and cap.admit("ann", 5)  # a retry
+    assert cap.admit("ann", 5) and cap.admit("ann", 5, retry=True)  # a retry
     assert cap.admit("bob", 5)
-    assert not cap.admit("ann", 5) and cap.admitted("ann") == 1
-    assert not cap.admit("bob", 5)  # bob's call was not the last admitted one: refused
-    # the last call admitted survives a checkpoint (a retry after a restart), and a state
-    # whose last call is not an admitted round is refused
+    assert not cap.admit("ann", 5, retry=True)  # not the last call: a later visit
+    assert not cap.admit("bob", 5, retry=True)  # the last call was refused: refused again
+    assert cap.admitted("ann") == 1 and cap.admitted("bob") == 1
+    # the last call admitted survives a checkpoint (a retry after a restart); a state whose
+    # last call is not an admitted round, or naming a person twice, is refused
     cap.admit("cy", 6)
     state = cap.state_dict()
     assert state["previous"] == ["cy", 6]
     again = ParticipationCap(1, 1)
     again.load_state_dict(state)
-    assert again.admit("cy", 6) and again.admitted("cy") == 1
+    assert again.admit("cy", 6, retry=True) and again.admitted("cy") == 1
     with pytest.raises(ValueError, match="not a round admitted"):
         ParticipationCap(1, 1).load_state_dict({**state, "previous": ["cy", 5]})
+    twice = {**state, "people": ["ann", "ann", "cy"]}  # the later count would replace the first
+    with pytest.raises(ValueError, match="names a person twice"):
+        ParticipationCap(1, 1).load_state_dict(twice)
+    with pytest.raises(ValueError, match="round must be an integer"):
+        ParticipationCap(1, 1).load_state_dict({**state, "round": 6.0})
     older = {k: v for k, v in state.items() if k != "previous"}  # saved before it was kept
     ParticipationCap(1, 1).load_state_dict(older)

@@ -44,11 +44,11 @@ class ParticipationCap:
     ``admit(person, t)`` for round ``t`` (the learner's round index, non-decreasing across
     calls): True when the round may carry the person's data (it is then counted), False when
     the round must carry an input that does not depend on the person. A round refused does not
-    count, so a person arriving again after ``min_separation`` rounds is admitted. Asked again
-    at once for the same person and round (a service's retry: no other call between), it gives
-    the same answer and counts the round once; asked for a person's admitted round after calls
-    for others, it refuses (a round index that does not advance would otherwise let a person's
-    later rounds in as retries).
+    count, so a person arriving again after ``min_separation`` rounds is admitted. A call for
+    a person's round already admitted is refused (a round index that does not advance, a
+    timestamp or a batch number, must not let a person's later rounds in), except a service's
+    retry said so: ``retry=True`` repeating the last call admitted (no other call between)
+    gets True again, the round counted once.
 
     A person is their id as given, compared by equality: ``7`` and ``"7"`` are two people (give
     one type of id); a numpy integer is taken as the Python integer it holds.
@@ -76,8 +76,11 @@ class ParticipationCap:
             )
         return cls(guarantee.participations, guarantee.min_separation)
 
-    def admit(self, person: Hashable, t: int) -> bool:
-        """Whether round ``t`` may carry ``person``'s data (counted if so)."""
+    def admit(self, person: Hashable, t: int, *, retry: bool = False) -> bool:
+        """Whether round ``t`` may carry ``person``'s data (counted if so); ``retry=True``: this
+        call may repeat the last one, whose answer was lost (class docstring)."""
+        if not isinstance(retry, bool):
+            raise ArgumentError(f"retry must be True or False, got {retry!r}")
         if isinstance(t, bool | np.bool_) or not isinstance(t, int | np.integer) or t < 0:
             raise ArgumentError(f"t must be a round index, an integer >= 0, got {t!r}")
         t = int(t)  # a numpy integer too (a learner's round counter)
@@ -93,12 +96,12 @@ class ParticipationCap:
         except TypeError:
             raise ArgumentError(f"person must be hashable (an id), got {person!r}") from None
         last = self._last.get(person)
-        if self._previous == (person, t):  # the call just admitted, asked again (a retry)
+        if retry and self._previous == (person, t):  # the call just admitted, asked again
             return True
         self._round = t
         self._previous = None
         if count >= self.participations or (last is not None and t - last < self.min_separation):
-            return False  # (a round admitted, asked after other calls, lands here: t - last = 0)
+            return False  # (a round admitted, asked again unless as a retry: t - last = 0)
         self._count[person] = count + 1
         self._last[person] = t
         self._previous = (person, t)
@@ -142,6 +145,15 @@ class ParticipationCap:
         people, counts, last = state["people"], state["counts"], state["last"]
         if not len(people) == len(counts) == len(last):
             raise ValueError("the state's people, counts and last rounds differ in length")
+        round_ = state.get("round")
+        if isinstance(round_, bool) or not isinstance(round_, int) or round_ < -1:
+            raise ValueError(f"the state's round must be an integer >= -1, got {round_!r}")
+        try:
+            distinct = len(set(people)) == len(people)
+        except TypeError:
+            raise ValueError("the state's people must be hashable ids") from None
+        if not distinct:  # a later entry would replace an earlier count: a person let in again
+            raise ValueError("the state names a person twice")
         for p, c, t in zip(people, counts, last, strict=True):
             if not (isinstance(c, int) and 1 <= c <= self.participations):
                 raise ValueError(f"person {p!r}: count {c!r} outside 1..{self.participations}")
