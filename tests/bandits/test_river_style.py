@@ -31,8 +31,9 @@ def test_pull_then_update_is_a_round_of_the_learner():
 @pytest.mark.parametrize("name", ["dp-exp2", "exp2", "private-exp4", "dp-ucb"])
 def test_a_second_pull_of_a_round_returns_its_arm(name):
     # EXP2's and EXP4's act() draws afresh each call: the policy asks once a round
+    options = {"experts": "arms"} if name == "private-exp4" else {}  # no advice here: say so
     for seed in range(20):
-        p = RiverPolicy.from_registry(name, ARMS, 10, seed=seed)
+        p = RiverPolicy.from_registry(name, ARMS, 10, seed=seed, **options)
         first = p.pull(ARMS)
         assert all(p.pull(ARMS) == first for _ in range(5))
 
@@ -340,3 +341,38 @@ def test_an_older_state_and_numpy_units_are_named_plainly():
     config["participations"], config["min_separation"] = np.int64(3), np.int64(1)
     with pytest.raises(ValueError, match=r"protecting one person \(at most 3 rounds"):
         one.load_state_dict({**saved, "learner": {**saved["learner"], "config": config}})
+
+
+def test_a_state_over_other_arms_or_another_order_is_refused():
+    # a reordered or renamed list of items gave each item another's statistics, silently (a
+    # newcomer's restarted service: the best item's mean moved to another item)
+    p = _policy("dp-imed", horizon=40)
+    for _ in range(5):
+        p.update(p.pull(ARMS), 1.0)
+    state = p.state_dict()
+    for ids in (sorted(ARMS), ["red", "green", "teal"]):
+        q = RiverPolicy.from_registry("dp-imed", ids, 40, seed=3)
+        with pytest.raises(ValueError, match="state was saved over the arms"):
+            q.load_state_dict(state)
+        assert q.n == 0
+    # ids given back by a JSON checkpoint (tuples as lists, numpy integers as Python) are the
+    # same ids
+    ids = [("a", np.int64(1)), ("b", 2)]
+    p = RiverPolicy.from_registry("dp-imed", ids, 40, seed=3)
+    p.update(p.pull(ids), 1.0)
+    state = {**p.state_dict(), "arm_ids": [["a", 1], ["b", 2]]}
+    q = RiverPolicy.from_registry("dp-imed", ids, 40, seed=3)
+    q.load_state_dict(state)
+    assert q.n == 1
+
+
+def test_a_policy_from_the_registry_pickles_and_clones_after():
+    import pickle
+
+    p = _policy("dp-imed", horizon=40)
+    for _ in range(7):
+        p.update(p.pull(ARMS), 0.5)
+    q = pickle.loads(pickle.dumps(p))  # its recipe was a closure: "Can't pickle local object"
+    assert q.n == 7 and q.pull(ARMS) == p.pull(ARMS)
+    fresh, again = q.clone(), _policy("dp-imed", horizon=40)
+    assert fresh.n == 0 and fresh.pull(ARMS) == again.pull(ARMS)

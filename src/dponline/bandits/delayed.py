@@ -74,6 +74,7 @@ from dponline.bandits.river_style import (
     RiverPolicy,
     ask_arm,
     check_offered,
+    check_saved_arms,
     checked_decision,
     checked_reward,
     released_means_by_arm,
@@ -397,11 +398,7 @@ class DelayedPolicy:
         k = len(self._ids)
         saved_learner = saved_field(state, "learner")
         install = self.learner.prepare_load(saved_learner)
-        if list(saved_field(state, "arm_ids")) != self._ids:
-            raise ArgumentError(
-                f"state was saved over the arms {list(saved_field(state, 'arm_ids'))!r}, this "
-                f"policy plays {self._ids!r}"
-            )
+        check_saved_arms(saved_field(state, "arm_ids"), self._ids)
         if saved_field(state, "hold") != self.hold:
             raise ArgumentError(
                 f"state was saved with hold={saved_field(state, 'hold')!r}, this policy has "

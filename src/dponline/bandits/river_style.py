@@ -58,7 +58,7 @@ from dponline.privacy.arguments import (
 )
 from dponline.protocol import BanditFeedback, FeedbackKind, Learner, past_horizon_error
 
-__all__ = ["ArmSpace", "RiverPolicy"]
+__all__ = ["ArmSpace", "RegistryRecipe", "RiverPolicy"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,52 @@ def checked_decision(
     return arm
 
 
+@dataclass(frozen=True)
+class RegistryRecipe:
+    """A registered learner's configuration, called to build it afresh (``clone()``'s recipe
+    for :meth:`RiverPolicy.from_registry`; a class, not a closure, so that a policy pickles
+    like river's own). ``epsilon`` None builds the non-private counterpart."""
+
+    name: str
+    space: ArmSpace
+    epsilon: float | None
+    calibration: str
+    seed: int | None
+    options: dict[str, Any]
+
+    def __call__(self) -> Learner:
+        from dponline.registry import NON_PRIVATE, build_learner, learners
+
+        eps = NON_PRIVATE if self.epsilon is None else self.epsilon
+        return build_learner(
+            learners()[self.name],
+            self.space,
+            epsilon=eps,
+            calibration=self.calibration,
+            rng=self.seed,
+            **self.options,
+        )
+
+
+def _plain(value: Any) -> Any:
+    """An arm id as a JSON checkpoint gives it back: tuples as lists, numpy scalars as Python."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def check_saved_arms(saved: Any, ids: Sequence[Hashable]) -> None:
+    """A policy's state must come from a policy over the same arms in the same order (the
+    learner's statistics are by arm index: another order would give each arm another's);
+    a JSON round trip's lists for tuples are the same ids."""
+    if not isinstance(saved, (list, tuple)) or [_plain(a) for a in saved] != [
+        _plain(a) for a in ids
+    ]:
+        raise ArgumentError(f"state was saved over the arms {saved!r}, this policy plays {ids!r}")
+
+
 def released_means_by_arm(learner: Learner, arm_ids: Sequence[Hashable]) -> dict[Hashable, float]:
     """The learner's :meth:`~dponline.bandits.k_armed.KArmedLearner.released_means` of its one
     replica, by arm identifier (NaN for an arm with nothing released yet)."""
@@ -228,7 +274,7 @@ class RiverPolicy:
         configuration again with the same seed (river's convention): with an integer seed every
         clone draws the same noise, so episodes of an evaluation share it; ``seed=None`` (a
         deployment's choice, ``dponline.rng``) gives each clone fresh entropy."""
-        from dponline.registry import NON_PRIVATE, build_learner, learners, resolved_epsilon
+        from dponline.registry import NON_PRIVATE, learners, resolved_epsilon
 
         entry = learners().get(name)
         if entry is None or entry.feedback_kind is not FeedbackKind.BANDIT:
@@ -275,12 +321,7 @@ class RiverPolicy:
         else:
             space = ArmSpace(len(ids), checked_count("horizon", horizon))
 
-        def build() -> Learner:
-            eps = NON_PRIVATE if epsilon is None else epsilon
-            return build_learner(
-                entry, space, epsilon=eps, calibration=calibration, rng=seed, **options
-            )
-
+        build = RegistryRecipe(name, space, epsilon, calibration, seed, dict(options))
         return cls(build(), ids, build=build)
 
     # --- river's interface ----------------------------------------------------------------
@@ -330,20 +371,23 @@ class RiverPolicy:
         ``None`` between rounds). As sensitive as the learner's state (:mod:`dponline.rng`)."""
         return {
             "learner": self.learner.state_dict(),
+            "arm_ids": list(self._ids),
             "counts": self._counts.copy(),
             "n": self._n,
             "pulled": None if self._pulled is None else self._index[self._pulled],
         }
 
     def load_state_dict(self, state: Any) -> None:
-        """Continue from a :meth:`state_dict` of a policy over the same arms with an identically
-        built learner. Everything is checked before anything changes (a refused state leaves
-        the policy as it was): the learner's part by the learner, the pulls adding up to ``n``
+        """Continue from a :meth:`state_dict` of a policy over the same arms (in the same order)
+        with an identically built learner. Everything is checked before anything changes (a
+        refused state leaves the policy as it was): the learner's part by the learner, the
+        arms', the pulls adding up to ``n``
         and at most the learner's rounds, and an arm waiting for its reward exactly when the
         learner has decided its round (and, where its state says which arm, that one)."""
         k = len(self._ids)
         saved_learner = saved_field(state, "learner")
         install = self.learner.prepare_load(saved_learner)
+        check_saved_arms(saved_field(state, "arm_ids"), self._ids)
         counts = checked_int_array("saved counts", saved_field(state, "counts"), (k,), 0)
         n = checked_nonnegative_int("saved n", saved_field(state, "n"))
         if int(counts.sum()) != n:
