@@ -11,6 +11,7 @@ import pytest
 
 from dponline.experiments.report import (
     MAX_CURVES,
+    UNIFORM_LEVEL,
     plot_privacy_utility,
     plot_regret_curves,
     regret_panels,
@@ -93,6 +94,11 @@ def test_privacy_utility_points_sit_at_the_proven_epsilon(tmp_path):
     assert paper["requested"] == pytest.approx([0.25, 1.0, 4.0])
     tight = plotted["dp-ftrl laplace [tight], pure eps-DP"]
     assert tight["x"] == pytest.approx(tight["requested"])
+    assert UNIFORM_LEVEL not in plotted
+    # uniform random play's exact level is drawn where it is known (a reader saw no sign that
+    # two learners sat at it), and the y range holds it
+    plotted = plot_privacy_utility(summary, "E", tmp_path / "pu.png", uniform_regret=1e4)
+    assert plotted[UNIFORM_LEVEL] == {"y": 1e4}
 
 
 def test_one_budget_gets_a_readable_epsilon_axis():
@@ -147,6 +153,13 @@ def test_notes_say_where_a_private_bandit_is_not_below_uniform_play():
     # a stochastic bandit's uniform level is known exactly (uniform_play_regret): the note
     # needs no uniform-play run there (DP-UCB at uniform's level went unflagged)
     assert [n for n in report_notes(summarise(without), "E", 51.0) if "uniform" in n] == notes
+    # a learner exactly at the level but for rounding (round-robin play summed over rounds;
+    # DP-SE at 1126.698890016647 against 1126.698890016811, interval 0) is flagged too
+    flat = without.copy()
+    rows = flat["epsilon"] == 1.0
+    flat.loc[rows, "regret"] = 1126.698890016647
+    got = [n for n in report_notes(summarise(flat), "E", 1126.698890016811) if "uniform" in n]
+    assert len(got) == 1 and "at epsilon = 1:" in got[0]
 
 
 def test_one_section_per_environment_with_its_caption_and_notes(tmp_path):

@@ -301,11 +301,23 @@ def epsilon_axis_limits(epsilons: Any) -> tuple[float, float] | None:
     return min(min(xs), centre / 2) / 1.1, max(max(xs), centre * 2) * 1.1
 
 
-def plot_privacy_utility(summary: pd.DataFrame, environment: str, path: Path) -> dict:
+#: the learner whose regret is the no-learning level (:mod:`dponline.bandits.uniform_play`)
+UNIFORM_PLAY = "uniform-play"
+
+#: the legend of uniform random play's exact level, drawn where it was not run
+UNIFORM_LEVEL = "uniform random play (exact, expected)"
+
+
+def plot_privacy_utility(
+    summary: pd.DataFrame, environment: str, path: Path, uniform_regret: float | None = None
+) -> dict:
     """Final regret against the *proven* epsilon (log scale) per private learner and
     calibration, the requested epsilon marked by a hollow marker joined to the proven one;
     the guarantee's kind (pure or approximate DP, delta) in the legend; each non-private
-    learner a horizontal line of its own style. Returns {series: {"x", "y", "requested"}}."""
+    learner a horizontal line of its own style, and ``uniform_regret`` (uniform random play's
+    exact expected regret, where known and not run) a grey one: the level of a learner that
+    learned nothing. Returns {series: {"x", "y", "requested"}} (the uniform level:
+    {UNIFORM_LEVEL: {"y": level}})."""
     plt = _plt()
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -344,9 +356,14 @@ def plot_privacy_utility(summary: pd.DataFrame, environment: str, path: Path) ->
         said = "non-private" in str(r["label"])  # a spec's label may say it already
         ax.axhline(r["regret_mean"], ls=ls, color=colour, lw=1.2,
                    label=r["label"] if said else f"{r['label']} (non-private)")  # fmt: skip
+    levels = [*public["regret_mean"]]
+    if uniform_regret is not None and not (public["learner"] == UNIFORM_PLAY).any():
+        ax.axhline(uniform_regret, ls="-.", color="0.55", lw=1.6, label=UNIFORM_LEVEL)
+        plotted[UNIFORM_LEVEL] = {"y": float(uniform_regret)}
+        levels.append(float(uniform_regret))
     # the y range holds every point with its interval and every non-private line
     ci = private["regret_ci95"].fillna(0.0)
-    ys = [*(private["regret_mean"] - ci), *(private["regret_mean"] + ci), *public["regret_mean"]]
+    ys = [*(private["regret_mean"] - ci), *(private["regret_mean"] + ci), *levels]
     if ys:
         lo, hi = min(ys), max(ys)
         pad = 0.06 * (hi - lo) if hi > lo else max(abs(hi), 1.0) * 0.06
@@ -368,10 +385,6 @@ def plot_privacy_utility(summary: pd.DataFrame, environment: str, path: Path) ->
     fig.savefig(path)
     plt.close(fig)
     return plotted
-
-
-#: the learner whose regret is the no-learning level (:mod:`dponline.bandits.uniform_play`)
-UNIFORM_PLAY = "uniform-play"
 
 
 def report_notes(
@@ -441,7 +454,10 @@ def report_notes(
         )
         private = data[data["epsilon"].notna()]
         for (label, cal), g in private.groupby(["label", "calibration"], sort=False):
-            above = g[g["regret_mean"] + g["regret_ci95"].fillna(0.0) >= level]
+            # at the level up to rounding too: round-robin play's regret summed over rounds
+            # differs from the exact level in its last digits (DP-SE eliminating nothing)
+            reach = g["regret_mean"] + g["regret_ci95"].fillna(0.0)
+            above = g[reach >= level - 1e-9 * abs(level)]
             if len(above):
                 eps = ", ".join(f"{e:g}" for e in sorted(above["epsilon"]))
                 notes.append(
@@ -483,7 +499,7 @@ def write_report(
     (:func:`plot_regret_curves`); ``extra_sections``: (title, caption, table) sections after
     the environments' (results that are not runs of the round loop, such as a replay);
     ``uniform_regret``: environment label -> uniform random play's exact expected regret, for
-    the notes (:func:`report_notes`).
+    the notes (:func:`report_notes`) and drawn in the privacy-utility plot.
     Without matplotlib the page holds the tables and says that the plots need it."""
     plots = have_matplotlib()
     out = Path(out_dir)
@@ -519,7 +535,7 @@ def write_report(
             figs.append(curves)
         if plots and part["epsilon"].notna().any():
             pu = f"privacy_utility_{i}.png"
-            plot_privacy_utility(summary, env, out / pu)
+            plot_privacy_utility(summary, env, out / pu, (uniform_regret or {}).get(env))
             figs.append(pu)
         caption = (captions or {}).get(env, "")
         flagged = report_notes(summary, env, (uniform_regret or {}).get(env))
