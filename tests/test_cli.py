@@ -304,6 +304,21 @@ def test_an_unknown_learner_is_one_line_with_a_suggestion(tmp_path, capsys):
     assert len(err) == 1 and "unknown 'dp-ftlr' (did you mean 'dp-ftrl'?)" in err[0]
 
 
+def test_a_warning_is_one_line_naming_the_command(tmp_path, capsys):
+    # it named the installed script's line (".../bin/dponline:8: UserWarning: ...") and printed
+    # that line's code after it
+    spec = tmp_path / "advice.toml"
+    spec.write_text(
+        'name = "advice"\nhorizon = 40\nepsilons = [1.0]\nseeds = 1\n'
+        '[[environments]]\nname = "bernoulli_bandit"\n[[learners]]\nname = "private-exp4"\n'
+    )
+    assert main(["run", str(spec), "--out", str(tmp_path / "out"), "--no-checkpoint"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    said = [line for line in err if "experts' advice" in line]
+    assert len(said) == 1 and said[0].startswith("dponline run: warning: the environment")
+    assert not any("UserWarning" in line or "sys.exit" in line for line in err)
+
+
 def test_audit_one_run_json_subset(capsys):
     assert (
         main(["audit", "--one-run", "--json", "--learners", "dp-ftrl-oco", "--canaries", "150"])

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import textwrap
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -1350,6 +1351,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from dponline.experiments.progress import Interrupted
 
+    shown = warnings.showwarning
+    warnings.showwarning = _warning_line(args.command)
     try:
         if getattr(args, "modules", None):
             _load_modules(args.modules)
@@ -1368,6 +1371,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a process a pipe closed
+    finally:
+        warnings.showwarning = shown
+
+
+def _warning_line(command: str) -> Any:
+    """How the command shows a warning: one line naming the command and the warning's kind,
+    not the place in the code (which, from the command line, is the installed script's
+    ``sys.exit(main())``)."""
+
+    def show(message: Any, category: type[Warning], *_: Any, **kw: Any) -> None:
+        kind = "warning" if category is UserWarning else category.__name__
+        print(f"dponline {command}: {kind}: {message}", file=kw.get("file") or sys.stderr)
+
+    return show
 
 
 def _load_modules(modules: Sequence[str]) -> None:
