@@ -3,8 +3,9 @@
 Nothing here is specific to a learner: each learner's module declares its entry (factory, feedback
 kind, action space, test cases, how to audit it) and every entry is collected from the registry.
 Statistical checks are the privacy audits: each refutes a correct claim with probability at most
-alpha = 1e-3 (one-sided Clopper-Pearson bounds at alpha/2 each; fixed seeds, so a run is
-reproducible), and a tenth of the noise must be refuted.
+alpha = 1e-3 (one-sided Clopper-Pearson bounds at alpha/2 each), 2 alpha where the claim states
+rho too (an epsilon test and a rho test); fixed seeds, so a run is reproducible; and a tenth of
+the noise must be refuted.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ def test_battery(check, entry, case):
 
 @pytest.mark.parametrize("entry, case", PRIVATE_CASES)
 def test_audit_not_refuted_and_a_tenth_of_the_noise_refuted(entry, case):
-    """Tight calibration at the case's trials: not refuted (false failure <= alpha = 1e-3),
-    a tenth of the noise refuted."""
+    """Tight calibration at the case's trials: not refuted (false failure <= alpha = 1e-3, or
+    2 alpha with a rho test), a tenth of the noise refuted."""
     check_audit(entry, case)
 
 
@@ -75,8 +76,9 @@ def test_audit_not_refuted_and_a_tenth_of_the_noise_refuted(entry, case):
 @pytest.mark.parametrize("entry, case", PRIVATE_CASES)
 def test_paper_calibration_audit_not_refuted(entry, case):
     """The paper's own noise, against what it proves, with three times the trials: not refuted
-    (false failure <= alpha = 1e-3). A tenth of a paper's noise is not always detectable (Theorem
-    3.5's sigma is far above what privacy needs at these horizons), so it is not asserted."""
+    (false failure <= alpha = 1e-3, or 2 alpha with a rho test). A tenth of a paper's noise is
+    not always detectable (Theorem 3.5's sigma is far above what privacy needs at these
+    horizons), so it is not asserted."""
     trials = 3 * case.audit.trials
     check_audit(
         entry,

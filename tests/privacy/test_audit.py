@@ -1,10 +1,13 @@
 """The empirical audit: it must not refute correct mechanisms and must refute under-noised ones.
 
 Each non-refutation assertion fails by chance with probability at most alpha = 1e-3 (the
-Clopper-Pearson level of the audit); the seeds are fixed, so the outcome is reproducible.
+Clopper-Pearson level of the audit), 2 alpha where the claim states rho too (an epsilon test
+and a rho test); the seeds are fixed, so the outcome is reproducible.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -125,6 +128,64 @@ def test_clopper_pearson_known_values_and_coverage():
     ks = rng.binomial(n, p, size=2000)
     cover = np.mean([clopper_pearson(int(k), n, alpha)[1] >= p for k in ks])
     assert cover >= 1 - alpha - 0.02  # binomial sd of the coverage estimate ~0.005
+
+
+def test_epsilon_lower_bound_splits_alpha_between_its_two_bounds():
+    # closed form: all n runs in the event under one input, none under the other; each
+    # Clopper-Pearson bound at alpha / 2 (a bound at alpha on each side refuted a correct
+    # Laplace mechanism about one seed in five at alpha = 0.05, and no test saw it)
+    n, alpha = 200, 0.05
+    a = (alpha / 2) ** (1 / n)
+    assert epsilon_lower_bound(n, n, 0, n, 0.0, alpha) == pytest.approx(math.log(a / (1 - a)))
+    assert epsilon_lower_bound(n, n, 0, n, 0.01, alpha) == pytest.approx(
+        math.log((a - 0.01) / (1 - a))
+    )
+
+
+def test_the_event_is_counted_on_fresh_runs_not_on_the_pilot():
+    """A sampler whose pilot runs tell the inputs apart perfectly and whose later runs are
+    one distribution for both: an event chosen and counted on the same runs would refute the
+    claim; counted on fresh runs it finds nothing."""
+    calls = []
+
+    def sampler(data, n, rng):
+        calls.append(n)
+        if len(calls) <= 2:  # the pilot: each input its own output
+            return np.full((n, 1), float(data[0]))
+        return rng.normal(size=(n, 1))
+
+    res = audit(sampler, np.zeros(1), np.ones(1), claim=(0.1, 0.0), trials=3000, pilot_trials=500)
+    assert calls == [500, 500, 3000, 3000]
+    assert res.pilot_epsilon > 2 and sum(res.counts[1::2]) == 6000
+    assert not res.refuted and res.epsilon_lower < 0.1
+
+
+def test_a_correct_mechanism_is_refuted_no_more_often_than_alpha():
+    """The whole pipeline (pilot, event, fresh counts, bound) on randomised response and the
+    Laplace mechanism at their claim of epsilon = 1, 300 seeds at alpha = 0.05: each seed
+    refutes with chance <= 0.05, so more than 40 refutations of 300 has chance < 1e-7 (false
+    failure; measured: 1 and 0). The audit with the pilot's runs counted and each bound at
+    alpha refuted the Laplace mechanism in 22% of seeds."""
+
+    def response(data, n, rng):
+        keep = rng.random(n) < np.exp(1.0) / (1.0 + np.exp(1.0))
+        return np.where(keep, data[0], 1.0 - data[0])[:, None]
+
+    def laplace(data, n, rng):
+        return data + rng.laplace(0.0, 1.0, size=(n, 1))
+
+    from scipy import stats
+
+    assert stats.binom.sf(40, 300, 0.05) < 1e-7
+    for sampler in (response, laplace):
+        refuted = sum(
+            audit(
+                sampler, np.zeros(1), np.ones(1), claim=(1.0, 0.0), trials=2000,
+                pilot_trials=500, alpha=0.05, rng=seed,
+            ).refuted
+            for seed in range(300)
+        )  # fmt: skip
+        assert refuted <= 40
 
 
 def test_epsilon_lower_bound_is_zero_when_vacuous():

@@ -1,7 +1,7 @@
 """Larger audits (marked slow; `make test-all`): longer streams, more trials, milder under-noising.
 
-Non-refutation assertions fail by chance with probability at most alpha = 1e-3 each; the seeds
-are fixed.
+Non-refutation assertions fail by chance with probability at most alpha = 1e-3 each (2 alpha
+where the claim states rho too: an epsilon test and a rho test); the seeds are fixed.
 """
 
 from __future__ import annotations

@@ -176,6 +176,41 @@ def test_audit_canaries_randomised_response_over_seeds():
     assert exceed < 25
 
 
+def test_every_candidate_runs_at_the_significance_split_among_all_candidates():
+    """The best of len(guesses) x len(methods) candidates holds at 1 - significance because
+    each runs at significance / (their number): the bound equals the best candidate's at
+    that level, computed here by hand (without the split, or without the methods' factor, no
+    fast test failed)."""
+    rng = np.random.default_rng(3)
+    m = 300
+    s = rng.random(m) < 0.5
+    scores = np.where(s, 1.0, 0.0) + rng.normal(0.0, 0.8, m)  # a guesser right about 3 in 4
+    grid, methods, sig = (10, 40, 100), ("steinke", "fdp"), 0.05
+    res = audit_canaries(scores, s, significance=sig, guesses=grid, methods=methods)
+    order = np.argsort(scores, kind="stable")
+    by_hand = []
+    for k in grid:
+        right = int(s[order[::-1][:k]].sum() + (~s[order[:k]]).sum())
+        for bound in (epsilon_lower_bound, fdp_epsilon_lower_bound):
+            by_hand.append(bound(m, 2 * k, right, sig / (len(grid) * len(methods))))
+    assert res.candidates == 6 and res.epsilon_lower > 0.3
+    assert res.epsilon_lower == pytest.approx(max(by_hand), abs=1e-6)
+    # at the level without the methods' factor the best candidate proves more: the split is seen
+    assert (
+        max(
+            bound(m, res.guesses, res.correct, sig / len(grid))
+            for bound in (epsilon_lower_bound, fdp_epsilon_lower_bound)
+        )
+        > res.epsilon_lower + 1e-3
+    )
+
+
+def test_guesses_at_chance_prove_zero_on_every_curve():
+    # the Gaussian curve's search starts at 1e-9, which it returned as the bound
+    for curve in ("privacy", "gaussian"):
+        assert fdp_epsilon_lower_bound(400, 100, 50, 0.05, 1e-6, curve=curve) == 0.0
+
+
 def test_audit_canaries_perfect_guesser_and_result():
     rng = np.random.default_rng(0)
     s = rng.random(400) < 0.5

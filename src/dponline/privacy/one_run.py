@@ -121,9 +121,10 @@ def p_value(m: int, guesses: int, correct: int, epsilon: float, delta: float = 0
 
 def _largest_rejected(reject_margin: Callable[[float], float], lo: float = 0.0) -> float:
     """The largest epsilon >= lo with ``reject_margin(epsilon) > 0`` (a margin decreasing in
-    epsilon), ``lo`` when there is none; bracketing by doubling, then brentq."""
+    epsilon), 0 when there is none (the Gaussian curve starts at a tiny lo > 0, where nothing
+    rejected is still a bound of 0); bracketing by doubling, then brentq."""
     if reject_margin(lo) <= 0:
-        return lo
+        return 0.0
     hi = max(1.0, 2 * lo)
     while reject_margin(hi) > 0:
         lo, hi = hi, 2 * hi
