@@ -360,7 +360,8 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "arms",
             "real data: the Open Bandit Dataset's 80 items (ZOZOTOWN, uniformly logged sample, "
             "shipped) as Bernoulli arms at their measured click rates (0 to 2.6%; positions "
-            "pooled, or position = 1 | 2 | 3; items = a count or ids); loss = 1 - click",
+            "pooled, or position = 1 | 2 | 3; items = a count or ids); loss = 1 - click; "
+            "simulated clicks, so any horizon (10,000 when none is given)",
         ),
         EnvironmentEntry(
             "bandit_losses",
