@@ -135,10 +135,12 @@ def build_counter(
     * ``design_horizon``: for the BLT without a horizon, the rounds its buffers are optimised
       for (:func:`anytime_counter`); refused with a horizon.
 
+    Examples
+    --------
     >>> from dponline.privacy.bounds import Box
     >>> c = build_counter(None, horizon=4, bounds=Box(0, 1, dim=2), rng=0)
-    >>> [c.step([1.0, 0.5]).tolist() for _ in range(3)]
-    [[[1.0, 0.5]], [[2.0, 1.0]], [[3.0, 1.5]]]
+    >>> [c.step([1.0, 0.5]).ravel().tolist() for _ in range(3)]
+    [[1.0, 0.5], [2.0, 1.0], [3.0, 1.5]]
     >>> from dponline.continual.selection import best_mechanism
     >>> c = build_counter(PrivacyBudget(1.0, 1e-6), horizon=64, bounds=Box(0, 1, dim=64))
     >>> c.name == best_mechanism(64, 64, "gaussian")

@@ -363,7 +363,7 @@ def tree_participation_sq(horizon: int, participations: int, min_separation: int
 
     The recursion runs over the complete tree of 2^L leaves (L = T.bit_length(); rounds past T
     are never chosen and nodes not inside [1, T] add nothing). For a subtree and a count i, a
-    table V[i][l, r] holds the best sum inside the subtree over sets of i rounds whose first
+    table ``V[i][l, r]`` holds the best sum inside the subtree over sets of i rounds whose first
     round is l and last round r places from the subtree's left and right edges (both capped at
     b - 1: farther is as good as b - 1 for every later gap), -inf where none exists. Joining two
     children whose sets are non-empty needs r_left + l_right + 1 >= b (the gap across the
