@@ -1,5 +1,5 @@
 """Private K-armed bandits at click rates under 3%: the Open Bandit Dataset's 80 items as
-Bernoulli arms at their measured click rates, at epsilon 1 and 0.1, against the non-private
+Bernoulli arms at their measured click rates, at epsilon 1, 0.5 and 0.1, against the non-private
 references, uniform play and the asymptotic lower bounds.
 
     python benchmarks/bench_rare_clicks.py [--quick] [--replicas R] [--json FILE]
@@ -17,7 +17,7 @@ size of the private lower bound's epsilon-term at epsilon = 1, so the private co
 close to Lai-Robbins' (1.25 times on these items; 6.8 times at epsilon = 0.1) and most of
 the cost of learning here is the data's, not the privacy's. Ratios (``--json`` writes them
 under ``ratios``): ``best_private_vs_klucb`` and ``best_private_vs_best_non_private`` at
-each epsilon (suffix ``_eps0.1``), and ``best_private_vs_uniform``.
+each epsilon (suffixes ``_eps0.5``, ``_eps0.1``), and ``best_private_vs_uniform``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from bench_private_bandits import NON_PRIVATE, PRIVATE, interval, run
 from dponline.bandits.lower_bounds import lai_robbins_coefficient, lower_bound_coefficients
 from dponline.environments.open_bandit import open_bandit_arms
 
-EPSILONS = (1.0, 0.1)
+EPSILONS = (1.0, 0.5, 0.1)
 
 
 def row(name: str, horizon: int, epsilon: float | None, replicas: int) -> dict:

@@ -16,6 +16,7 @@ RUNNABLE = [
     "docs/ene.md",
     "docs/private-bandits.md",
     "docs/anytime-and-user-level.md",
+    "docs/recommender.md",
 ]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 #: lines an example prints that its comments quote (fixed seeds)
@@ -31,6 +32,7 @@ QUOTED = {
     ],
     ("docs/anytime-and-user-level.md", 1): ["100 5000"],
     ("docs/anytime-and-user-level.md", 2): ["anytime_blt 0.733 0.715", "0.655"],
+    ("docs/recommender.md", 0): ["450 227 1579"],
 }
 
 
