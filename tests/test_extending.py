@@ -399,3 +399,35 @@ def test_a_tasks_key_does_not_depend_on_what_the_process_has_imported(tmp_path, 
     finally:
         sys.modules.pop("mine_for_the_key", None)
     assert fresh == here
+
+
+def test_a_run_takes_modules_from_the_command_line_and_says_when_nothing_was_read_back(
+    tmp_path,
+):
+    """`dponline run --modules` as the spec's field (it was refused: "unrecognized
+    arguments"); a run whose checkpoint folder holds only other tasks' says that all ran now
+    (a newcomer could not tell a rerun after an edit from a read-back)."""
+    spec = tmp_path / "mine.toml"
+    spec.write_text(
+        'name = "mine"\nhorizon = 60\nseeds = 2\nepsilons = [1.0]\n'
+        '[[environments]]\nname = "stochastic"\noptions = { n_experts = 3 }\n'
+        '[[learners]]\nname = "dp-noisy-leader"\n'
+    )
+    module, out = str(EXAMPLE / "noisy_leader.py"), str(tmp_path / "out")
+    command = [sys.executable, "-m", "dponline", "run", str(spec), "--out", out]
+    run = functools.partial(subprocess.run, capture_output=True, text=True, cwd=tmp_path)
+    first = run([*command, "--modules", module])
+    assert first.returncode == 0, first.stderr
+    assert "dp-noisy-leader" in first.stdout and "were read from" not in first.stdout
+    again = run([*command, "--modules", module])
+    assert "1 of 1 tasks were read from" in again.stdout
+    other = run([*command, "--modules", module, "--horizon", "40"])
+    assert "None of the 1 tasks was in" in other.stdout
+    without = run(command)  # the learner is the module's: a clear refusal, not a traceback
+    assert without.returncode == 2 and "dp-noisy-leader" in without.stderr
+
+
+def test_a_module_name_that_is_a_file_beside_says_so(tmp_path):
+    (tmp_path / "mine.py").write_text("")
+    with pytest.raises(ModuleNotFoundError, match=r"the file 'mine\.py' is there: write"):
+        load_modules(["mine"], base=tmp_path)

@@ -806,7 +806,12 @@ def check_audit(
     tenth = audit_learner(entry, case, noise_fraction=fraction, **kw)  # type: ignore[arg-type]
     if not tenth.refuted:
         raise AssertionError(
-            f"{who} ({calibration}): {fraction:g} of the noise is not caught by the audit: {tenth}"
+            f"{who} ({calibration}): {fraction:g} of the noise is not caught by the audit: "
+            f"{tenth}. Either the audit case does not let a decision see the change in full "
+            "(docs/extending.md, the audit case), or the noise does not follow scale_noise "
+            "(noise drawn outside the learner's noise handle, e.g. from its generators directly "
+            "rather than through _noise, is not scaled, and the learner audited had its full "
+            "noise)"
         )
     return full, tenth
 

@@ -823,17 +823,28 @@ def _cmd_run(args: argparse.Namespace) -> int:
         uniform_play_regret,
     )
     from dponline.experiments.report import NO_PLOTS, have_matplotlib, summarise, write_report
-    from dponline.experiments.runner import run_sweep, stored_results
+    from dponline.experiments.runner import run_sweep, stored_key, stored_results
     from dponline.experiments.spec import load_spec
 
     spec = load_spec(args.spec)
-    overrides = {k: getattr(args, k) for k in ("seeds", "horizon") if getattr(args, k)}
+    overrides: dict[str, Any] = {
+        k: getattr(args, k) for k in ("seeds", "horizon") if getattr(args, k)
+    }
+    if args.modules:  # as the spec's own field: the workers import them, the keys follow them
+        from dponline.registry import load_modules
+
+        loaded = load_modules(args.modules)  # main imported them: their names and paths
+        overrides["modules"] = tuple(dict.fromkeys((*spec.modules, *loaded)))
     if overrides:  # a smaller look at the same spec (its own seeds and data otherwise)
         spec = spec.overridden(**overrides)
     out = Path(args.out) if args.out else Path(f"{Path(args.spec).stem}-report")
     ckpt = None if args.no_checkpoint else out / "checkpoints"
     tasks = spec.tasks()
     reused = stored_results(tasks, ckpt, spec.checkpoint_every)
+    # checkpoints there, none of this run's tasks (finished or partial): everything runs anew
+    keys = tuple(stored_key(t, spec.checkpoint_every) for t in tasks)
+    there = [f.name for f in ckpt.iterdir()] if ckpt is not None and ckpt.is_dir() else []
+    earlier = bool(there) and not any(name.startswith(keys) for name in there)
     made = [d for d in (out, out / "checkpoints") if not d.exists()]
     try:
         results = run_sweep(
@@ -874,6 +885,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(
             f"\n{reused} of {len(tasks)} tasks were read from {ckpt} (finished earlier by this "
             "code, spec and checkpoint spacing); --no-checkpoint recomputes them."
+        )
+    elif earlier:
+        print(
+            f"\nNone of the {len(tasks)} tasks was in {ckpt}: all ran now (the code, a module, "
+            "a data file or the spec changed since the checkpoints there were written)."
         )
     print(f"\nReport: {index}" + ("" if have_matplotlib() else f" (tables only: the {NO_PLOTS})"))
     return 0
@@ -1115,6 +1131,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="override the spec's horizon (rounds; real data is cut to it)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    _modules_argument(p)
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("list", help="every learner with its paper, setting and guarantee")

@@ -682,10 +682,16 @@ def load_modules(modules: Sequence[str], base: str | Path | None = None) -> list
                 except (ImportError, ValueError):
                     found = None
                 if found is None:
+                    file = f"{module.replace('.', '/')}.py"  # the file the name may mean
+                    hint = (
+                        f"; the file {file!r} is there: write {file!r}"
+                        if (Path(base or ".") / file).is_file()
+                        else ""
+                    )
                     raise ModuleNotFoundError(
                         f"no module named {module!r} (a module name must be importable: an "
                         "installed package, or on PYTHONPATH; a file of your own is given by "
-                        "its path, 'learners.py')"
+                        f"its path, 'learners.py'){hint}"
                     )
                 if not (found.origin and _imported_from(Path(found.origin).resolve())):
                     _importing(module, functools.partial(importlib.import_module, module))

@@ -86,6 +86,25 @@ def test_panels_pair_each_private_learner_with_its_counterpart_and_hold_at_most_
             )
 
 
+def test_a_panel_without_its_counterpart_says_so_and_the_legend_names_the_lines():
+    """lazy-dp-ts without thompson in the run: its panel compared it with every non-private
+    learner and the first of them was drawn as its "non-private counterpart" (a newcomer's
+    own learner, in black dots, labelled so); now the title names the counterpart missing."""
+    results = _results([
+        ("lazy-dp-ts", "lazy-dp-ts", "tight", 1.0, 1.0),
+        ("dp-imed", "dp-imed", "tight", 1.0, 1.0),
+        ("kl-ucb", "kl-ucb", "none", None, np.nan),
+        ("imed", "imed", "none", None, np.nan),
+    ])  # fmt: skip
+    panels = {p["title"].split(" vs ")[0]: p for p in regret_panels(results)}
+    lazy, imed = panels["lazy-dp-ts"], panels["dp-imed"]
+    assert not lazy["own"] and lazy["reference"] == ["kl-ucb", "imed"]
+    assert lazy["title"].endswith("(its counterpart thompson not run)")
+    assert imed["own"] and imed["reference"] == ["imed"]
+    notes = report_notes(summarise(results), "E")
+    assert any("lazy-dp-ts: its non-private counterpart thompson was not run" in n for n in notes)
+
+
 def test_privacy_utility_points_sit_at_the_proven_epsilon(tmp_path):
     summary = summarise(_sweep())
     plotted = plot_privacy_utility(summary, "E", tmp_path / "pu.png")

@@ -128,7 +128,8 @@ def regret_panels(data: pd.DataFrame) -> list[dict]:
     environment when it has none), split by calibration when a panel would hold more than
     :data:`MAX_CURVES` curves; non-private learners that are nobody's reference get a panel of
     their own. Each panel: ``title``, ``private`` [(label, calibration, epsilon)], ``reference``
-    [labels]."""
+    [labels], ``own`` (whether the references are the learner's own counterparts; when none
+    was run, the title names the counterpart missing)."""
     keys = data[["learner", "label", "calibration", "epsilon"]].drop_duplicates()
     private = keys[keys["epsilon"].notna()]
     public = keys[keys["epsilon"].isna()]
@@ -139,7 +140,11 @@ def regret_panels(data: pd.DataFrame) -> list[dict]:
         name = rows["learner"].iloc[0]
         refs = [
             r["label"] for _, r in public.iterrows() if name in counterpart_of.get(r["learner"], ())
-        ] or list(public["label"])
+        ]
+        own = bool(refs)
+        missing = [n for n, of in counterpart_of.items() if name in of]
+        if not own:
+            refs = list(public["label"])
         refs = refs[: len(_REF_STYLES)]
         used.update(refs)
         curves = [
@@ -156,10 +161,13 @@ def regret_panels(data: pd.DataFrame) -> list[dict]:
         for group in groups:
             suffix = f" [{group[0][1]}]" if len(groups) > 1 else ""
             title = f"{label}{suffix} vs {', '.join(refs)}" if refs else f"{label}{suffix}"
-            panels.append({"title": title, "private": group, "reference": refs})
+            if not own and missing:  # its own counterpart was not run: say so
+                title += f"\n(its counterpart {', '.join(missing)} not run)"
+            panels.append({"title": title, "private": group, "reference": refs, "own": own})
     for label in public["label"]:
         if label not in used:
-            panels.append({"title": f"{label} (non-private)", "private": [], "reference": [label]})
+            title = f"{label} (non-private)"
+            panels.append({"title": title, "private": [], "reference": [label], "own": True})
     return panels
 
 
@@ -262,12 +270,17 @@ def plot_regret_curves(
     cals = sorted({cal for p in panels for _, cal, _ in p["private"]}, reverse=True)
     handles += [Line2D([], [], color="gray", ls=_CAL_STYLE.get(c, "-"), label=c) for c in cals]
     n_refs = max((len(p["reference"]) for p in panels), default=0)
+    counterparts_only = all(p["own"] for p in panels if p["private"])
     for k in range(n_refs):
         ls, colour = _REF_STYLES[k]
         labels = {p["reference"][k] for p in panels if len(p["reference"]) > k}
-        name = "non-private counterpart" if k == 0 else f"non-private reference {k + 1}"
-        if k > 0 and len(labels) == 1:  # the same second reference everywhere: name it
-            name = labels.pop()
+        name = (
+            "non-private counterpart"
+            if k == 0 and counterparts_only
+            else f"non-private reference {k + 1} (in the panel's title)"
+        )
+        if (k > 0 or not counterparts_only) and len(labels) == 1:  # the same everywhere
+            name = f"{labels.pop()} (non-private)"
         handles.append(Line2D([], [], color=colour, ls=ls, lw=1.6, label=name))
     for label in dict.fromkeys(ref["label"] for ref in references):
         handles.append(Line2D([], [], color="0.45", ls=_BOUND_STYLE, lw=1.2, label=label))
@@ -399,7 +412,7 @@ def report_notes(
     uniform random play's by its interval (when ``uniform-play`` ran, else at
     ``uniform_regret``, its exact expected regret where known: a stochastic bandit's); an
     environment where every learner is within one confidence interval of every other (no
-    visible effect)."""
+    visible effect); a private learner whose non-private counterpart was not run."""
     data = summary[summary["environment"] == environment]
     notes = []
     for _, r in data[(data["calibration"] == "tight") & data["epsilon"].notna()].iterrows():
@@ -419,6 +432,16 @@ def report_notes(
             )
     public = data[data["epsilon"].isna()]
     counterpart_of = _counterparts()
+    if len(public):  # a panel compares a learner without its counterpart with every other one
+        for label, g in data[data["epsilon"].notna()].groupby("label", sort=False):
+            name = g["learner"].iloc[0]
+            missing = [n for n, of in counterpart_of.items() if name in of]
+            if missing and not set(missing) & set(public["learner"]):
+                notes.append(
+                    f"{label}: its non-private counterpart {', '.join(missing)} was not run, so "
+                    "its regret panel draws every non-private learner of the run beside it; add "
+                    "the counterpart to the spec to see what privacy costs it."
+                )
     for (label, cal), g in data[data["epsilon"].notna()].groupby(["label", "calibration"]):
         name = g["learner"].iloc[0]
         mine = np.array([name in counterpart_of.get(n, ()) for n in public["learner"]], bool)
