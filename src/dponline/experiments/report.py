@@ -371,7 +371,7 @@ def plot_privacy_utility(
                    label=r["label"] if said else f"{r['label']} (non-private)")  # fmt: skip
     levels = [*public["regret_mean"]]
     if uniform_regret is not None and not (public["learner"] == UNIFORM_PLAY).any():
-        ax.axhline(uniform_regret, ls="-.", color="0.55", lw=1.6, label=UNIFORM_LEVEL)
+        ax.axhline(uniform_regret, ls="-", color="0.8", lw=3.0, zorder=0, label=UNIFORM_LEVEL)
         plotted[UNIFORM_LEVEL] = {"y": float(uniform_regret)}
         levels.append(float(uniform_regret))
     # the y range holds every point with its interval and every non-private line
