@@ -317,3 +317,25 @@ def test_legacy_pickles_are_reported_once_and_never_read(tmp_path):
     with pytest.warns(checkpoints.LegacyCheckpointWarning, match="ignoring 1 pickle file"):
         assert checkpoints.warn_legacy_pickles(tmp_path) == [tmp_path / "old.done.pkl"]
     assert not (tmp_path / "marker").exists()
+
+
+def test_a_deployments_checkpoint_is_continued_once(tmp_path):
+    """resume_state moves the file aside before reading it: a second restart from it (which
+    would replay its noise on other data) is refused naming where it went; the service's next
+    save is continued as usual; a state of another task is put back."""
+    from dponline.experiments.checkpoints import resume_state
+
+    path = tmp_path / "policy.ckpt"
+    save_state(path, {"t": 3}, task="service")
+    assert resume_state(path, task="service") == {"t": 3}
+    assert not path.exists() and (tmp_path / "policy.ckpt.resumed").exists()
+    with pytest.raises(ValueError, match=r"continued already \(it lies at .*policy\.ckpt\.resumed"):
+        resume_state(path, task="service")
+    save_state(path, {"t": 9}, task="service")  # the running service's next checkpoint
+    assert resume_state(path, task="service") == {"t": 9}
+    save_state(path, {"t": 12}, task="service")
+    with pytest.raises(ValueError, match="expected task 'other'"):
+        resume_state(path, task="other")
+    assert load_state(path, task="service") == {"t": 12}  # put back, untouched
+    with pytest.raises(FileNotFoundError):
+        resume_state(tmp_path / "never-saved.ckpt", task="service")

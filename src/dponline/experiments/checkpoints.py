@@ -64,11 +64,13 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "RESULT_SUFFIX",
+    "RESUMED_SUFFIX",
     "LegacyCheckpointWarning",
     "code_fingerprint",
     "library_version",
     "load_frame",
     "load_state",
+    "resume_state",
     "save_frame",
     "save_state",
     "warn_legacy_pickles",
@@ -317,6 +319,46 @@ def load_state(path: str | Path, *, task: str) -> dict[str, Any]:
     if type(state) is not dict:
         raise ValueError(f"{path} holds a {type(state).__name__}, expected a state dict; {_ADVICE}")
     return state
+
+
+#: the suffix a checkpoint continued by :func:`resume_state` is moved aside to
+RESUMED_SUFFIX = ".resumed"
+
+
+def resume_state(path: str | Path, *, task: str) -> dict[str, Any]:
+    """A deployment's checkpoint, read to continue from it, once.
+
+    A saved state holds the noise of the rounds to come: rounds served after it and served
+    again after a second restart from it (with other data) release two inputs under the same
+    noise, whose difference is then exact (:mod:`dponline.rng`). So the file is moved aside to
+    ``<path>.resumed`` (:func:`os.rename`, atomic: of two processes claiming it at once, one
+    gets it) before it is read: a second restart from the same file, or a second replica
+    started from it, finds nothing there and is refused with a ``ValueError`` saying where the
+    file went. The service then saves its next checkpoint to ``path`` (:func:`save_state`),
+    before each output is shown. A state refused by :func:`load_state` (another version or
+    task) is put back. A process that claimed a checkpoint and stopped before it showed
+    anything may be continued from it again by moving the file back: that is safe only if
+    nothing was released after the claim."""
+    where = Path(path)
+    aside = where.with_name(where.name + RESUMED_SUFFIX)
+    try:
+        os.rename(where, aside)
+    except FileNotFoundError:
+        if aside.exists():
+            raise ValueError(
+                f"{where} was continued already (it lies at {aside}): a checkpoint holds the "
+                "noise of the rounds to come, and a second continuation would release other "
+                "inputs under that same noise; continue from the newest checkpoint the running "
+                f"service saved, or, if the process that took it showed nothing before it "
+                f"stopped, move {aside.name} back to {where.name}"
+            ) from None
+        raise
+    try:
+        return load_state(aside, task=task)
+    except ValueError:
+        if not where.exists():  # refused: the file goes back where it was found
+            os.rename(aside, where)
+        raise
 
 
 def save_frame(path: str | Path, frame: pd.DataFrame, *, task: str) -> None:
