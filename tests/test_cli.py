@@ -320,6 +320,17 @@ def test_a_warning_is_one_line_naming_the_command(tmp_path, capsys):
     assert not any("UserWarning" in line or "sys.exit" in line for line in err)
 
 
+def test_the_warning_line_goes_to_the_file_python_passes_it():
+    # the standard library passes the file positionally; the line went to stderr instead
+    import io
+
+    from dponline.cli import _warning_line
+
+    buffer = io.StringIO()
+    _warning_line("run")("careful", UserWarning, "x.py", 1, buffer)
+    assert buffer.getvalue() == "dponline run: warning: careful\n"
+
+
 def test_audit_one_run_json_subset(capsys):
     assert (
         main(["audit", "--one-run", "--json", "--learners", "dp-ftrl-oco", "--canaries", "150"])

@@ -818,6 +818,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from dponline.experiments.checkpoints import CHECKPOINT_SUFFIX, RESULT_SUFFIX
     from dponline.experiments.lower_bound_curves import (
         lower_bound_references,
         uniform_play_regret,
@@ -842,9 +843,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     tasks = spec.tasks()
     reused = stored_results(tasks, ckpt, spec.checkpoint_every)
     # checkpoints there, none of this run's tasks (finished or partial): everything runs anew
-    keys = tuple(stored_key(t, spec.checkpoint_every) for t in tasks)
+    keys = {stored_key(t, spec.checkpoint_every) for t in tasks}
     there = [f.name for f in ckpt.iterdir()] if ckpt is not None and ckpt.is_dir() else []
-    earlier = bool(there) and not any(name.startswith(keys) for name in there)
+    mine = {f"{k}{suffix}" for k in keys for suffix in (RESULT_SUFFIX, CHECKPOINT_SUFFIX)}
+    earlier = bool(there) and not mine & set(there)
     made = [d for d in (out, out / "checkpoints") if not d.exists()]
     try:
         results = run_sweep(
@@ -1404,9 +1406,16 @@ def _warning_line(command: str) -> Any:
     not the place in the code (which, from the command line, is the installed script's
     ``sys.exit(main())``)."""
 
-    def show(message: Any, category: type[Warning], *_: Any, **kw: Any) -> None:
+    def show(
+        message: Any,
+        category: type[Warning],
+        filename: str = "",
+        lineno: int = 0,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
         kind = "warning" if category is UserWarning else category.__name__
-        print(f"dponline {command}: {kind}: {message}", file=kw.get("file") or sys.stderr)
+        print(f"dponline {command}: {kind}: {message}", file=file or sys.stderr)
 
     return show
 

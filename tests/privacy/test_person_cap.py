@@ -204,7 +204,7 @@ def test_a_round_index_that_does_not_advance_lets_no_one_in_twice():
     again = ParticipationCap(1, 1)
     again.load_state_dict(state)
     assert again.admit("cy", 6, retry=True) and again.admitted("cy") == 1
-    with pytest.raises(ValueError, match="not a round admitted"):
+    with pytest.raises(ValueError, match="not the round admitted last"):
         ParticipationCap(1, 1).load_state_dict({**state, "previous": ["cy", 5]})
     twice = {**state, "people": ["ann", "ann", "cy"]}  # the later count would replace the first
     with pytest.raises(ValueError, match="names a person twice"):
@@ -213,3 +213,17 @@ def test_a_round_index_that_does_not_advance_lets_no_one_in_twice():
         ParticipationCap(1, 1).load_state_dict({**state, "round": 6.0})
     older = {k: v for k, v in state.items() if k != "previous"}  # saved before it was kept
     ParticipationCap(1, 1).load_state_dict(older)
+
+
+def test_a_refused_state_leaves_the_cap_as_it_was():
+    # the last call was checked after the counts were installed: a refused state left a cap
+    # that had forgotten who was admitted (a reviewer's: ann admitted twice under a cap of 1)
+    cap = ParticipationCap(1, 1)
+    assert cap.admit("ann", 0) and cap.admit("bob", 3)
+    good = cap.state_dict()
+    for previous in (["bob", 2], ["ann", 0], ["bob"], 5, ["bob", 3, 4], [["x"], 3], ["bob", True]):
+        with pytest.raises(ValueError, match="not the round admitted last"):
+            cap.load_state_dict({**good, "people": ["bob"], "counts": [1], "last": [3],
+                                 "previous": previous})  # fmt: skip
+        assert cap.state_dict() == good
+    assert not cap.admit("ann", 100, retry=True) and cap.admitted("ann") == 1

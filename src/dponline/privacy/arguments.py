@@ -187,7 +187,8 @@ def saved_field(state: Any, key: str) -> Any:
     if key not in state:
         raise ArgumentError(
             f"saved state has no {key!r} (keys {sorted(map(str, state))}): it was saved by "
-            "another kind of object"
+            "another kind of object, or by another dponline version (a state is read back by "
+            "the version that wrote it)"
         )
     return state[key]
 

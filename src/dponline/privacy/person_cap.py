@@ -77,8 +77,10 @@ class ParticipationCap:
         return cls(guarantee.participations, guarantee.min_separation)
 
     def admit(self, person: Hashable, t: int, *, retry: bool = False) -> bool:
-        """Whether round ``t`` may carry ``person``'s data (counted if so); ``retry=True``: this
-        call may repeat the last one, whose answer was lost (class docstring)."""
+        """Whether round ``t`` may carry ``person``'s data (counted if so). ``retry=True`` says
+        this call repeats the last one, whose answer was lost: pass it only then, never as a
+        default (with a round index that does not advance, a blanket ``retry=True`` admits
+        every consecutive visit of one person as the same round)."""
         if not isinstance(retry, bool):
             raise ArgumentError(f"retry must be True or False, got {retry!r}")
         if isinstance(t, bool | np.bool_) or not isinstance(t, int | np.integer) or t < 0:
@@ -157,17 +159,26 @@ class ParticipationCap:
         for p, c, t in zip(people, counts, last, strict=True):
             if not (isinstance(c, int) and 1 <= c <= self.participations):
                 raise ValueError(f"person {p!r}: count {c!r} outside 1..{self.participations}")
-            if not (isinstance(t, int) and 0 <= t <= state["round"]):
-                raise ValueError(f"person {p!r}: last round {t!r} outside 0..{state['round']}")
-        self._count = {p: int(c) for p, c in zip(people, counts, strict=True)}
-        self._last = {p: int(t) for p, t in zip(people, last, strict=True)}
-        self._round = int(state["round"])
+            if not (isinstance(t, int) and 0 <= t <= round_):
+                raise ValueError(f"person {p!r}: last round {t!r} outside 0..{round_}")
+        last_of = dict(zip(people, last, strict=True))
         previous = state.get("previous")  # absent from states saved before it was recorded
-        if previous is not None:
-            person, t = previous
-            if self._last.get(person) != t:
-                raise ValueError(f"the last call {previous!r} is not a round admitted")
+        if previous is not None:  # the call admitted last: a person admitted at the last round
+            pair = isinstance(previous, list | tuple) and len(previous) == 2
+            person, t = previous if pair else (None, None)
+            try:
+                admitted_at = last_of.get(person) if pair else None
+            except TypeError:  # an id that is not hashable
+                admitted_at = None
+            if admitted_at is None or isinstance(t, bool) or admitted_at != t or t != round_:
+                raise ValueError(
+                    f"the state's last call {previous!r} is not the round admitted last"
+                )
             previous = (person, t)
+        # everything checked: now install (a refused state leaves the cap as it was)
+        self._count = {p: int(c) for p, c in zip(people, counts, strict=True)}
+        self._last = {p: int(t) for p, t in last_of.items()}
+        self._round = int(round_)
         self._previous = previous
 
     def __repr__(self) -> str:
