@@ -318,6 +318,14 @@ def test_a_warning_is_one_line_naming_the_command(tmp_path, capsys):
     said = [line for line in err if "experts' advice" in line]
     assert len(said) == 1 and said[0].startswith("dponline run: warning: the environment")
     assert not any("UserWarning" in line or "sys.exit" in line for line in err)
+    # under python -W error the warning is an exception: one line and status 2, no traceback
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code = main(["run", str(spec), "--out", str(tmp_path / "out"), "--no-checkpoint"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("dponline run: error (UserWarning raised by -W")
 
 
 def test_the_warning_line_goes_to_the_file_python_passes_it():

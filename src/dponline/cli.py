@@ -1386,6 +1386,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"dponline {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except Warning as exc:  # python -W error: a warning raised as an error, said in one line
+        kind = type(exc).__name__
+        print(f"dponline {args.command}: error ({kind} raised by -W error): {exc}", file=sys.stderr)
+        return 2
     except (Interrupted, KeyboardInterrupt) as exc:
         print(f"dponline {args.command}: {_interrupted(args, exc)}", file=sys.stderr)
         return 130

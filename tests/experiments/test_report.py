@@ -309,3 +309,12 @@ def test_a_private_learner_that_does_not_improve_is_compared_with_its_own_counte
     improving = res.copy()
     improving.loc[private & (res["epsilon"] == 1.0), "regret"] = 120.0
     assert not any("does not improve" in n for n in report_notes(summarise(improving), "E"))
+
+
+def test_a_regret_unknown_is_left_out_of_the_privacy_utility_plot(tmp_path):
+    # a NaN regret made matplotlib refuse the axis ("Axis limits cannot be NaN or Inf")
+    summary = summarise(_sweep())
+    private = summary.index[summary["epsilon"].notna()]
+    summary.loc[private[0], ["regret_mean", "regret_ci95"]] = np.nan
+    plotted = plot_privacy_utility(summary, "E", tmp_path / "pu.png", uniform_regret=5.0)
+    assert (tmp_path / "pu.png").stat().st_size > 10_000 and plotted

@@ -377,6 +377,7 @@ def plot_privacy_utility(
     # the y range holds every point with its interval and every non-private line
     ci = private["regret_ci95"].fillna(0.0)
     ys = [*(private["regret_mean"] - ci), *(private["regret_mean"] + ci), *levels]
+    ys = [y for y in ys if math.isfinite(y)]  # a regret unknown (NaN) is not drawn
     if ys:
         lo, hi = min(ys), max(ys)
         pad = 0.06 * (hi - lo) if hi > lo else max(abs(hi), 1.0) * 0.06
