@@ -380,10 +380,10 @@ class RiverPolicy:
     def load_state_dict(self, state: Any) -> None:
         """Continue from a :meth:`state_dict` of a policy over the same arms (in the same order)
         with an identically built learner. Everything is checked before anything changes (a
-        refused state leaves the policy as it was): the learner's part by the learner, the
-        arms', the pulls adding up to ``n``
-        and at most the learner's rounds, and an arm waiting for its reward exactly when the
-        learner has decided its round (and, where its state says which arm, that one)."""
+        refused state leaves the policy as it was): the learner's part by the learner, the arm
+        ids, the pulls adding up to ``n`` and at most the learner's rounds, and an arm waiting
+        for its reward exactly when the learner has decided its round (and, where its state
+        says which arm, that one)."""
         k = len(self._ids)
         saved_learner = saved_field(state, "learner")
         install = self.learner.prepare_load(saved_learner)
