@@ -620,9 +620,11 @@ td,th{{border:1px solid #ccc;padding:3px 6px}}img{{max-width:100%;display:block;
 pseudo-regret: against the best arm's mean), mean over seeds with 95% bands; the tables add
 the median over seeds.
 In each regret panel a private learner's curves are coloured by epsilon (tight calibration
-solid, the paper's dashed) against its own non-private counterpart in black. The
+solid, the paper's dashed) against its own non-private counterpart in black (where that was
+not run, against every non-private learner of the run, as the panel's title says). The
 privacy-utility plots place each point at the epsilon its noise <em>proves</em>; a hollow
-marker shows the epsilon that was asked for when the two differ.</p>
+marker shows the epsilon that was asked for when the two differ; a wide light line there is
+uniform random play's exact level, where it is known.</p>
 <ol>{toc}</ol>
 {"".join(sections)}
 <p>Data: <a href="results.csv">results.csv</a> (every seed and recorded round),
