@@ -209,3 +209,27 @@ def test_pandas_defaults_are_named_in_the_refusals(tmp_path):
     with pytest.raises(ValueError, match=r"a header of numbers .* give header = true"):
         expert_losses(None, None, str(tmp_path / "numbered.csv"))
     assert expert_losses(None, None, str(tmp_path / "numbered.csv"), header=True).horizon == 6
+
+
+def test_an_experts_option_beside_an_environments_own_advice_is_a_spec_error(tmp_path):
+    # it was refused only when the task was built, naming the task, not the spec's field
+    np.save(tmp_path / "l.npy", np.full((30, 3), 0.5))
+    np.save(tmp_path / "a.npy", random_advice(30, 4, 3, seed=1))
+    exp4 = {"name": "private-exp4", "options": {"experts": "arms"}}
+    advised = [
+        {"name": "expert_advice"},
+        {"name": "stock_bandit", "options": {"random_experts": 2}, "horizon": 30},
+        {"name": "bandit_losses", "options": {"path": "l.npy", "advice": "a.npy"}},
+    ]
+    for env in advised:
+        data = {"environment": env, "learners": [exp4], "seeds": 1, "horizon": 30}
+        with pytest.raises(SpecError, match=r"learners\[0\]\.options': experts = 'arms' beside"):
+            parse_spec(data, base=tmp_path).tasks()
+    plain = {"name": "stock_bandit", "options": {"random_experts": 0}}  # no advice: allowed
+    assert parse_spec({"environment": plain, "learners": [exp4], "horizon": 30}).tasks()
+    kept_apart = {  # the advised environment runs the other learner only
+        "environments": [{**advised[0], "learners": ["exp3"]}, plain],
+        "learners": [{"name": "exp3"}, exp4],
+        "horizon": 30,
+    }
+    assert len(parse_spec(kept_apart).tasks()) == 3

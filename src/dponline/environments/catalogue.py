@@ -58,6 +58,13 @@ class EnvironmentEntry:
     action_space: str | tuple[str, ...]
     description: str
     action_space_option: tuple[str, str] | None = None
+    #: whether the environment built with these options gives experts' advice (a bandit with
+    #: expert advice, whose regret is against its experts); None: never
+    gives_advice: Callable[[Mapping[str, Any]], bool] | None = None
+
+    def advice_given(self, options: Mapping[str, Any]) -> bool:
+        """Whether the environment built with ``options`` gives experts' advice."""
+        return self.gives_advice is not None and bool(self.gives_advice(options))
 
     @property
     def action_spaces(self) -> tuple[str, ...]:
@@ -193,6 +200,7 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "real data: each stock is an arm (dataset = djia | nyse_o); random_experts = M > 0 "
             "adds experts' advice: one expert per stock and M Dirichlet(1) ones drawn from "
             "advice_seed (public, fixed in advance; regret against the best expert)",
+            gives_advice=lambda options: options.get("random_experts", 0) not in (0, None, False),
         ),
         EnvironmentEntry(
             "bandit_linear",
@@ -371,6 +379,7 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "your own adversarial bandit: losses (T, K) in [0, 1] from the file path (.npy or "
             ".csv), with the experts' advice (T, N, K, .npy) from the file advice when given; "
             "a spec records each file's SHA-256",
+            gives_advice=lambda options: options.get("advice") is not None,
         ),
         EnvironmentEntry(
             "expert_losses",
@@ -390,6 +399,7 @@ ENVIRONMENTS: dict[str, EnvironmentEntry] = {
             "bandit with expert advice: switching Bernoulli losses, an informed expert, the K "
             "arm experts and Dirichlet experts (advice public, fixed in advance); regret against "
             "the best expert",
+            gives_advice=lambda options: True,
         ),
     )
 }

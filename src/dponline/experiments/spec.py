@@ -138,6 +138,16 @@ class ExperimentSpec:
                 and (env.get("learners") is None or _named(lr, env["learners"]))
             ]
             used.update(fitting)
+            if env_entry.advice_given(env.get("options", {})):
+                for j in fitting:  # the learner would run other experts than its regret's
+                    if "experts" in self.learners[j].get("options", {}):
+                        raise SpecError(
+                            f"spec field 'learners[{j}].options': experts = "
+                            f"{self.learners[j]['options']['experts']!r} beside environment "
+                            f"{env.get('label') or env['name']!r}, which gives its own experts' "
+                            "advice (its regret is against them): drop the option, or give that "
+                            "environment a 'learners' list without this learner"
+                        )
             if not fitting:
                 named = env.get("learners")
                 unfit.append(
